@@ -1,0 +1,55 @@
+// Q8_0: 32 weights, symmetric 8-bit, one fp16 scale (8.5 bits per weight).
+//
+// | offset | field     | meaning                 |
+// |--------|-----------|-------------------------|
+// | 0      | d  (fp16) | scale                   |
+// | 2      | qs[32] i8 | x[e] = d * qs[e]        |
+#pragma once
+
+#include <cmath>
+
+#include "llmrt/core/float_convert.hpp"
+#include "llmrt/quant/rounding.hpp"
+#include "llmrt/quant/traits.hpp"
+
+namespace llmrt {
+
+struct q8_0 {
+    uint16_t d;
+    int8_t qs[32];
+
+    static constexpr qtype id = qtype::q8_0;
+    static constexpr int64_t block_size = 32;
+    static constexpr const char* name = "q8_0";
+    using vec_dot_type = q8_0;
+};
+static_assert(sizeof(q8_0) == 34, "q8_0 must be 34 bytes, as ggml's block_q8_0");
+
+LLMRT_HOST_DEVICE void dequantize_block(const q8_0& b, float* y) {
+    const float d = fp16_to_fp32(b.d);
+    for (int i = 0; i < 32; ++i) y[i] = d * float(b.qs[i]);
+}
+
+// ggml's quantize_row_q8_0_ref: d = amax/127, q = roundf(x / d) computed as x * (1/d),
+// ties away from zero.
+inline void quantize_row(const float* x, q8_0* y, int64_t n) {
+    for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
+        const float d = max_abs(x, 32) / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[ib].d = fp32_to_fp16(d);
+        for (int i = 0; i < 32; ++i) y[ib].qs[i] = int8_t(std::roundf(x[i] * id));
+    }
+}
+
+// Σ_blocks Σ qx·qy · (dx·dy), ggml's q8_0 x q8_0 CPU dot.
+inline float vec_dot(const q8_0* x, const q8_0* y, int64_t n) {
+    float sum = 0.0f;
+    for (int64_t ib = 0; ib < n / 32; ++ib) {
+        int sumi = 0;
+        for (int i = 0; i < 32; ++i) sumi += int(x[ib].qs[i]) * int(y[ib].qs[i]);
+        sum += float(sumi) * (fp16_to_fp32(x[ib].d) * fp16_to_fp32(y[ib].d));
+    }
+    return sum;
+}
+
+}  // namespace llmrt

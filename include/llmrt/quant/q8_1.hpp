@@ -1,0 +1,50 @@
+// Q8_1: the activation format of the GPU mat-vec kernels (9 bits per value).
+//
+// | offset | field     | meaning                                    |
+// |--------|-----------|--------------------------------------------|
+// | 0      | d  (fp16) | scale, x[e] = d * qs[e]                    |
+// | 2      | s  (fp16) | d * Σ qs (lets kernels fold in the minimum) |
+// | 4      | qs[32] i8 | quants                                     |
+#pragma once
+
+#include <cmath>
+
+#include "llmrt/core/float_convert.hpp"
+#include "llmrt/quant/rounding.hpp"
+#include "llmrt/quant/traits.hpp"
+
+namespace llmrt {
+
+struct q8_1 {
+    uint16_t d;
+    uint16_t s;
+    int8_t qs[32];
+
+    static constexpr qtype id = qtype::q8_1;
+    static constexpr int64_t block_size = 32;
+    static constexpr const char* name = "q8_1";
+};
+static_assert(sizeof(q8_1) == 36, "q8_1 must be 36 bytes, as ggml's block_q8_1");
+
+LLMRT_HOST_DEVICE void dequantize_block(const q8_1& b, float* y) {
+    const float d = fp16_to_fp32(b.d);
+    for (int i = 0; i < 32; ++i) y[i] = d * float(b.qs[i]);
+}
+
+// ggml's quantize_row_q8_1_ref: as q8_0, plus s = fp16(Σq · d) with the unrounded d.
+// llmrt's CUDA and Vulkan activation quantizers produce these same bytes.
+inline void quantize_row(const float* x, q8_1* y, int64_t n) {
+    for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
+        const float d = max_abs(x, 32) / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int sum = 0;
+        for (int i = 0; i < 32; ++i) {
+            y[ib].qs[i] = int8_t(std::roundf(x[i] * id));
+            sum += y[ib].qs[i];
+        }
+        y[ib].d = fp32_to_fp16(d);
+        y[ib].s = fp32_to_fp16(float(sum) * d);
+    }
+}
+
+}  // namespace llmrt
