@@ -8,8 +8,11 @@
 // | 82     | dmin (fp16)  | super-block min scale                                          |
 #pragma once
 
+#include <cmath>
+
 #include "llmrt/core/error.hpp"
 #include "llmrt/core/float_convert.hpp"
+#include "llmrt/quant/kquant_search.hpp"
 #include "llmrt/quant/q8_K.hpp"
 #include "llmrt/quant/rounding.hpp"
 #include "llmrt/quant/traits.hpp"
@@ -39,8 +42,85 @@ LLMRT_HOST_DEVICE void dequantize_block(const q2_K& b, float* y) {
     }
 }
 
-// PLACEHOLDER: reference quantizer and ggml-paired CPU dot, being written.
-inline void quantize_row(const float*, q2_K*, int64_t) { throw error(errc::unsupported_type, "q2_K quantize_row not written yet"); }
-inline float vec_dot(const q2_K*, const q8_K*, int64_t) { throw error(errc::unsupported_type, "q2_K vec_dot not written yet"); }
+// ggml's quantize_row_q2_K_ref. Per sub-block of 16 a (scale, min) search with weights |x|;
+// the 16 scales and 16 mins are coded in 4 bits against their maxima (d = max_scale/15,
+// dmin = max_min/15, both stored fp16); then the levels are recomputed against the stored
+// values, L = clamp(nearest_int((x + dmin·m)/(d·sc)), 0, 3), except in sub-blocks whose d·sc
+// is 0, which keep the search's levels.
+inline void quantize_row(const float* x, q2_K* y, int64_t n) {
+    check_superblock_row(n, q2_K::name, "quantize_row");
+    constexpr qkx2_search search{3, -0.5f, 0.1f, 15, true};
+    for (int64_t ib = 0; ib < n / 256; ++ib, x += 256) {
+        q2_K& b = y[ib];
+        uint8_t L[256];
+        float weights[16], scales[16], mins[16];
+        float max_scale = 0, max_min = 0;
+        for (int j = 0; j < 16; ++j) {
+            for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
+            const qkx2_fit fit = make_qkx2_quants<16>(x + 16 * j, weights, L + 16 * j, search);
+            scales[j] = fit.scale;
+            mins[j] = fit.min;
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        // Codes go through uint8_t as ggml's byte stores do (a code cannot exceed 15 in practice).
+        if (max_scale > 0) {
+            const float iscale = 15.0f / max_scale;
+            for (int j = 0; j < 16; ++j) b.scales[j] = uint8_t(nearest_int(iscale * scales[j]));
+            b.d = fp32_to_fp16(max_scale / 15.0f);
+        } else {
+            for (int j = 0; j < 16; ++j) b.scales[j] = 0;
+            b.d = fp32_to_fp16(0.0f);
+        }
+        if (max_min > 0) {
+            const float iscale = 15.0f / max_min;
+            for (int j = 0; j < 16; ++j) b.scales[j] |= uint8_t(unsigned(nearest_int(iscale * mins[j])) << 4);
+            b.dmin = fp32_to_fp16(max_min / 15.0f);
+        } else {
+            b.dmin = fp32_to_fp16(0.0f);
+        }
+        const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
+        for (int j = 0; j < 16; ++j) {
+            const float dd = d * float(b.scales[j] & 15);
+            if (dd == 0) continue;
+            const float dm = dmin * float(b.scales[j] >> 4);
+            for (int l = 0; l < 16; ++l)
+                L[16 * j + l] = uint8_t(detail::clamp_level(nearest_int((x[16 * j + l] + dm) / dd), 3));
+        }
+        for (int h = 0; h < 2; ++h)
+            for (int l = 0; l < 32; ++l) {
+                const uint8_t* Lh = L + 128 * h + l;
+                b.qs[32 * h + l] = uint8_t(Lh[0] | (Lh[32] << 2) | (Lh[64] << 4) | (Lh[96] << 6));
+            }
+    }
+}
+
+// ggml's ggml_vec_dot_q2_K_q8_K_generic: per super-block
+//   d8·d·Σ_j sc_j·Σ_{16} q2·q8  −  d8·dmin·Σ_j m_j·bsums_j,
+// the integer sums exact, the two float products formed per block and summed in block order.
+inline float vec_dot(const q2_K* x, const q8_K* y, int64_t n) {
+    check_superblock_row(n, q2_K::name, "vec_dot");
+    float sum = 0;
+    for (int64_t ib = 0; ib < n / 256; ++ib) {
+        const q2_K& b = x[ib];
+        const q8_K& a = y[ib];
+        int sum_mins = 0;
+        for (int j = 0; j < 16; ++j) sum_mins += a.bsums[j] * (b.scales[j] >> 4);
+        int sum_q = 0;
+        for (int j = 0; j < 16; ++j) {
+            // Sub-block j covers elements 16j..16j+15: bits 2((16j%128)/32) of qs[32(j/8) + 16j%32 + l].
+            const uint8_t* q2 = b.qs + 32 * (j / 8) + 16 * (j % 2);
+            const int shift = 2 * ((j % 8) / 2);
+            const int8_t* q8 = a.qs + 16 * j;
+            int sub = 0;
+            for (int l = 0; l < 16; ++l) sub += q8[l] * ((q2[l] >> shift) & 3);
+            sum_q += (b.scales[j] & 15) * sub;
+        }
+        const float dall = a.d * fp16_to_fp32(b.d);
+        const float dmin = a.d * fp16_to_fp32(b.dmin);
+        sum += dall * float(sum_q) - dmin * float(sum_mins);
+    }
+    return sum;
+}
 
 }  // namespace llmrt
