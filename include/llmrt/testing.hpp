@@ -1,0 +1,9 @@
+// llmrt's kernel unit-testing toolkit: error measures, seeded input generators, output poisoning
+// and the CPU references. Host-only and free of test frameworks; the doctest adapter
+// (llmrt/testing/doctest.hpp) and the CUDA helpers (llmrt/testing/cuda.hpp) are included apart.
+#pragma once
+
+#include "llmrt/testing/generate.hpp"
+#include "llmrt/testing/measures.hpp"
+#include "llmrt/testing/poison.hpp"
+#include "llmrt/testing/reference.hpp"
