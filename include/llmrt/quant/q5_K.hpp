@@ -11,6 +11,7 @@
 
 #include "llmrt/core/error.hpp"
 #include "llmrt/core/float_convert.hpp"
+#include "llmrt/quant/kquant_search.hpp"
 #include "llmrt/quant/q4_K.hpp"
 #include "llmrt/quant/q8_K.hpp"
 #include "llmrt/quant/rounding.hpp"
@@ -47,8 +48,46 @@ LLMRT_HOST_DEVICE void dequantize_block(const q5_K& b, float* y) {
     }
 }
 
-// PLACEHOLDER: reference quantizer and ggml-paired CPU dot, being written.
-inline void quantize_row(const float*, q5_K*, int64_t) { throw error(errc::unsupported_type, "q5_K quantize_row not written yet"); }
-inline float vec_dot(const q5_K*, const q8_K*, int64_t) { throw error(errc::unsupported_type, "q5_K vec_dot not written yet"); }
+// ggml's quantize_row_q5_K_ref: levels 0..31 searched on the grid (31 − 0.5 + 0.1·is),
+// is = 0..15, then split into 4 low bits (qs, as Q4_K) and the fifth bit (qh).
+inline void quantize_row(const float* x, q5_K* y, int64_t n) {
+    check_superblock_row(n, q5_K::name, "quantize_row");
+    constexpr qkx2_search search{31, -0.5f, 0.1f, 15, false};
+    for (int64_t ib = 0; ib < n / 256; ++ib, x += 256) {
+        q5_K& b = y[ib];
+        uint8_t L[256];
+        quantize_k4_superblock(x, search, b.d, b.dmin, b.scales, L);
+        for (int l = 0; l < 32; ++l) b.qh[l] = 0;
+        for (int c = 0; c < 4; ++c)
+            for (int l = 0; l < 32; ++l) {
+                int lo = L[64 * c + l], hi = L[64 * c + l + 32];
+                if (lo > 15) {
+                    lo -= 16;
+                    b.qh[l] |= uint8_t(1u << (2 * c));
+                }
+                if (hi > 15) {
+                    hi -= 16;
+                    b.qh[l] |= uint8_t(2u << (2 * c));
+                }
+                b.qs[32 * c + l] = uint8_t(lo | (hi << 4));
+            }
+    }
+}
+
+// ggml's ggml_vec_dot_q5_K_q8_K_generic: as Q4_K with q = low4 + 16·bit.
+inline float vec_dot(const q5_K* x, const q8_K* y, int64_t n) {
+    check_superblock_row(n, q5_K::name, "vec_dot");
+    k4_dot_accumulator acc;
+    int8_t levels[256];
+    for (int64_t ib = 0; ib < n / 256; ++ib) {
+        const q5_K& b = x[ib];
+        for (int e = 0; e < 256; ++e) {
+            const int low = (b.qs[32 * (e / 64) + e % 32] >> (4 * ((e / 32) % 2))) & 15;
+            levels[e] = int8_t(low | (((b.qh[e % 32] >> (e / 32)) & 1) << 4));
+        }
+        acc.add_block(b.scales, b.d, b.dmin, levels, y[ib]);
+    }
+    return acc.result();
+}
 
 }  // namespace llmrt
