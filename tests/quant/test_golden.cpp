@@ -42,7 +42,7 @@ TEST_CASE("dequantizing ggml's quantized bytes gives ggml's floats bit for bit")
         std::vector<float> out(g.dq.size());
         dequantize(B::id, g.q.data(), out.data(), int64_t(out.size()));
         const long at = first_difference(out.data(), g.dq.data(), out.size());
-        INFO(B::name << ": first differing float at index " << at);
+        INFO(std::string(B::name) << ": first differing float at index " << at);
         CHECK(at == -1);
     });
 }
@@ -53,7 +53,7 @@ TEST_CASE("dequantizing random block bytes gives ggml's floats bit for bit") {
         std::vector<float> out(g.rdq.size());
         dequantize(B::id, g.rb.data(), out.data(), int64_t(out.size()));
         const long at = first_difference(out.data(), g.rdq.data(), out.size());
-        INFO(B::name << ": first differing float at index " << at);
+        INFO(std::string(B::name) << ": first differing float at index " << at);
         CHECK(at == -1);
     });
 }
@@ -65,7 +65,7 @@ TEST_CASE("quantizing ggml's inputs gives ggml's bytes, row by row") {
             std::vector<uint8_t> out(g.row_size);
             quantize(B::id, g.in.data() + std::size_t(r) * g.n, out.data(), g.n);
             const long at = first_difference(out.data(), g.q.data() + std::size_t(r) * g.row_size, g.row_size);
-            INFO(B::name << " row " << r << ": first differing byte at offset " << at << " (block "
+            INFO(std::string(B::name) << " row " << r << ": first differing byte at offset " << at << " (block "
                          << (at < 0 ? -1 : at / long(sizeof(B))) << ", byte " << (at < 0 ? -1 : at % long(sizeof(B)))
                          << " within it)");
             CHECK(at == -1);
