@@ -20,7 +20,7 @@
 namespace llmrt::testing {
 
 enum class distribution {
-    uniform,          // uniform in [−1, 1)
+    uniform,          // uniform in [−1, 1]
     gaussian,         // standard normal (Irwin–Hall, see above)
     heavy_tailed,     // gaussian, with one element in 64 scaled by 50 (activation outliers)
     zero_blocks,      // gaussian, with about one block in four all zero (at least one block)
@@ -93,7 +93,7 @@ inline bool special_block(uint64_t seed, int64_t b, int64_t nblocks) {
 }
 }  // namespace detail
 
-// n values uniform in [lo, hi).
+// n values uniform in [lo, hi] (hi itself only where the last rounding lands on it).
 inline std::vector<float> uniform(int64_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
     detail::check_count(n, "testing::uniform");
     check(lo <= hi, errc::invalid_argument, [&] {

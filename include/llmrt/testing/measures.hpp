@@ -17,6 +17,7 @@
 
 #include "llmrt/core/config.hpp"
 #include "llmrt/core/error.hpp"
+#include "llmrt/testing/poison.hpp"
 
 namespace llmrt::testing {
 
@@ -32,6 +33,13 @@ inline void check_buffers(const float* out, const float* ref, int64_t n, const c
 inline std::string format_float(float v) {
     char text[48];
     std::snprintf(text, sizeof text, "%.9g", double(v));
+    return text;
+}
+
+// A measure as text, 6 significant digits (measures span far below float's range).
+inline std::string format_measure(double v) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%.6g", v);
     return text;
 }
 
@@ -89,11 +97,12 @@ struct error_report {
     bool all_finite_match() const { return nan_count == 0 && inf_mismatch_count == 0; }
 
     // A few lines: the summary, then the `worst` elements with the largest |out − ref| as
-    // "[index] got X expected Y (abs err, ulp)". out and ref must be the buffers this report came from.
+    // "[index] got X expected Y (abs err E, U ulp)", where an element still holding poison_bits reads
+    // "got unwritten (poison)". out and ref must be the buffers this report came from.
     std::string describe(const float* out, const float* ref, int worst = 5) const {
-        std::string text = "n=" + std::to_string(n) + " nmse=" + detail::format_float(float(nmse)) +
-                           " max_abs=" + detail::format_float(float(max_abs_error)) +
-                           " max_rel=" + detail::format_float(float(max_rel_error)) +
+        std::string text = "n=" + std::to_string(n) + " nmse=" + detail::format_measure(nmse) +
+                           " max_abs=" + detail::format_measure(max_abs_error) +
+                           " max_rel=" + detail::format_measure(max_rel_error) +
                            " nan=" + std::to_string(nan_count) + " inf_mismatch=" + std::to_string(inf_mismatch_count);
         if (out == nullptr || ref == nullptr || n <= 0 || worst <= 0) return text;
         std::vector<int64_t> order;
@@ -109,9 +118,10 @@ struct error_report {
         text += "\n  " + std::to_string(order.size()) + " element(s) differ; worst " + std::to_string(shown) + ":";
         for (std::size_t j = 0; j < shown; ++j) {
             const int64_t i = order[j];
-            text += "\n  [" + std::to_string(i) + "] got " + detail::format_float(out[i]) + " expected " +
+            text += "\n  [" + std::to_string(i) + "] got " +
+                    (is_poison(out[i]) ? std::string("unwritten (poison)") : detail::format_float(out[i])) + " expected " +
                     detail::format_float(ref[i]) + " (abs err " +
-                    detail::format_float(float(detail::abs_difference(out[i], ref[i]))) + ", " +
+                    detail::format_measure(detail::abs_difference(out[i], ref[i])) + ", " +
                     std::to_string(ulp_distance(out[i], ref[i])) + " ulp)";
         }
         return text;
