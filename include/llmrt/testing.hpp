@@ -6,4 +6,5 @@
 #include "llmrt/testing/generate.hpp"
 #include "llmrt/testing/measures.hpp"
 #include "llmrt/testing/poison.hpp"
+#include "llmrt/testing/readback.hpp"
 #include "llmrt/testing/reference.hpp"

@@ -73,3 +73,39 @@ TEST_CASE("the reference conveniences reject shapes that do not fit with llmrt::
     CHECK_THROWS_AS(reference_matvec(qtype::q8_0, q.data(), w.data(), 2, 33, 1), llmrt::error);
     CHECK(quantize_matrix(qtype::q8_0, nullptr, 0, 32).empty());
 }
+
+// The bound docs/testing.md recommends: a kernel that computes what the reference computes, but
+// sums in float in another order, stays far inside 1e-10; a kernel that rounds its activations
+// differently (f32 against q8_1) does not.
+TEST_CASE("a float kernel in another summation order stays inside the recommended NMSE bound of 1e-10") {
+    const int64_t rows = 64, k = 1024;
+    for (qtype t : {qtype::q8_0, qtype::mxfp4})
+        for (distribution d : all_distributions) {
+            CAPTURE(name(t));
+            CAPTURE(to_string(d));
+            const std::vector<float> w = generate(d, rows * k, 71), x = generate(d, k, 72);
+            const std::vector<uint8_t> q = quantize_matrix(t, w.data(), rows, k);
+            const std::vector<float> ref = reference_matvec(t, q.data(), x.data(), rows, k, 1);
+            const std::vector<float> ref_f32 =
+                reference_matvec(t, q.data(), x.data(), rows, k, 1, cpu::activation_format::f32);
+
+            // The activations as the q8_1 reference sees them, and W dequantized.
+            std::vector<q8_1> xq(std::size_t(k / 32));
+            std::vector<float> xs(static_cast<std::size_t>(k)), wd(static_cast<std::size_t>(rows * k));
+            quantize_row(x.data(), xq.data(), k);
+            dequantize_row(xq.data(), xs.data(), k);
+            dequantize(t, q.data(), wd.data(), rows * k);
+            // 32 float lanes, element i in lane i % 32, then a tree: a warp's order, not the reference's.
+            std::vector<float> y(static_cast<std::size_t>(rows));
+            for (int64_t r = 0; r < rows; ++r) {
+                float lane[32] = {};
+                for (int64_t i = 0; i < k; ++i) lane[i % 32] += wd[std::size_t(r * k + i)] * xs[std::size_t(i)];
+                for (int s = 16; s > 0; s /= 2)
+                    for (int l = 0; l < s; ++l) lane[l] += lane[l + s];
+                y[std::size_t(r)] = lane[0];
+            }
+            const double e = nmse(y.data(), ref.data(), rows);
+            CHECK(e < 1e-12);
+            CHECK(nmse(ref_f32.data(), ref.data(), rows) > 1e-7);
+        }
+}

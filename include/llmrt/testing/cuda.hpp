@@ -73,4 +73,9 @@ inline readback_report compare_device(const float* device, const float* ref, int
     return compare_readback(copy_to_host(device, n, stream), ref, n);
 }
 
+// The same, for a reference held in a vector: ref.size() elements.
+inline readback_report compare_device(const float* device, const std::vector<float>& ref, cudaStream_t stream = nullptr) {
+    return compare_device(device, ref.data(), int64_t(ref.size()), stream);
+}
+
 }  // namespace llmrt::testing
