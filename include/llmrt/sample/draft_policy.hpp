@@ -1,0 +1,102 @@
+// Every default of speculative decoding, in one place. Change them here, and say why.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "llmrt/core/error.hpp"
+
+namespace llmrt::sample {
+
+// How a draft is verified.
+enum class verification {
+    // Point-mass drafts (greedy draft model, n-gram) by sample-and-compare; drafts that report
+    // their q by speculative sampling (accept min(1, p/q), else draw from norm(max(0, p − q))).
+    automatic,
+    // Sample-and-compare for every draft: exact for any drafter and the token stream equals plain
+    // sampling with the same seed, but a sampled draft is accepted with Σ p·q instead of Σ min(p, q).
+    sample_and_compare,
+};
+
+// Draft length follows recent acceptance: an exponential moving average of the accepted tokens
+// per round (a fully accepted draft counts as at least the limit it was drafted under, so a
+// drafter that is always right keeps growing) plus `headroom`, clamped to [1, n_max].
+struct adaptive_length {
+    bool enabled = true;
+    float ema_weight = 0.3f;  // weight of the newest round
+    int32_t headroom = 2;     // tokens drafted beyond the accepted average (HF's schedule grows by 2)
+};
+
+// Plain decoding while speculation is measured slower. Seconds per emitted token are measured
+// for speculative rounds (drafting + verification, empty drafts included) and for plain steps.
+// Plain steps come from `probe_steps` probes at the start and every `reprobe_rounds` speculative
+// rounds, and from back-off windows. After `min_rounds` speculative rounds, if speculation costs
+// more than `margin` × the plain cost per token, decoding goes plain for `backoff_tokens` tokens,
+// doubling up to `max_backoff_tokens` while speculation keeps losing. With a wall clock this makes
+// the schedule, hence a speculative-sampling token stream, depend on timing: turn it off (or pass
+// a deterministic clock) where a sampled-draft run must be bit-reproducible. Sample-and-compare
+// streams never depend on the schedule.
+struct fallback_policy {
+    bool enabled = true;
+    int32_t probe_steps = 2;
+    int32_t reprobe_rounds = 128;
+    int32_t min_rounds = 8;
+    double margin = 1.0;
+    int32_t backoff_tokens = 32;
+    int32_t max_backoff_tokens = 1024;
+    float ema_weight = 0.25f;
+};
+
+struct draft_policy {
+    // At most this many draft tokens per round (llama.cpp's default); further clamped to the
+    // tokens still wanted − 1 and to the target's context left − 1 (a round emits up to n + 1).
+    int32_t n_max = 16;
+    // Drafts shorter than this are dropped and the step is decoded plainly (1: keep every draft).
+    int32_t n_min = 1;
+    // A draft model stops drafting when its top-1 probability (softmax of its raw logits) at a
+    // position is below p_min; per position, not cumulative. 0.75 was llama.cpp's long-standing
+    // default; drafters without probabilities (n-gram) ignore it.
+    float p_min = 0.75f;
+    adaptive_length adaptive;
+    fallback_policy fallback;
+    verification mode = verification::automatic;
+
+    void validate() const {
+        check(n_max >= 1 && n_min >= 1 && n_min <= n_max, errc::invalid_argument, [&] {
+            return "draft_policy: n_min " + std::to_string(n_min) + ", n_max " + std::to_string(n_max) +
+                   " (need 1 <= n_min <= n_max)";
+        });
+        check(p_min >= 0.0f && p_min <= 1.0f, errc::invalid_argument,
+              [&] { return "draft_policy: p_min " + std::to_string(p_min) + " (need 0 <= p_min <= 1)"; });
+        check(adaptive.ema_weight > 0.0f && adaptive.ema_weight <= 1.0f && adaptive.headroom >= 0,
+              errc::invalid_argument, [&] {
+                  return "draft_policy.adaptive: ema_weight " + std::to_string(adaptive.ema_weight) + ", headroom " +
+                         std::to_string(adaptive.headroom) + " (need 0 < ema_weight <= 1, headroom >= 0)";
+              });
+        check(fallback.probe_steps >= 1 && fallback.reprobe_rounds >= 1 && fallback.min_rounds >= 1 &&
+                  std::isfinite(fallback.margin) && fallback.margin > 0.0 && fallback.backoff_tokens >= 1 &&
+                  fallback.max_backoff_tokens >= fallback.backoff_tokens && fallback.ema_weight > 0.0f &&
+                  fallback.ema_weight <= 1.0f,
+              errc::invalid_argument,
+              "draft_policy.fallback: need probe_steps, reprobe_rounds, min_rounds, backoff_tokens >= 1, "
+              "max_backoff_tokens >= backoff_tokens, margin > 0 and 0 < ema_weight <= 1");
+    }
+};
+
+// Prompt lookup: match the last n tokens (n from ngram_max down to ngram_min) against an earlier
+// occurrence in the sequence and propose what followed it. HF's default match size is 2; 1-token
+// matches fire often on chat text and are mostly wrong, so the minimum is 2.
+struct ngram_params {
+    int32_t ngram_min = 2;
+    int32_t ngram_max = 4;
+
+    void validate() const {
+        check(ngram_min >= 1 && ngram_max >= ngram_min, errc::invalid_argument, [&] {
+            return "ngram_params: ngram_min " + std::to_string(ngram_min) + ", ngram_max " +
+                   std::to_string(ngram_max) + " (need 1 <= ngram_min <= ngram_max)";
+        });
+    }
+};
+
+}  // namespace llmrt::sample

@@ -1,0 +1,47 @@
+// The drafter interface: something that proposes the next tokens of a sequence.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "llmrt/sample/model.hpp"
+#include "llmrt/sample/token_distribution.hpp"
+
+namespace llmrt::sample {
+
+// Draft tokens x_1..x_n. A point-mass draft (q empty) makes no claim about how its tokens were
+// chosen; a sampled draft reports, for each x_i, the distribution q_i it was really drawn from
+// (q_i(x_i) > 0), which is what lossless speculative sampling needs.
+struct draft {
+    std::vector<int32_t> tokens;
+    std::vector<token_distribution> q;
+
+    bool point_mass() const noexcept { return q.empty(); }
+    void clear() noexcept {
+        tokens.clear();
+        q.clear();
+    }
+};
+
+struct draft_request {
+    std::span<const int32_t> sequence;  // prompt + tokens generated so far
+    int32_t n_max = 0;                  // propose at most this many tokens
+    float p_min = 0.0f;                 // per-position confidence cutoff, for drafters that have one
+};
+
+class drafter {
+public:
+    virtual ~drafter() = default;
+    virtual std::string_view name() const = 0;
+    // A new sequence starts; within it, later requests only ever extend the sequence.
+    virtual void begin(std::span<const int32_t> prompt) = 0;
+    // Writes at most request.n_max tokens to `out` (cleared first); may propose nothing.
+    virtual void propose(const draft_request& request, draft& out) = 0;
+    // The vocabulary of a drafter backed by a model, checked against the target's; null for
+    // drafters that copy target tokens (n-gram).
+    virtual const vocabulary* vocab() const { return nullptr; }
+};
+
+}  // namespace llmrt::sample

@@ -1,0 +1,285 @@
+// generate(prompt, n): plain decoding of a target model, or speculative decoding when drafters
+// are attached. Both paths share the sampler chain and its counter-based RNG, so with
+// point-mass drafts (or verification::sample_and_compare) the speculative token stream is the
+// plain one, token for token, for the same seed; with sampled drafts it is equal in distribution.
+//
+// Bookkeeping: before each step the target's cache holds every sequence token but the last; a
+// round evaluates [last, x_1 .. x_n] at position L − 1 and truncates the cache back to the
+// accepted part afterwards.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "llmrt/core/error.hpp"
+#include "llmrt/sample/draft_policy.hpp"
+#include "llmrt/sample/drafter.hpp"
+#include "llmrt/sample/model.hpp"
+#include "llmrt/sample/sampler_chain.hpp"
+#include "llmrt/sample/stats.hpp"
+#include "llmrt/sample/verify.hpp"
+
+namespace llmrt::sample {
+
+struct generation_options {
+    bool stop_at_eos = true;        // stop after the target's EOS token
+    std::function<double()> clock;  // seconds, for timings and the fallback; empty: steady_clock
+};
+
+enum class stop_reason { length, eos, context_full };
+
+struct generation_result {
+    std::vector<int32_t> tokens;  // the generated tokens (the prompt excluded)
+    stop_reason reason = stop_reason::length;
+};
+
+template <class Target, class Rule = ratio_rule>
+class generator {
+    static_assert(causal_model<Target>,
+                  "generator<Target>: Target must satisfy llmrt::sample::causal_model (vocab, vocab_size, "
+                  "context_length, cache_length, eval, truncate)");
+    static_assert(rejection_rule<Rule>, "generator<Target, Rule>: Rule must provide static accept(p, q, r) and recovery(p, q)");
+
+public:
+    // The chain is the target's; it draws from rng_stream::target_sample.
+    generator(Target& target, sampler_chain chain, draft_policy policy = {}, generation_options options = {})
+        : target_(target), chain_(std::move(chain)), policy_(policy), options_(std::move(options)) {
+        policy_.validate();
+        chain_.set_stream(rng_stream::target_sample);
+    }
+
+    // Drafters are tried in the order they were added (n-gram first, then a draft model); the
+    // first to supply a draft of at least n_min tokens drafts the round. A drafter backed by a
+    // model with another vocabulary is refused.
+    template <class D>
+    D& add_drafter(std::unique_ptr<D> d) {
+        static_assert(std::is_base_of_v<drafter, D>, "generator::add_drafter: D must derive from llmrt::sample::drafter");
+        check(d != nullptr, errc::invalid_argument, "generator::add_drafter: null drafter");
+        if (const vocabulary* v = d->vocab()) check_draft_vocabulary(target_.vocab(), *v);
+        D& ref = *d;
+        slots_.push_back({std::move(d), 0.0});
+        stats_.per_drafter.push_back({std::string(ref.name())});
+        return ref;
+    }
+
+    sampler_chain& chain() noexcept { return chain_; }
+    draft_policy& policy() noexcept { return policy_; }
+    const speculative_stats& stats() const noexcept { return stats_; }
+    void reset_stats() {
+        speculative_stats fresh;
+        for (const auto& d : stats_.per_drafter) fresh.per_drafter.push_back({d.name});
+        stats_ = std::move(fresh);
+    }
+
+    generation_result generate(std::span<const int32_t> prompt, int32_t n_tokens) {
+        policy_.validate();
+        const int32_t vocab = target_.vocab_size();
+        const int32_t context = target_.context_length();
+        check(!prompt.empty(), errc::invalid_argument, "generate: empty prompt (the first token needs a context)");
+        check(n_tokens >= 0, errc::invalid_argument, [&] { return "generate: n_tokens " + std::to_string(n_tokens) + " < 0"; });
+        check(prompt.size() <= size_t(context), errc::invalid_argument, [&] {
+            return "generate: prompt of " + std::to_string(prompt.size()) + " tokens exceeds the target's context of " +
+                   std::to_string(context);
+        });
+        for (size_t i = 0; i < prompt.size(); ++i)
+            check(prompt[i] >= 0 && prompt[i] < vocab, errc::invalid_argument, [&] {
+                return "generate: prompt token " + std::to_string(i) + " is " + std::to_string(prompt[i]) +
+                       ", outside the vocabulary of " + std::to_string(vocab);
+            });
+
+        const int32_t stop_token = options_.stop_at_eos ? target_.vocab().eos : -1;
+        sequence_.assign(prompt.begin(), prompt.end());
+        chain_.reset();
+        chain_.accept(prompt);
+        target_.truncate(0);
+        for (auto& s : slots_) {
+            s.ema_accepted = std::max(0.0, double(policy_.n_max) / 2.0 - double(policy_.adaptive.headroom));
+            s.d->begin(prompt);
+        }
+        start_schedule();
+        if (prompt.size() > 1) timed_eval(prompt.first(prompt.size() - 1), 0, {});
+
+        generation_result result;
+        while (int32_t(result.tokens.size()) < n_tokens) {
+            const size_t length = sequence_.size();
+            if (length >= size_t(context)) {
+                result.reason = stop_reason::context_full;
+                break;
+            }
+            const double start = now();
+            // A round emits up to n + 1 tokens: n ≤ tokens still wanted − 1, and the last emitted
+            // token must still fit in the context.
+            const int32_t cap = std::min(n_tokens - int32_t(result.tokens.size()) - 1, context - int32_t(length) - 1);
+            const bool speculating = !slots_.empty() && phase_ == phase::speculating && cap >= policy_.n_min;
+            const std::vector<int32_t> emitted = speculating ? speculative_step(cap) : plain_step();
+            observe_step(speculating, now() - start, int32_t(emitted.size()));
+
+            result.tokens.insert(result.tokens.end(), emitted.begin(), emitted.end());
+            sequence_.insert(sequence_.end(), emitted.begin(), emitted.end());
+            stats_.emitted += int64_t(emitted.size());
+            if (stop_token >= 0 && !emitted.empty() && emitted.back() == stop_token) {
+                result.reason = stop_reason::eos;
+                break;
+            }
+        }
+        return result;
+    }
+
+private:
+    struct drafter_slot {
+        std::unique_ptr<drafter> d;
+        double ema_accepted = 0.0;  // adaptive length: moving average of accepted tokens per round
+    };
+    enum class phase { probing, speculating, backing_off };
+
+    double now() const {
+        if (options_.clock) return options_.clock();
+        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    }
+
+    void timed_eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
+        const double t0 = now();
+        target_.eval(tokens, position, logits);
+        stats_.target_seconds += now() - t0;
+        ++stats_.target_calls;
+    }
+
+    int32_t draft_limit(const drafter_slot& s, int32_t cap) const {
+        int32_t limit = policy_.n_max;
+        if (policy_.adaptive.enabled)
+            limit = std::clamp(int32_t(std::ceil(s.ema_accepted)) + policy_.adaptive.headroom, 1, policy_.n_max);
+        return std::min(limit, cap);
+    }
+
+    std::vector<int32_t> plain_step() {
+        const int32_t vocab = target_.vocab_size();
+        rows_.resize(size_t(vocab));
+        timed_eval(std::span<const int32_t>(&sequence_.back(), 1), int32_t(sequence_.size()) - 1, rows_);
+        const int32_t y = chain_.sample(rows_);
+        chain_.accept(y);
+        ++stats_.plain_steps;
+        if (phase_ == phase::backing_off) ++stats_.fallback_steps;
+        return {y};
+    }
+
+    std::vector<int32_t> speculative_step(int32_t cap) {
+        // Ask the drafters in order for the first draft of at least n_min tokens.
+        size_t chosen = slots_.size();
+        int32_t limit = 0;
+        for (size_t i = 0; i < slots_.size() && chosen == slots_.size(); ++i) {
+            limit = draft_limit(slots_[i], cap);
+            if (limit < policy_.n_min) continue;
+            const double t0 = now();
+            slots_[i].d->propose({sequence_, limit, policy_.p_min}, draft_);
+            const double seconds = now() - t0;
+            stats_.draft_seconds += seconds;
+            stats_.per_drafter[i].seconds += seconds;
+            ++stats_.per_drafter[i].calls;
+            check(draft_.tokens.size() <= size_t(limit), errc::invalid_argument, [&] {
+                return "drafter \"" + std::string(slots_[i].d->name()) + "\" proposed " +
+                       std::to_string(draft_.tokens.size()) + " tokens when asked for at most " + std::to_string(limit);
+            });
+            if (draft_.tokens.size() >= size_t(policy_.n_min)) chosen = i;
+        }
+        if (chosen == slots_.size()) return plain_step();
+
+        const int32_t vocab = target_.vocab_size();
+        const size_t length = sequence_.size();
+        const int32_t n = int32_t(draft_.tokens.size());
+        batch_.assign(1, sequence_.back());
+        batch_.insert(batch_.end(), draft_.tokens.begin(), draft_.tokens.end());
+        rows_.resize(batch_.size() * size_t(vocab));
+        timed_eval(batch_, int32_t(length) - 1, rows_);
+        verify_result v = verify_draft<Rule>(draft_, rows_, vocab, chain_, policy_.mode,
+                                             options_.stop_at_eos ? target_.vocab().eos : -1);
+        // The cache must end up holding the new sequence minus its last token.
+        const int32_t keep = int32_t(length + v.emitted.size()) - 1;
+        if (target_.cache_length() > keep) target_.truncate(keep);
+
+        stats_.record_round(n, v.accepted);
+        auto& ds = stats_.per_drafter[chosen];
+        ++ds.rounds;
+        ds.drafted += n;
+        ds.accepted += v.accepted;
+        // Adaptive length: a fully accepted draft says "at least the limit would have been accepted".
+        const double observed = v.accepted == n ? double(std::max(n, limit)) : double(v.accepted);
+        const double w = policy_.adaptive.ema_weight;
+        slots_[chosen].ema_accepted = (1.0 - w) * slots_[chosen].ema_accepted + w * observed;
+        return std::move(v.emitted);
+    }
+
+    // ---- fallback schedule ----
+    void start_schedule() {
+        phase_ = policy_.fallback.enabled && !slots_.empty() ? phase::probing : phase::speculating;
+        phase_left_ = policy_.fallback.probe_steps;
+        backoff_ = policy_.fallback.backoff_tokens;
+        plain_cost_ = -1.0;
+        reset_speculative_cost();
+        rounds_since_probe_ = 0;
+    }
+
+    void reset_speculative_cost() {
+        spec_seconds_ = spec_tokens_ = 0.0;
+        spec_rounds_ = 0;
+    }
+
+    void observe_step(bool speculating, double seconds, int32_t tokens) {
+        if (!policy_.fallback.enabled || slots_.empty() || tokens <= 0) return;
+        const auto& f = policy_.fallback;
+        const double w = f.ema_weight;
+        if (!speculating) {
+            const double cost = seconds / double(tokens);
+            plain_cost_ = plain_cost_ < 0.0 ? cost : (1.0 - w) * plain_cost_ + w * cost;
+            if (phase_ != phase::speculating && (phase_left_ -= tokens) <= 0) {
+                phase_ = phase::speculating;
+                reset_speculative_cost();
+            }
+            return;
+        }
+        spec_seconds_ = spec_rounds_ == 0 ? seconds : (1.0 - w) * spec_seconds_ + w * seconds;
+        spec_tokens_ = spec_rounds_ == 0 ? double(tokens) : (1.0 - w) * spec_tokens_ + w * double(tokens);
+        ++spec_rounds_;
+        ++rounds_since_probe_;
+        if (spec_rounds_ >= f.min_rounds && plain_cost_ > 0.0) {
+            if (spec_seconds_ / spec_tokens_ > f.margin * plain_cost_) {
+                phase_ = phase::backing_off;
+                phase_left_ = backoff_;
+                backoff_ = std::min(2 * backoff_, f.max_backoff_tokens);
+                rounds_since_probe_ = 0;
+                return;
+            }
+            backoff_ = f.backoff_tokens;
+        }
+        if (rounds_since_probe_ >= f.reprobe_rounds) {
+            phase_ = phase::probing;
+            phase_left_ = f.probe_steps;
+            rounds_since_probe_ = 0;
+        }
+    }
+
+    Target& target_;
+    sampler_chain chain_;
+    draft_policy policy_;
+    generation_options options_;
+    std::vector<drafter_slot> slots_;
+    speculative_stats stats_;
+
+    std::vector<int32_t> sequence_, batch_;
+    std::vector<float> rows_;
+    draft draft_;
+
+    phase phase_ = phase::speculating;
+    int32_t phase_left_ = 0, backoff_ = 0, spec_rounds_ = 0, rounds_since_probe_ = 0;
+    double plain_cost_ = -1.0, spec_seconds_ = 0.0, spec_tokens_ = 0.0;
+};
+
+}  // namespace llmrt::sample

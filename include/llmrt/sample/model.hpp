@@ -1,0 +1,101 @@
+// What the speculative layer needs from a model, and the vocabulary check for draft models.
+#pragma once
+
+#include <algorithm>
+#include <concepts>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "llmrt/core/error.hpp"
+
+namespace llmrt::sample {
+
+// A model's vocabulary, as far as drafting compatibility goes. Ids −1 mean "none".
+struct vocabulary {
+    int32_t size = 0;
+    int32_t bos = -1;
+    int32_t eos = -1;
+    std::string tokenizer;                // the tokenizer kind ("llama", "gpt2", ...); empty: unknown
+    std::vector<std::string> token_text;  // `size` entries, or empty when the texts are unknown
+};
+
+// A causal language model with a KV cache, as the sampler layer drives it.
+//   vocab(), vocab_size(): its vocabulary; every logits row holds vocab_size() floats.
+//   context_length():      the most tokens its cache can hold.
+//   cache_length():        the tokens its cache holds now (positions 0 .. cache_length() − 1).
+//   eval(tokens, first_position, logits_out): appends `tokens` at positions first_position, ...
+//       (first_position must equal cache_length()) and writes one row of logits per token,
+//       row i predicting the token after tokens[i]; logits_out is tokens.size() × vocab_size()
+//       floats, or empty when the caller needs no logits (prefill).
+//   truncate(n):           drops the cache back to its first n tokens (n ≤ cache_length()).
+// Bad calls raise llmrt::error. The llama model and the test doubles satisfy it.
+template <class M>
+concept causal_model = requires(M& m, const M& cm, std::span<const int32_t> tokens, int32_t position,
+                                std::span<float> logits_out, int32_t n) {
+    { cm.vocab() } -> std::convertible_to<const vocabulary&>;
+    { cm.vocab_size() } -> std::convertible_to<int32_t>;
+    { cm.context_length() } -> std::convertible_to<int32_t>;
+    { cm.cache_length() } -> std::convertible_to<int32_t>;
+    m.eval(tokens, position, logits_out);
+    m.truncate(n);
+};
+
+namespace detail {
+inline std::string quoted_token(const std::string& text) {
+    std::string out = "\"";
+    for (char ch : text.substr(0, 40)) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c < 0x20 || c == '"' || c == '\\') {
+            static const char* hex = "0123456789abcdef";
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        } else {
+            out += ch;
+        }
+    }
+    return out + (text.size() > 40 ? "...\"" : "\"");
+}
+}  // namespace detail
+
+// Refuses a draft model whose tokens do not mean what the target's tokens mean: a draft token id
+// is fed to the target as is, so sizes, special tokens, tokenizer kind and every token text must
+// agree. Token texts are compared when both sides know them; a vocabulary that lists texts
+// cannot be matched against one that does not.
+inline void check_draft_vocabulary(const vocabulary& target, const vocabulary& draft) {
+    const auto fail = [](const std::string& what) {
+        throw error(errc::invalid_argument, "draft model refused: " + what + "; speculative decoding needs the draft to "
+                                            "share the target's vocabulary");
+    };
+    for (const vocabulary* v : {&target, &draft}) {
+        const char* who = v == &target ? "target" : "draft";
+        check(v->size > 0, errc::invalid_argument,
+              [&] { return std::string(who) + " vocabulary has " + std::to_string(v->size) + " tokens"; });
+        check(v->token_text.empty() || v->token_text.size() == size_t(v->size), errc::invalid_argument, [&] {
+            return std::string(who) + " vocabulary has " + std::to_string(v->size) + " tokens but " +
+                   std::to_string(v->token_text.size()) + " token texts";
+        });
+    }
+    if (draft.size != target.size)
+        fail("the draft vocabulary has " + std::to_string(draft.size) + " tokens, the target's has " +
+             std::to_string(target.size));
+    if (!draft.tokenizer.empty() && !target.tokenizer.empty() && draft.tokenizer != target.tokenizer)
+        fail("the draft uses the \"" + draft.tokenizer + "\" tokenizer, the target \"" + target.tokenizer + "\"");
+    if (draft.bos != target.bos)
+        fail("the draft's BOS token is " + std::to_string(draft.bos) + ", the target's is " + std::to_string(target.bos));
+    if (draft.eos != target.eos)
+        fail("the draft's EOS token is " + std::to_string(draft.eos) + ", the target's is " + std::to_string(target.eos));
+    if (draft.token_text.empty() != target.token_text.empty())
+        fail(std::string("the token texts of the ") + (draft.token_text.empty() ? "draft" : "target") +
+             " are unknown, so its tokens cannot be matched");
+    const auto mismatch = std::mismatch(draft.token_text.begin(), draft.token_text.end(), target.token_text.begin());
+    if (mismatch.first != draft.token_text.end()) {
+        const auto id = mismatch.first - draft.token_text.begin();
+        fail("token " + std::to_string(id) + " is " + detail::quoted_token(*mismatch.first) + " in the draft but " +
+             detail::quoted_token(*mismatch.second) + " in the target");
+    }
+}
+
+}  // namespace llmrt::sample

@@ -1,0 +1,60 @@
+// Speculative decoding statistics, with vLLM's definitions:
+//   acceptance rate           = accepted / drafted
+//   mean acceptance length    = 1 + accepted / rounds   (tokens per target call in a drafting
+//                                                         round, the bonus or correction included)
+//   acceptance rate at pos. i = accepted at i / rounds whose draft reached position i
+//                               (with a fixed draft length this is vLLM's accepted_per_pos / drafts)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace llmrt::sample {
+
+struct drafter_stats {
+    std::string name;
+    int64_t calls = 0;    // proposals asked for
+    int64_t rounds = 0;   // drafts it supplied that were verified
+    int64_t drafted = 0;
+    int64_t accepted = 0;
+    double seconds = 0.0;  // time in propose()
+
+    double acceptance_rate() const noexcept { return drafted ? double(accepted) / double(drafted) : 0.0; }
+};
+
+struct speculative_stats {
+    int64_t rounds = 0;        // drafting rounds: a non-empty draft verified by one target call
+    int64_t drafted = 0;       // draft tokens verified
+    int64_t accepted = 0;      // draft tokens accepted
+    int64_t emitted = 0;       // tokens generated
+    int64_t plain_steps = 0;   // target calls without a draft (no draft, dropped draft, fallback)
+    int64_t fallback_steps = 0;  // of those, steps decoded plainly because speculation was slower
+    int64_t target_calls = 0;  // target eval calls, prefill included
+    std::vector<int64_t> drafted_at;   // rounds whose draft reached position i
+    std::vector<int64_t> accepted_at;  // rounds that accepted the draft token at position i
+    double target_seconds = 0.0;  // in target eval calls
+    double draft_seconds = 0.0;   // in drafters' propose calls
+    std::vector<drafter_stats> per_drafter;
+
+    double acceptance_rate() const noexcept { return drafted ? double(accepted) / double(drafted) : 0.0; }
+    double mean_acceptance_length() const noexcept { return rounds ? 1.0 + double(accepted) / double(rounds) : 0.0; }
+    double acceptance_rate_at(size_t i) const noexcept {
+        return i < drafted_at.size() && drafted_at[i] ? double(accepted_at[i]) / double(drafted_at[i]) : 0.0;
+    }
+
+    void record_round(int32_t n_drafted, int32_t n_accepted) {
+        ++rounds;
+        drafted += n_drafted;
+        accepted += n_accepted;
+        if (drafted_at.size() < size_t(n_drafted)) {
+            drafted_at.resize(size_t(n_drafted), 0);
+            accepted_at.resize(size_t(n_drafted), 0);
+        }
+        for (int32_t i = 0; i < n_drafted; ++i) ++drafted_at[size_t(i)];
+        for (int32_t i = 0; i < n_accepted; ++i) ++accepted_at[size_t(i)];
+    }
+};
+
+}  // namespace llmrt::sample

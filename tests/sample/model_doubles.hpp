@@ -1,0 +1,142 @@
+// Test doubles for llmrt::sample::causal_model: models whose logits are a pure function of the
+// token history, with a cache that refuses evaluations that do not continue it, and a fake clock.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "llmrt/core/error.hpp"
+#include "llmrt/sample/model.hpp"
+
+namespace llmrt::sample::testing {
+
+struct fake_clock {
+    double seconds = 0.0;
+    double operator()() const { return seconds; }
+};
+
+// What an eval costs on the fake clock.
+struct model_costs {
+    fake_clock* clock = nullptr;
+    double per_call = 0.0;
+    double per_token = 0.0;
+};
+
+// Logits of the token after `history` (history.size() ≥ 1), written to `out` (vocab floats).
+using logits_function = std::function<void(std::span<const int32_t> history, std::span<float> out)>;
+
+inline vocabulary make_vocabulary(int32_t size, int32_t eos = -1, const std::string& prefix = "tok") {
+    vocabulary v;
+    v.size = size;
+    v.eos = eos;
+    v.tokenizer = "test";
+    for (int32_t i = 0; i < size; ++i) v.token_text.push_back(prefix + std::to_string(i));
+    return v;
+}
+
+class function_model {
+public:
+    function_model(vocabulary vocab, int32_t context_length, logits_function f, model_costs costs = {})
+        : vocab_(std::move(vocab)), context_(context_length), f_(std::move(f)), costs_(costs) {}
+
+    const vocabulary& vocab() const { return vocab_; }
+    int32_t vocab_size() const { return vocab_.size; }
+    int32_t context_length() const { return context_; }
+    int32_t cache_length() const { return int32_t(cache_.size()); }
+    std::span<const int32_t> cache() const { return cache_; }
+
+    void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
+        check(position == cache_length(), errc::invalid_argument, [&] {
+            return "function_model: evaluated at position " + std::to_string(position) + " but its cache holds " +
+                   std::to_string(cache_.size()) + " tokens";
+        });
+        check(!tokens.empty() && position + int64_t(tokens.size()) <= context_, errc::invalid_argument, [&] {
+            return "function_model: " + std::to_string(tokens.size()) + " tokens at position " + std::to_string(position) +
+                   " overflow the context of " + std::to_string(context_);
+        });
+        check(logits.empty() || logits.size() == tokens.size() * size_t(vocab_.size), errc::shape_mismatch, [&] {
+            return "function_model: logits span of " + std::to_string(logits.size()) + " floats for " +
+                   std::to_string(tokens.size()) + " tokens";
+        });
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            check(tokens[i] >= 0 && tokens[i] < vocab_.size, errc::invalid_argument,
+                  [&] { return "function_model: token " + std::to_string(tokens[i]) + " outside the vocabulary"; });
+            cache_.push_back(tokens[i]);
+            if (!logits.empty()) f_(cache_, logits.subspan(i * size_t(vocab_.size), size_t(vocab_.size)));
+        }
+        ++calls;
+        tokens_evaluated += int64_t(tokens.size());
+        max_batch = std::max(max_batch, int32_t(tokens.size()));
+        if (costs_.clock) costs_.clock->seconds += costs_.per_call + costs_.per_token * double(tokens.size());
+    }
+
+    void truncate(int32_t n) {
+        check(n >= 0 && n <= cache_length(), errc::invalid_argument, [&] {
+            return "function_model: truncate to " + std::to_string(n) + " tokens, cache holds " + std::to_string(cache_.size());
+        });
+        cache_.resize(size_t(n));
+    }
+
+    // The logits after `history`, straight from the function (no cache involved).
+    std::vector<float> logits_after(std::span<const int32_t> history) const {
+        std::vector<float> out(size_t(vocab_.size));
+        f_(history, out);
+        return out;
+    }
+
+    int64_t calls = 0;
+    int64_t tokens_evaluated = 0;
+    int32_t max_batch = 0;
+
+private:
+    vocabulary vocab_;
+    int32_t context_;
+    logits_function f_;
+    model_costs costs_;
+    std::vector<int32_t> cache_;
+};
+
+static_assert(causal_model<function_model>, "function_model must satisfy causal_model");
+
+inline uint64_t mix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+// A uniform in [−1, 1) from a hash.
+inline float hash_unit(uint64_t h) { return float(double(mix64(h) >> 11) * 0x1.0p-52 - 1.0); }
+
+// Pseudo-random logits: scale · U(−1, 1) hashed from (seed, the last `order` tokens (0: all of
+// them), token id), plus noise · U(−1, 1) hashed with noise_seed. A draft that shares the seed
+// and adds a little noise mostly agrees with its target.
+inline logits_function hash_logits(uint64_t seed, int32_t order, float scale = 4.0f, uint64_t noise_seed = 0,
+                                   float noise = 0.0f) {
+    return [=](std::span<const int32_t> history, std::span<float> out) {
+        const size_t window = order <= 0 ? history.size() : std::min(history.size(), size_t(order));
+        uint64_t h = mix64(seed);
+        for (int32_t t : history.last(window)) h = mix64(h ^ uint32_t(t));
+        uint64_t hn = mix64(h ^ mix64(noise_seed + 17));
+        for (size_t v = 0; v < out.size(); ++v) {
+            out[v] = scale * hash_unit(h + v * 0x632BE59BD9B4E019ull);
+            if (noise != 0.0f) out[v] += noise * hash_unit(hn + v * 0x8CB92BA72F3D8DD7ull);
+        }
+    };
+}
+
+// Logits ln P(next | previous token) from a row-stochastic table (0 → −inf).
+inline logits_function table_logits(std::vector<std::vector<double>> table) {
+    return [table = std::move(table)](std::span<const int32_t> history, std::span<float> out) {
+        const auto& row = table.at(size_t(history.back()));
+        for (size_t v = 0; v < out.size(); ++v)
+            out[v] = row[v] > 0.0 ? float(std::log(row[v])) : -std::numeric_limits<float>::infinity();
+    };
+}
+
+}  // namespace llmrt::sample::testing
