@@ -1,0 +1,8 @@
+// GGUF v3 files: the reader (llmrt::gguf::file) and the writer (llmrt::gguf::writer).
+#pragma once
+
+#include "llmrt/gguf/format.hpp"
+#include "llmrt/gguf/metadata.hpp"
+#include "llmrt/gguf/reader.hpp"
+#include "llmrt/gguf/value.hpp"
+#include "llmrt/gguf/writer.hpp"
