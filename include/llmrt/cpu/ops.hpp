@@ -1,0 +1,203 @@
+// The CPU reference ops of the graph executor (besides mul_mat, in mul_mat.hpp). Tensors are
+// columns of ne0 contiguous elements. Every function reduces in a fixed order, treats each column
+// on its own (so a column's bits do not depend on the batch) and allocates nothing; outputs do
+// not alias inputs unless a function says so.
+//
+//   rms_norm   y = x · 1/sqrt(Σx²/n + eps)                      (Σ in double)
+//   softmax    y = exp(x − max) / Σ exp(x − max)                 (Σ in double)
+//   silu       y = x / (1 + exp(−x));  swiglu  y = silu(g) · u
+//   rope       pair (a, b) of head h, pair index i < n_rot/2, angle θ = pos · base^(−2i/n_rot):
+//              (a, b) -> (a cosθ − b sinθ, a sinθ + b cosθ); pairs (2i, 2i+1) in normal order,
+//              (i, i + n_rot/2) in NeoX order; elements past n_rot are copied
+//   attention  per query column t at position p, head h, kv head g = h / (n_head / n_head_kv):
+//              s_j = scale · q_h · k_g[j] for j = 0..p,  out_h = Σ_j softmax(s)_j · v_g[j]
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "llmrt/core/error.hpp"
+#include "llmrt/core/float_convert.hpp"
+#include "llmrt/graph/node.hpp"
+#include "llmrt/quant/codec.hpp"
+
+namespace llmrt::cpu {
+
+inline void rms_norm(const float* x, float* y, int64_t n, int64_t cols, float eps) {
+    for (int64_t c = 0; c < cols; ++c, x += n, y += n) {
+        double sum = 0.0;
+        for (int64_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
+        const float mean = float(sum / double(n));
+        const float scale = 1.0f / std::sqrt(mean + eps);
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
+    }
+}
+
+// y = a ⊙ b; b has `cols` columns, or one column used for all when broadcast_b.
+inline void mul(const float* a, const float* b, float* y, int64_t n, int64_t cols, bool broadcast_b) {
+    for (int64_t c = 0; c < cols; ++c) {
+        const float* bc = broadcast_b ? b : b + c * n;
+        for (int64_t i = 0; i < n; ++i) y[c * n + i] = a[c * n + i] * bc[i];
+    }
+}
+
+inline void add(const float* a, const float* b, float* y, int64_t n, int64_t cols, bool broadcast_b) {
+    for (int64_t c = 0; c < cols; ++c) {
+        const float* bc = broadcast_b ? b : b + c * n;
+        for (int64_t i = 0; i < n; ++i) y[c * n + i] = a[c * n + i] + bc[i];
+    }
+}
+
+inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+inline void silu(const float* x, float* y, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) y[i] = silu(x[i]);
+}
+
+inline void swiglu(const float* gate, const float* up, float* y, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) y[i] = silu(gate[i]) * up[i];
+}
+
+// Softmax of n values; x and y may be the same array.
+inline void softmax_column(const float* x, float* y, int64_t n) {
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; ++i) max = std::fmax(max, x[i]);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        y[i] = std::exp(x[i] - max);
+        sum += double(y[i]);
+    }
+    const float inv = float(1.0 / sum);
+    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+}
+
+inline void softmax(const float* x, float* y, int64_t n, int64_t cols) {
+    for (int64_t c = 0; c < cols; ++c) softmax_column(x + c * n, y + c * n, n);
+}
+
+namespace detail {
+inline void check_position(int32_t p, int64_t limit, const char* operation, int64_t column) {
+    check(p >= 0 && p < limit, errc::invalid_argument, [&] {
+        return std::string(operation) + ": position " + std::to_string(p) + " of token " + std::to_string(column) +
+               " is outside [0, " + std::to_string(limit) + ")";
+    });
+}
+}  // namespace detail
+
+// x and y hold cols columns of n_head · head_dim floats; pos one position per column.
+inline void rope(const float* x, float* y, const int32_t* pos, int64_t cols, const graph::rope_params& p) {
+    const int64_t ne0 = int64_t(p.n_head) * p.head_dim;
+    const int32_t half = p.n_rot / 2;
+    // θ_i = pos · base^(−2i/n_rot), stepped by repeated multiplication as ggml does.
+    const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
+    for (int64_t c = 0; c < cols; ++c) {
+        check(pos[c] >= 0, errc::invalid_argument, [&] {
+            return "rope: position " + std::to_string(pos[c]) + " of token " + std::to_string(c) + " is negative";
+        });
+        for (int32_t h = 0; h < p.n_head; ++h) {
+            const float* xh = x + c * ne0 + int64_t(h) * p.head_dim;
+            float* yh = y + c * ne0 + int64_t(h) * p.head_dim;
+            float theta = float(pos[c]);
+            for (int32_t i = 0; i < half; ++i, theta *= theta_scale) {
+                const float cs = std::cos(theta), sn = std::sin(theta);
+                const int32_t a = p.order == graph::rope_order::normal ? 2 * i : i;
+                const int32_t b = p.order == graph::rope_order::normal ? 2 * i + 1 : i + half;
+                const float x0 = xh[a], x1 = xh[b];
+                yh[a] = x0 * cs - x1 * sn;
+                yh[b] = x0 * sn + x1 * cs;
+            }
+            for (int32_t i = p.n_rot; i < p.head_dim; ++i) yh[i] = xh[i];
+        }
+    }
+}
+
+// y[:, t] = dequantize(row ids[t] of a table of n_rows rows of ne0 elements of type t).
+inline void get_rows(qtype t, const void* table, int64_t ne0, int64_t n_rows, const int32_t* ids, float* y,
+                     int64_t cols) {
+    const std::size_t row_bytes = row_size(t, ne0);
+    for (int64_t c = 0; c < cols; ++c) {
+        check(ids[c] >= 0 && ids[c] < n_rows, errc::invalid_argument, [&] {
+            return "get_rows: id " + std::to_string(ids[c]) + " of token " + std::to_string(c) + " is outside [0, " +
+                   std::to_string(n_rows) + ")";
+        });
+        dequantize(t, static_cast<const std::byte*>(table) + std::size_t(ids[c]) * row_bytes, y + c * ne0, ne0);
+    }
+}
+
+// Column pos[t] of the cache (n_ctx columns of ne0 elements of f32 or f16) = src[:, t].
+inline void set_rows(qtype cache_type, void* cache, int64_t ne0, int64_t n_ctx, const float* src, const int32_t* pos,
+                     int64_t cols) {
+    check(cache_type == qtype::f32 || cache_type == qtype::f16, errc::unsupported_type,
+          [&] { return std::string("set_rows: caches are f32 or f16, not ") + name(cache_type); });
+    for (int64_t c = 0; c < cols; ++c) {
+        detail::check_position(pos[c], n_ctx, "set_rows", c);
+        const float* s = src + c * ne0;
+        if (cache_type == qtype::f32) {
+            float* d = static_cast<float*>(cache) + int64_t(pos[c]) * ne0;
+            for (int64_t i = 0; i < ne0; ++i) d[i] = s[i];
+        } else {
+            uint16_t* d = static_cast<uint16_t*>(cache) + int64_t(pos[c]) * ne0;
+            for (int64_t i = 0; i < ne0; ++i) d[i] = fp32_to_fp16(s[i]);
+        }
+    }
+}
+
+namespace detail {
+// Element i of a cache column of f32 or f16.
+inline float cache_at(qtype t, const void* column, int64_t i) {
+    return t == qtype::f32 ? static_cast<const float*>(column)[i]
+                           : fp16_to_fp32(static_cast<const uint16_t*>(column)[i]);
+}
+}  // namespace detail
+
+// q, out: cols columns of n_head · head_dim floats; k, v: n_ctx columns of n_head_kv · head_dim
+// elements of kv_type (f32 or f16); scores: n_ctx floats of scratch.
+inline void attention(const float* q, qtype kv_type, const void* k, const void* v, int64_t n_ctx, const int32_t* pos,
+                      float* out, int64_t cols, const graph::attention_params& p, float* scores) {
+    check(kv_type == qtype::f32 || kv_type == qtype::f16, errc::unsupported_type,
+          [&] { return std::string("attention: caches are f32 or f16, not ") + name(kv_type); });
+    const int64_t q_ne0 = int64_t(p.n_head) * p.head_dim;
+    const int64_t kv_ne0 = int64_t(p.n_head_kv) * p.head_dim;
+    const std::size_t kv_col_bytes = std::size_t(kv_ne0) * (kv_type == qtype::f32 ? 4 : 2);
+    const int32_t group = p.n_head / p.n_head_kv;
+    auto column = [&](const void* cache, int64_t j, int64_t g) {
+        return static_cast<const std::byte*>(cache) + std::size_t(j) * kv_col_bytes +
+               std::size_t(g * p.head_dim) * (kv_type == qtype::f32 ? 4 : 2);
+    };
+    for (int64_t c = 0; c < cols; ++c) {
+        detail::check_position(pos[c], n_ctx, "attention", c);
+        const int64_t n_keys = int64_t(pos[c]) + 1;  // the causal mask: keys at positions 0..p
+        for (int32_t h = 0; h < p.n_head; ++h) {
+            const int64_t g = h / group;
+            const float* qh = q + c * q_ne0 + int64_t(h) * p.head_dim;
+            for (int64_t j = 0; j < n_keys; ++j) {
+                const void* kj = column(k, j, g);
+                double dot = 0.0;
+                for (int32_t i = 0; i < p.head_dim; ++i) dot += double(qh[i]) * double(detail::cache_at(kv_type, kj, i));
+                scores[j] = float(dot) * p.scale;
+            }
+            softmax_column(scores, scores, n_keys);
+            float* oh = out + c * q_ne0 + int64_t(h) * p.head_dim;
+            for (int32_t i = 0; i < p.head_dim; ++i) oh[i] = 0.0f;
+            for (int64_t j = 0; j < n_keys; ++j) {
+                const void* vj = column(v, j, g);
+                for (int32_t i = 0; i < p.head_dim; ++i) oh[i] += scores[j] * detail::cache_at(kv_type, vj, i);
+            }
+        }
+    }
+}
+
+// y[t] = the first index of the largest element of column t (n elements).
+inline void argmax(const float* x, int32_t* y, int64_t n, int64_t cols) {
+    for (int64_t c = 0; c < cols; ++c) {
+        const float* xc = x + c * n;
+        int64_t best = 0;
+        for (int64_t i = 1; i < n; ++i)
+            if (xc[i] > xc[best]) best = i;
+        y[c] = int32_t(best);
+    }
+}
+
+}  // namespace llmrt::cpu

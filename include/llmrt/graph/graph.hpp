@@ -1,0 +1,312 @@
+// A compute graph under construction: typed nodes added in dependency order, shapes checked as
+// they are added. Building allocates no tensor memory; the planner (plan.hpp) lays out memory and
+// an executor (executor.hpp) runs the graph on a backend.
+//
+//   graph::graph g(/*max_batch=*/8);
+//   auto ids = g.input("tokens", graph::i32_type, 1);
+//   auto x = g.get_rows(g.weight("token_embd", qtype::q8_0, 256, 512, bytes), ids);
+//   g.mark_output(g.argmax(g.mul_mat(w, g.rms_norm(x, 1e-5f))));
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "llmrt/core/error.hpp"
+#include "llmrt/graph/node.hpp"
+#include "llmrt/quant/codec.hpp"
+
+namespace llmrt::graph {
+
+// Bytes of one column of n elements of type t.
+inline std::size_t column_bytes(qtype t, int64_t n) {
+    if (t == i32_type) return std::size_t(n) * 4;
+    return row_size(t, n);
+}
+
+inline const char* type_name(qtype t) { return t == i32_type ? "i32" : name(t); }
+
+// Bytes a tensor takes with all its columns (the largest batch for batched tensors).
+inline std::size_t tensor_bytes(const node& n) { return column_bytes(n.type, n.ne0) * std::size_t(n.ne1); }
+
+class graph {
+public:
+    explicit graph(int64_t max_batch) : max_batch_(max_batch) {
+        check(max_batch >= 1, errc::invalid_argument,
+              [&] { return "graph: max_batch must be >= 1, got " + std::to_string(max_batch); });
+    }
+
+    int64_t max_batch() const noexcept { return max_batch_; }
+    std::size_t size() const noexcept { return nodes_.size(); }
+    const std::vector<node>& nodes() const noexcept { return nodes_; }
+    const node& operator[](tensor t) const { return at(t, "graph"); }
+    const std::vector<tensor>& outputs() const noexcept { return outputs_; }
+
+    // The first node called `name`, or an invalid tensor.
+    tensor find(const std::string& name) const {
+        for (std::size_t i = 0; i < nodes_.size(); ++i)
+            if (nodes_[i].name == name) return tensor{int32_t(i)};
+        return tensor{};
+    }
+
+    void set_name(tensor t, std::string name) { mutable_at(t).name = std::move(name); }
+
+    // Results the host reads after a run; they stay intact until the next run.
+    void mark_output(tensor t) {
+        at(t, "mark_output");
+        for (tensor o : outputs_)
+            if (o == t) return;
+        outputs_.push_back(t);
+    }
+
+    // ---- Leaves ----
+
+    // ne0 elements per token, one column per token of the batch (f32 or i32).
+    tensor input(std::string name, qtype type, int64_t ne0) {
+        check(type == qtype::f32 || type == i32_type, errc::unsupported_type,
+              [&] { return "graph input '" + name + "': inputs are f32 or i32, got " + type_name(type); });
+        check(ne0 >= 1, errc::invalid_argument,
+              [&] { return "graph input '" + name + "': ne0 must be >= 1, got " + std::to_string(ne0); });
+        node n;
+        n.op = op::input;
+        n.type = type;
+        n.ne0 = ne0;
+        n.ne1 = max_batch_;
+        n.batched = true;
+        n.name = std::move(name);
+        return push(std::move(n));
+    }
+
+    // A constant of ne1 columns of ne0 elements of type; `data` (host bytes in GGUF's layout) must
+    // stay valid for as long as the graph, its plans and executors are used.
+    tensor weight(std::string name, qtype type, int64_t ne0, int64_t ne1, const void* data) {
+        check(ne0 >= 1 && ne1 >= 1, errc::shape_mismatch, [&] {
+            return "graph weight '" + name + "': shape " + std::to_string(ne0) + " x " + std::to_string(ne1) +
+                   " has an empty dimension";
+        });
+        check(type == i32_type || is_in<all_types>(type), errc::unsupported_type, [&] {
+            return "graph weight '" + name + "': type id " + std::to_string(uint32_t(type)) + " is not supported";
+        });
+        check(type == i32_type || ne0 % block_size(type) == 0, errc::shape_mismatch, [&] {
+            return "graph weight '" + name + "': ne0 = " + std::to_string(ne0) + " is not a multiple of " +
+                   type_name(type) + "'s block size " + std::to_string(block_size(type));
+        });
+        check(data != nullptr, errc::invalid_argument, [&] { return "graph weight '" + name + "': null data"; });
+        node n;
+        n.op = op::weight;
+        n.type = type;
+        n.ne0 = ne0;
+        n.ne1 = ne1;
+        n.data = data;
+        n.name = std::move(name);
+        return push(std::move(n));
+    }
+
+    // Persistent memory of ne1 columns of ne0 elements (f32 or f16), zeroed when planned.
+    tensor state(std::string name, qtype type, int64_t ne0, int64_t ne1) {
+        check(type == qtype::f32 || type == qtype::f16, errc::unsupported_type,
+              [&] { return "graph state '" + name + "': states are f32 or f16, got " + type_name(type); });
+        check(ne0 >= 1 && ne1 >= 1, errc::shape_mismatch, [&] {
+            return "graph state '" + name + "': shape " + std::to_string(ne0) + " x " + std::to_string(ne1) +
+                   " has an empty dimension";
+        });
+        node n;
+        n.op = op::state;
+        n.type = type;
+        n.ne0 = ne0;
+        n.ne1 = ne1;
+        n.name = std::move(name);
+        return push(std::move(n));
+    }
+
+    // ---- Ops ----
+
+    tensor get_rows(tensor table, tensor ids) {
+        const node& tb = at(table, "get_rows");
+        const node& id = at(ids, "get_rows");
+        check(!tb.batched && tb.type != i32_type, errc::shape_mismatch,
+              [&] { return "get_rows: table " + describe(tb) + " must be a non-batched float or quantized tensor"; });
+        require_ids(id, "get_rows");
+        return push(derived(op::get_rows, qtype::f32, tb.ne0, id, {table.id, ids.id}));
+    }
+
+    tensor rms_norm(tensor x, float eps) {
+        const node& a = activation(x, "rms_norm");
+        node n = derived(op::rms_norm, qtype::f32, a.ne0, a, {x.id});
+        n.eps = eps;
+        return push(std::move(n));
+    }
+
+    tensor mul(tensor a, tensor b) { return elementwise(op::mul, a, b); }
+    tensor add(tensor a, tensor b) { return elementwise(op::add, a, b); }
+
+    // w: a non-batched matrix of rows = w.ne1 columns of k = w.ne0; x: columns of k floats.
+    tensor mul_mat(tensor w, tensor x) {
+        const node& wn = at(w, "mul_mat");
+        const node& xn = activation(x, "mul_mat");
+        check(!wn.batched && wn.type != i32_type, errc::shape_mismatch,
+              [&] { return "mul_mat: W " + describe(wn) + " must be a non-batched float or quantized matrix"; });
+        check(wn.ne0 == xn.ne0, errc::shape_mismatch,
+              [&] { return "mul_mat: W " + describe(wn) + " needs columns of " + std::to_string(wn.ne0) +
+                           " elements, x is " + describe(xn); });
+        return push(derived(op::mul_mat, qtype::f32, wn.ne1, xn, {w.id, x.id}));
+    }
+
+    tensor rope(tensor x, tensor positions, rope_params p) {
+        const node& xn = activation(x, "rope");
+        require_ids(at(positions, "rope"), "rope");
+        check(xn.batched && at(positions, "rope").batched, errc::shape_mismatch,
+              [&] { return "rope: x " + describe(xn) + " and the positions must both be batched"; });
+        check(p.n_head >= 1 && p.head_dim >= 2 && int64_t(p.n_head) * p.head_dim == xn.ne0 && p.n_rot >= 2 &&
+                  p.n_rot <= p.head_dim && p.n_rot % 2 == 0 && p.freq_base > 0.0f,
+              errc::shape_mismatch, [&] {
+                  return "rope: x " + describe(xn) + " does not hold n_head " + std::to_string(p.n_head) +
+                         " x head_dim " + std::to_string(p.head_dim) + " with an even n_rot " +
+                         std::to_string(p.n_rot) + " <= head_dim and freq_base > 0";
+              });
+        node n = derived(op::rope, qtype::f32, xn.ne0, xn, {x.id, positions.id});
+        n.rope = p;
+        return push(std::move(n));
+    }
+
+    tensor softmax(tensor x) {
+        const node& a = activation(x, "softmax");
+        return push(derived(op::softmax, qtype::f32, a.ne0, a, {x.id}));
+    }
+
+    tensor silu(tensor x) {
+        const node& a = activation(x, "silu");
+        return push(derived(op::silu, qtype::f32, a.ne0, a, {x.id}));
+    }
+
+    tensor swiglu(tensor gate, tensor up) {
+        const node& g = activation(gate, "swiglu");
+        const node& u = activation(up, "swiglu");
+        check(g.ne0 == u.ne0 && g.ne1 == u.ne1 && g.batched == u.batched, errc::shape_mismatch,
+              [&] { return "swiglu: gate " + describe(g) + " and up " + describe(u) + " differ in shape"; });
+        return push(derived(op::swiglu, qtype::f32, g.ne0, g, {gate.id, up.id}));
+    }
+
+    // Writes column t of src into column positions[t] of the cache (converting to its type) and
+    // returns the cache as it is after the write: ops that read the cache take this result, which
+    // orders them after the write.
+    tensor set_rows(tensor cache, tensor src, tensor positions) {
+        const node& c = at(cache, "set_rows");
+        const node& s = activation(src, "set_rows");
+        require_ids(at(positions, "set_rows"), "set_rows");
+        check(c.op == op::state || c.op == op::set_rows, errc::shape_mismatch,
+              [&] { return "set_rows: destination " + describe(c) + " is not a state tensor"; });
+        check(c.ne0 == s.ne0 && s.batched, errc::shape_mismatch,
+              [&] { return "set_rows: cache " + describe(c) + " and source " + describe(s) + " differ in column length"; });
+        node n;
+        n.op = op::set_rows;
+        n.type = c.type;
+        n.ne0 = c.ne0;
+        n.ne1 = c.ne1;
+        n.src = {cache.id, src.id, positions.id, -1};
+        n.name = c.name + ".updated";
+        return push(std::move(n));
+    }
+
+    tensor attention(tensor q, tensor k_cache, tensor v_cache, tensor positions, attention_params p) {
+        const node& qn = activation(q, "attention");
+        const node& kn = at(k_cache, "attention");
+        const node& vn = at(v_cache, "attention");
+        require_ids(at(positions, "attention"), "attention");
+        check(p.n_head >= 1 && p.n_head_kv >= 1 && p.head_dim >= 1 && p.n_head % p.n_head_kv == 0 &&
+                  int64_t(p.n_head) * p.head_dim == qn.ne0 && qn.batched,
+              errc::shape_mismatch, [&] {
+                  return "attention: q " + describe(qn) + " does not hold n_head " + std::to_string(p.n_head) +
+                         " x head_dim " + std::to_string(p.head_dim) + " (batched), or n_head_kv " +
+                         std::to_string(p.n_head_kv) + " does not divide n_head";
+              });
+        for (const node* c : {&kn, &vn})
+            check((c->op == op::state || c->op == op::set_rows) && c->ne0 == int64_t(p.n_head_kv) * p.head_dim &&
+                      c->ne1 == kn.ne1,
+                  errc::shape_mismatch, [&] {
+                      return "attention: cache " + describe(*c) + " must be a state (or set_rows result) of n_head_kv " +
+                             std::to_string(p.n_head_kv) + " x head_dim " + std::to_string(p.head_dim) +
+                             " per column, k and v with the same context length";
+                  });
+        node n = derived(op::attention, qtype::f32, qn.ne0, qn, {q.id, k_cache.id, v_cache.id, positions.id});
+        n.attention = p;
+        return push(std::move(n));
+    }
+
+    tensor argmax(tensor x) {
+        const node& a = activation(x, "argmax");
+        return push(derived(op::argmax, i32_type, 1, a, {x.id}));
+    }
+
+    // "name (op, type ne0 x ne1)" for messages.
+    static std::string describe(const node& n) {
+        return "'" + n.name + "' (" + to_string(n.op) + ", " + type_name(n.type) + " " + std::to_string(n.ne0) + " x " +
+               (n.batched ? "batch " : "") + std::to_string(n.ne1) + ")";
+    }
+
+private:
+    const node& at(tensor t, const char* operation) const {
+        check(t.id >= 0 && std::size_t(t.id) < nodes_.size(), errc::invalid_argument, [&] {
+            return std::string(operation) + ": tensor id " + std::to_string(t.id) + " is not a node of this graph (" +
+                   std::to_string(nodes_.size()) + " nodes)";
+        });
+        return nodes_[std::size_t(t.id)];
+    }
+    node& mutable_at(tensor t) {
+        at(t, "set_name");
+        return nodes_[std::size_t(t.id)];
+    }
+
+    const node& activation(tensor t, const char* operation) const {
+        const node& n = at(t, operation);
+        check(n.type == qtype::f32 && n.op != op::weight && n.op != op::state && n.op != op::set_rows,
+              errc::shape_mismatch, [&] {
+                  return std::string(operation) + ": operand " + describe(n) + " must be an f32 activation";
+              });
+        return n;
+    }
+
+    static void require_ids(const node& n, const char* operation) {
+        check(n.type == i32_type && n.ne0 == 1 && n.batched, errc::shape_mismatch, [&] {
+            return std::string(operation) + ": " + describe(n) + " must be a batched i32 tensor of one id per token";
+        });
+    }
+
+    tensor elementwise(op o, tensor a, tensor b) {
+        const node& an = activation(a, to_string(o));
+        const node& bn = at(b, to_string(o));
+        const bool same = bn.ne0 == an.ne0 && bn.ne1 == an.ne1 && bn.batched == an.batched;
+        const bool broadcast = bn.ne0 == an.ne0 && bn.ne1 == 1 && !bn.batched;
+        check(bn.type == qtype::f32 && (same || broadcast), errc::shape_mismatch, [&] {
+            return std::string(to_string(o)) + ": " + describe(an) + " and " + describe(bn) +
+                   " must match, or the second be one f32 column of the same length";
+        });
+        return push(derived(o, qtype::f32, an.ne0, an, {a.id, b.id}));
+    }
+
+    // A node whose columns follow `like` (one per token when `like` is batched).
+    node derived(op o, qtype type, int64_t ne0, const node& like, std::initializer_list<int32_t> srcs) const {
+        node n;
+        n.op = o;
+        n.type = type;
+        n.ne0 = ne0;
+        n.ne1 = like.ne1;
+        n.batched = like.batched;
+        std::size_t i = 0;
+        for (int32_t s : srcs) n.src[i++] = s;
+        n.name = std::string(to_string(o)) + "#" + std::to_string(nodes_.size());
+        return n;
+    }
+
+    tensor push(node n) {
+        nodes_.push_back(std::move(n));
+        return tensor{int32_t(nodes_.size() - 1)};
+    }
+
+    int64_t max_batch_;
+    std::vector<node> nodes_;
+    std::vector<tensor> outputs_;
+};
+
+}  // namespace llmrt::graph

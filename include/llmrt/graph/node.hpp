@@ -1,0 +1,112 @@
+// The nodes of a compute graph: what each op computes, its parameters and its output shape.
+//
+// Every tensor is a matrix of ne1 columns of ne0 elements (column-major, ggml's ne[0] contiguous,
+// a column is a token's vector). A quantized weight keeps one output's weights per column
+// (ne0 = k, ne1 = rows), exactly GGUF's layout. A `batched` tensor has one column per token of the
+// batch: ne1 is the largest batch the graph was built for, and each run says how many columns are
+// live (1 <= n_tokens <= ne1).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "llmrt/core/qtype.hpp"
+
+namespace llmrt::graph {
+
+// Token ids, positions and argmax results are 32-bit integers: GGUF's type id for I32.
+inline constexpr qtype i32_type = qtype(26);
+
+// A handle to one node of a graph (each node produces exactly one tensor).
+struct tensor {
+    int32_t id = -1;
+    bool valid() const noexcept { return id >= 0; }
+    friend bool operator==(tensor, tensor) = default;
+};
+
+enum class op : uint8_t {
+    input,      // written by the host before each run (batched)
+    weight,     // constant, host bytes given at build time, uploaded at plan time
+    state,      // persistent across runs (the KV cache); zeroed at plan time
+    get_rows,   // y[:, t] = dequantize(table[:, ids[t]])
+    rms_norm,   // y = x / sqrt(mean(x²) + eps), per column
+    mul,        // y = a ⊙ b, b broadcast over columns when it has one
+    add,        // y = a + b, b broadcast over columns when it has one
+    mul_mat,    // y[:, t] = W · x[:, t]
+    rope,       // rotary position embedding, normal or NeoX pair order
+    attention,  // causal softmax(q·kᵀ·scale)·v over the KV cache, grouped-query heads
+    softmax,    // y = exp(x − max) / Σ exp(x − max), per column
+    silu,       // y = x · σ(x)
+    swiglu,     // y = silu(gate) ⊙ up
+    set_rows,   // cache[:, pos[t]] = src[:, t]; the result is the updated cache
+    argmax,     // y[t] = first index of the largest element of x[:, t]
+};
+
+inline const char* to_string(op o) noexcept {
+    switch (o) {
+        case op::input: return "input";
+        case op::weight: return "weight";
+        case op::state: return "state";
+        case op::get_rows: return "get_rows";
+        case op::rms_norm: return "rms_norm";
+        case op::mul: return "mul";
+        case op::add: return "add";
+        case op::mul_mat: return "mul_mat";
+        case op::rope: return "rope";
+        case op::attention: return "attention";
+        case op::softmax: return "softmax";
+        case op::silu: return "silu";
+        case op::swiglu: return "swiglu";
+        case op::set_rows: return "set_rows";
+        case op::argmax: return "argmax";
+    }
+    return "unknown op";
+}
+
+// Which elements rope rotates together (d = n_rot):
+//   normal: (2i, 2i+1)      — ggml's default; llama.cpp permutes llama's q/k rows for it
+//   neox:   (i, i + d/2)    — GPT-NeoX, Qwen, ...
+enum class rope_order : uint8_t { normal, neox };
+
+// x holds n_head heads of head_dim elements per column; the first n_rot elements of each head
+// rotate by angle pos · freq_base^(−2i/n_rot) for pair i, the rest pass through.
+struct rope_params {
+    int32_t n_head = 0;
+    int32_t head_dim = 0;
+    int32_t n_rot = 0;
+    float freq_base = 10000.0f;
+    rope_order order = rope_order::normal;
+};
+
+// q holds n_head heads, the caches n_head_kv heads of head_dim elements per column (one column
+// per position); query head h reads kv head h / (n_head / n_head_kv). A query at position p sees
+// cache columns 0..p.
+struct attention_params {
+    int32_t n_head = 0;
+    int32_t n_head_kv = 0;
+    int32_t head_dim = 0;
+    float scale = 1.0f;  // usually 1/sqrt(head_dim)
+};
+
+struct node {
+    graph::op op = op::input;
+    std::string name;
+    qtype type = qtype::f32;  // element type of the output (i32_type for ids)
+    int64_t ne0 = 0;          // elements per column
+    int64_t ne1 = 0;          // columns (the largest batch when batched)
+    bool batched = false;
+    std::array<int32_t, 4> src{-1, -1, -1, -1};  // input tensor ids, unused ones -1
+    const void* data = nullptr;                    // weight bytes (host), for op::weight
+    float eps = 0.0f;                              // rms_norm
+    rope_params rope{};
+    attention_params attention{};
+
+    int n_src() const noexcept {
+        int n = 0;
+        while (n < 4 && src[std::size_t(n)] >= 0) ++n;
+        return n;
+    }
+};
+
+}  // namespace llmrt::graph
