@@ -35,6 +35,7 @@ public:
     std::string_view name() const override { return name_; }
     const vocabulary* vocab() const override { return &model_.vocab(); }
     const sampler_chain& chain() const noexcept { return chain_; }
+    sampler_chain& chain() noexcept { return chain_; }  // e.g. to reseed; its history is resynced on each propose
 
     void begin(std::span<const int32_t>) override {
         model_.truncate(0);
