@@ -60,6 +60,7 @@ struct sampling_params {
     }
 };
 
+// One chain per sequence: it keeps scratch space between calls, so it is not shared across threads.
 class sampler_chain {
 public:
     explicit sampler_chain(const sampling_params& params = {}, rng_stream stream = rng_stream::target_sample)

@@ -71,14 +71,6 @@ struct candidate_set {
         for (auto& v : p) v /= total;
         return p;
     }
-
-    // Keeps the first n candidates.
-    void keep_prefix(size_t n) {
-        if (n < items.size()) {
-            items.resize(n);
-            identity = false;
-        }
-    }
 };
 
 // Greedy: keeps the argmax (the lowest id among equal logits), a point mass.
@@ -130,15 +122,34 @@ struct top_p_stage {
     }
     void apply(candidate_set& c, std::span<const int32_t>) const {
         if (p >= 1.0f) return;
-        c.sort_descending();
-        const std::vector<double> prob = c.probabilities();
-        double cumulative = 0.0;
-        size_t n = 0;
-        while (n < prob.size()) {
-            cumulative += prob[n++];
-            if (cumulative >= double(p)) break;
+        // The normaliser needs every candidate, the order only the nucleus: sort a growing head
+        // (128, 1024, ... candidates) until its mass reaches p, instead of the whole vocabulary.
+        const double m = double(c.max_logit());
+        check(m > -std::numeric_limits<double>::infinity(), errc::invalid_argument,
+              "sampler chain: every candidate token is masked (all logits are -inf)");
+        double total = 0.0;
+        for (const auto& x : c.items) total += std::exp(double(x.logit) - m);
+        for (size_t head = 128;; head *= 8) {
+            head = std::min(head, c.items.size());
+            if (!c.sorted)
+                std::partial_sort(c.items.begin(), c.items.begin() + std::ptrdiff_t(head), c.items.end(),
+                                  candidate_set::before);
+            double cumulative = 0.0;
+            for (size_t n = 0; n < head; ++n) {
+                cumulative += std::exp(double(c.items[n].logit) - m) / total;
+                if (cumulative >= double(p)) {
+                    c.items.resize(n + 1);
+                    c.sorted = true;
+                    c.identity = false;
+                    return;
+                }
+            }
+            if (head == c.items.size()) {  // rounding kept the sum just below p: keep everything
+                c.sorted = true;
+                c.identity = false;
+                return;
+            }
         }
-        c.keep_prefix(n);
     }
 };
 

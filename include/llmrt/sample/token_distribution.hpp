@@ -36,7 +36,8 @@ public:
     // Non-negative weights in any order (ids unique); zero weights are dropped, the rest
     // normalised. Throws on a negative or non-finite weight, a repeated id, or no positive weight.
     static token_distribution from_weights(std::vector<std::pair<int32_t, double>> weights) {
-        std::sort(weights.begin(), weights.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        const auto by_id = [](const auto& a, const auto& b) { return a.first < b.first; };
+        if (!std::is_sorted(weights.begin(), weights.end(), by_id)) std::sort(weights.begin(), weights.end(), by_id);
         double total = 0.0;
         for (size_t i = 0; i < weights.size(); ++i) {
             const auto [id, w] = weights[i];
