@@ -185,7 +185,10 @@ inline std::vector<std::string> manifest(uint32_t alignment, const gguf::metadat
     for (const auto& [key, v] : meta) lines.push_back("kv " + key + " " + canonical(v));
     for (const auto& t : tensors) {
         std::string ne;
-        for (uint32_t d = 0; d < t.n_dims; ++d) ne += (d ? "," : "") + std::to_string(t.ne[d]);
+        for (uint32_t d = 0; d < t.n_dims; ++d) {
+            if (d) ne += ',';
+            ne += std::to_string(t.ne[d]);
+        }
         char checksum[17];
         std::snprintf(checksum, sizeof(checksum), "%016llx", static_cast<unsigned long long>(fnv1a64(t.bytes)));
         lines.push_back("tensor " + t.name + " " + std::to_string(uint32_t(t.type)) + " [" + ne + "] " +

@@ -2,8 +2,6 @@
 // tensor, every alignment, from memory and through mmap.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +10,7 @@
 #include <string>
 
 #include "gguf_bytes.hpp"
+#include "scratch_dir.hpp"
 #include "sample_gguf.hpp"
 
 using namespace llmrt;
@@ -19,19 +18,7 @@ using llmrt_test::parse_exact;
 
 namespace {
 
-// A scratch folder for this process, removed when the test program ends.
-const std::filesystem::path& scratch() {
-    static const struct dir {
-        std::filesystem::path path = std::filesystem::temp_directory_path() /
-                                     ("llmrt_gguf_test_" + std::to_string(::getpid()));
-        dir() { std::filesystem::create_directories(path); }
-        ~dir() {
-            std::error_code ignored;
-            std::filesystem::remove_all(path, ignored);
-        }
-    } d;
-    return d.path;
-}
+const std::filesystem::path& scratch() { return llmrt_test::scratch_dir(); }
 
 void check_same_tensors(const gguf::writer& w, const gguf::file& f) {
     REQUIRE(f.tensors().size() == w.tensors().size());

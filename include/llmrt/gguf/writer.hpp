@@ -216,7 +216,10 @@ private:
     static const char* name_of(qtype type) { return llmrt::name(type); }
     static std::string shape_string(const tensor& t) {
         std::string s;
-        for (uint32_t d = 0; d < t.n_dims; ++d) s += (d ? ", " : "") + std::to_string(t.ne[d]);
+        for (uint32_t d = 0; d < t.n_dims; ++d) {
+            if (d) s += ", ";
+            s += std::to_string(t.ne[d]);
+        }
         return s;
     }
 

@@ -1,0 +1,44 @@
+// Writes the GGUF fuzzer's seed corpus: small valid files from llmrt's writer.
+//
+//   gguf_fuzz_seeds <folder>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <string>
+
+#include "sample_gguf.hpp"
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: %s <seed folder>\n", argv[0]);
+        return 2;
+    }
+    using namespace llmrt;
+    try {
+        const std::filesystem::path dir = argv[1];
+        std::filesystem::create_directories(dir);
+
+        gguf::writer{}.write(dir / "empty.gguf");
+
+        gguf::writer meta;
+        llmrt_test::add_sample_metadata(meta);
+        meta.write(dir / "metadata.gguf");
+
+        gguf::writer small(64);
+        small.set("general.architecture", std::string("llama"));
+        small.set("llama.block_count", uint32_t(1));
+        small.set("tokenizer.ggml.tokens", std::vector<std::string>{"a", "b"});
+        for (qtype t : {qtype::f32, qtype::q8_0, qtype::q4_K}) {
+            const int64_t ne0 = block_size(t) == 1 ? 8 : block_size(t);
+            small.add_tensor(std::string(name(t)) + ".weight", t, {ne0, 2}, llmrt_test::tensor_bytes(t, 2, ne0, 1));
+        }
+        small.write(dir / "small_tensors.gguf");
+
+        llmrt_test::sample_writer().write(dir / "sample.gguf");
+        std::printf("wrote 4 seed files to %s\n", dir.c_str());
+        return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        return 1;
+    }
+}
