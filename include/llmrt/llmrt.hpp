@@ -9,3 +9,4 @@
 #include "llmrt/quant/codec.hpp"
 #include "llmrt/quant/dispatch.hpp"
 #include "llmrt/quant/types.hpp"
+#include "llmrt/sample/sample.hpp"
