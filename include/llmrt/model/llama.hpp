@@ -1,0 +1,226 @@
+// llama_model<Backend>: a llama-architecture model from a GGUF file, run by the graph executor on
+// one backend, with its KV cache.
+//
+//   auto file = std::make_shared<const gguf::file>(gguf::file::open("model.gguf"));
+//   cpu::backend cpu;
+//   model::llama_model<cpu::backend> m(cpu, file, {.n_ctx = 512, .max_batch = 8});
+//   auto logits = m.forward(tokens, positions);   // tokens.size() x n_vocab floats
+//   m.truncate(n);  auto s = m.save_state();  m.restore_state(s);
+//
+// The cache holds positions 0 .. cache_length() − 1. A forward call's positions must run on
+// without a gap from a position at or below cache_length() (p, p+1, ...); starting below
+// overwrites the cache from there, as truncate(p) would. Every column of every op is computed
+// on its own, so a batch gives each token the bits it would get on its own, and restoring a
+// state reproduces the next logits bit for bit. forward allocates nothing.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "llmrt/core/error.hpp"
+#include "llmrt/gguf/reader.hpp"
+#include "llmrt/graph/executor.hpp"
+#include "llmrt/model/llama_graph.hpp"
+#include "llmrt/model/vocab.hpp"
+#include "llmrt/model/weights.hpp"
+#include "llmrt/sample/model.hpp"
+
+namespace llmrt::model {
+
+struct llama_options {
+    int32_t n_ctx = 0;             // cache length; 0: the model's llama.context_length
+    int32_t max_batch = 8;         // most tokens one forward call takes
+    qtype kv_type = qtype::f32;    // f32 or f16
+};
+
+// The KV cache's first n_past columns of every layer (K then V per layer), with what identifies
+// the cache layout they fit.
+struct llama_state {
+    int32_t n_past = 0;
+    int32_t n_layer = 0;
+    int64_t n_embd_kv = 0;
+    qtype kv_type = qtype::f32;
+    std::vector<std::byte> kv;
+};
+
+template <class Backend>
+class llama_model {
+    static_assert(graph::backend<Backend>,
+                  "llama_model<Backend>: Backend must model llmrt::graph::backend (include/llmrt/graph/backend.hpp)");
+
+public:
+    llama_model(Backend& b, std::shared_ptr<const gguf::file> file, llama_options options = {})
+        : file_(checked(std::move(file))),
+          weights_(std::make_unique<llama_weights>(load_llama_weights(*file_))),
+          options_(resolved(options, weights_->hparams)),
+          vocab_(read_vocabulary(file_->metadata(), weights_->hparams.n_vocab)),
+          built_(build_llama_graph(*weights_, options_.n_ctx, options_.max_batch, options_.kv_type)),
+          exec_(b, built_.g),
+          logits_(std::size_t(options_.max_batch) * std::size_t(weights_->hparams.n_vocab)),
+          next_(std::size_t(options_.max_batch)) {}
+
+    llama_model(Backend& b, gguf::file file, llama_options options = {})
+        : llama_model(b, std::make_shared<const gguf::file>(std::move(file)), options) {}
+
+    const llama_hparams& hparams() const noexcept { return weights_->hparams; }
+    const llama_weights& weights() const noexcept { return *weights_; }
+    const llama_options& options() const noexcept { return options_; }
+    const gguf::file& file() const noexcept { return *file_; }
+    const graph::executor<Backend>& executor() const noexcept { return exec_; }
+
+    // ---- The sampler layer's causal_model interface ----
+    const sample::vocabulary& vocab() const noexcept { return vocab_; }
+    int32_t vocab_size() const noexcept { return weights_->hparams.n_vocab; }
+    int32_t context_length() const noexcept { return options_.n_ctx; }
+    int32_t cache_length() const noexcept { return n_past_; }
+    int32_t max_batch() const noexcept { return options_.max_batch; }
+
+    // Runs tokens at positions p, p+1, ... (p <= cache_length(), at most max_batch tokens) and
+    // returns tokens.size() rows of n_vocab logits, valid until the next call.
+    std::span<const float> forward(std::span<const int32_t> tokens, std::span<const int32_t> positions) {
+        const auto n = int64_t(tokens.size());
+        check(n >= 1 && n <= options_.max_batch && positions.size() == tokens.size(), errc::invalid_argument, [&] {
+            return "llama_model::forward: " + std::to_string(n) + " tokens and " + std::to_string(positions.size()) +
+                   " positions; need 1.." + std::to_string(options_.max_batch) + " tokens with one position each";
+        });
+        check(positions[0] >= 0 && positions[0] <= n_past_ && positions[0] + n <= options_.n_ctx, errc::invalid_argument, [&] {
+            return "llama_model::forward: positions " + std::to_string(positions[0]) + ".." +
+                   std::to_string(positions[0] + n - 1) + " must start at or below the cache length " +
+                   std::to_string(n_past_) + " and end below the context length " + std::to_string(options_.n_ctx);
+        });
+        for (int64_t i = 1; i < n; ++i)
+            check(positions[std::size_t(i)] == positions[0] + i, errc::invalid_argument, [&] {
+                return "llama_model::forward: position " + std::to_string(positions[std::size_t(i)]) + " of token " +
+                       std::to_string(i) + " does not follow " + std::to_string(positions[std::size_t(i - 1)]);
+            });
+        for (int32_t t : tokens)
+            check(t >= 0 && t < vocab_size(), errc::invalid_argument, [&] {
+                return "llama_model::forward: token " + std::to_string(t) + " is outside the vocabulary of " +
+                       std::to_string(vocab_size());
+            });
+        exec_.write(built_.tokens, tokens);
+        exec_.write(built_.positions, positions);
+        n_past_ = positions[0];  // from here the cache is being rewritten
+        exec_.run(n);
+        n_past_ = int32_t(positions[0] + n);
+        const auto logits = std::span<float>(logits_).first(std::size_t(n) * std::size_t(vocab_size()));
+        exec_.read(built_.logits, logits);
+        exec_.read(built_.next, std::span<int32_t>(next_).first(std::size_t(n)));
+        n_last_ = n;
+        return logits;
+    }
+
+    // The argmax of each row of the last forward call's logits.
+    std::span<const int32_t> greedy() const { return std::span<const int32_t>(next_).first(std::size_t(n_last_)); }
+
+    // Appends tokens at `position` (which must equal cache_length()) in calls of up to max_batch
+    // tokens; logits_out is tokens.size() x vocab_size() floats, or empty when not needed.
+    void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits_out) {
+        check(position == n_past_, errc::invalid_argument, [&] {
+            return "llama_model::eval: position " + std::to_string(position) + " is not the cache length " +
+                   std::to_string(n_past_);
+        });
+        const std::size_t v = std::size_t(vocab_size());
+        check(logits_out.empty() || logits_out.size() == tokens.size() * v, errc::invalid_argument, [&] {
+            return "llama_model::eval: logits_out holds " + std::to_string(logits_out.size()) + " floats, need 0 or " +
+                   std::to_string(tokens.size() * v);
+        });
+        std::array<int32_t, 64> pos_chunk{};
+        for (std::size_t done = 0; done < tokens.size();) {
+            const std::size_t n = std::min({tokens.size() - done, std::size_t(options_.max_batch), pos_chunk.size()});
+            for (std::size_t i = 0; i < n; ++i) pos_chunk[i] = int32_t(std::size_t(position) + done + i);
+            const auto logits = forward(tokens.subspan(done, n), std::span<const int32_t>(pos_chunk).first(n));
+            if (!logits_out.empty()) std::memcpy(logits_out.data() + done * v, logits.data(), logits.size_bytes());
+            done += n;
+        }
+    }
+
+    // Drops the cache back to its first n tokens (for speculative decoding's rejected drafts).
+    void truncate(int32_t n) {
+        check(n >= 0 && n <= n_past_, errc::invalid_argument, [&] {
+            return "llama_model::truncate: " + std::to_string(n) + " is outside 0..cache length " + std::to_string(n_past_);
+        });
+        n_past_ = n;
+    }
+
+    // The cache's first cache_length() columns of every layer.
+    llama_state save_state() const {
+        llama_state s;
+        s.n_past = n_past_;
+        s.n_layer = hparams().n_layer;
+        s.n_embd_kv = hparams().n_embd_kv();
+        s.kv_type = options_.kv_type;
+        const std::size_t bytes = column_bytes() * std::size_t(n_past_);
+        s.kv.resize(bytes * 2 * std::size_t(s.n_layer));
+        std::size_t at = 0;
+        for (int32_t l = 0; l < s.n_layer; ++l)
+            for (graph::tensor t : {built_.k_cache[std::size_t(l)], built_.v_cache[std::size_t(l)]}) {
+                exec_.read_bytes(t, 0, s.kv.data() + at, bytes);
+                at += bytes;
+            }
+        return s;
+    }
+
+    // Puts a saved cache back; the next forward call then gives the logits it gave after the save.
+    void restore_state(const llama_state& s) {
+        check(s.n_layer == hparams().n_layer && s.n_embd_kv == hparams().n_embd_kv() && s.kv_type == options_.kv_type,
+              errc::invalid_argument, [&] {
+                  return "llama_model::restore_state: the state holds " + std::to_string(s.n_layer) + " layers of " +
+                         std::to_string(s.n_embd_kv) + " " + graph::type_name(s.kv_type) + " per position; this model has " +
+                         std::to_string(hparams().n_layer) + " of " + std::to_string(hparams().n_embd_kv()) + " " +
+                         graph::type_name(options_.kv_type);
+              });
+        const std::size_t bytes = column_bytes() * std::size_t(std::max(s.n_past, 0));
+        check(s.n_past >= 0 && s.n_past <= options_.n_ctx && s.kv.size() == bytes * 2 * std::size_t(s.n_layer),
+              errc::invalid_argument, [&] {
+                  return "llama_model::restore_state: " + std::to_string(s.kv.size()) + " bytes for " +
+                         std::to_string(s.n_past) + " positions do not fit a context of " + std::to_string(options_.n_ctx);
+              });
+        std::size_t at = 0;
+        for (int32_t l = 0; l < s.n_layer; ++l)
+            for (graph::tensor t : {built_.k_cache[std::size_t(l)], built_.v_cache[std::size_t(l)]}) {
+                exec_.write_bytes(t, 0, s.kv.data() + at, bytes);
+                at += bytes;
+            }
+        n_past_ = s.n_past;
+    }
+
+private:
+    static std::shared_ptr<const gguf::file> checked(std::shared_ptr<const gguf::file> f) {
+        check(f != nullptr, errc::invalid_argument, "llama_model: null gguf file");
+        return f;
+    }
+
+    static llama_options resolved(llama_options o, const llama_hparams& h) {
+        if (o.n_ctx == 0) o.n_ctx = h.n_ctx_train;
+        check(o.n_ctx >= 1 && o.max_batch >= 1 && o.max_batch <= 64, errc::invalid_argument, [&] {
+            return "llama_model: n_ctx = " + std::to_string(o.n_ctx) + " must be >= 1 and max_batch = " +
+                   std::to_string(o.max_batch) + " within 1..64";
+        });
+        check(o.kv_type == qtype::f32 || o.kv_type == qtype::f16, errc::unsupported_type,
+              [&] { return std::string("llama_model: kv_type must be f32 or f16, not ") + graph::type_name(o.kv_type); });
+        return o;
+    }
+
+    std::size_t column_bytes() const { return graph::column_bytes(options_.kv_type, hparams().n_embd_kv()); }
+
+    std::shared_ptr<const gguf::file> file_;
+    std::unique_ptr<llama_weights> weights_;  // the graph points into it: kept at a fixed address
+    llama_options options_;
+    sample::vocabulary vocab_;
+    llama_graph built_;
+    graph::executor<Backend> exec_;
+    std::vector<float> logits_;
+    std::vector<int32_t> next_;
+    int32_t n_past_ = 0;
+    int64_t n_last_ = 0;
+};
+
+}  // namespace llmrt::model

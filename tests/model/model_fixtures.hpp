@@ -1,0 +1,136 @@
+// Small random llama models for the model tests, and a naive double-precision reference forward.
+#pragma once
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include <llmrt/cpu/backend.hpp>
+#include <llmrt/model/model.hpp>
+
+namespace llmrt::test {
+
+// q8_0 and f16 fit n_embd 64; k-quants need every k (n_embd, n_ff) a multiple of 256.
+inline model::llama_shape small_shape(qtype t) {
+    model::llama_shape s;
+    const bool k_quant = block_size(t) == 256;
+    s.n_vocab = 320;
+    s.n_embd = k_quant ? 256 : 64;
+    s.n_ff = k_quant ? 512 : 128;
+    s.n_layer = 2;
+    s.n_head = 4;
+    s.n_head_kv = 2;
+    s.n_ctx = 64;
+    return s;
+}
+
+inline std::shared_ptr<const gguf::file> model_file(const model::llama_shape& s, qtype t, uint64_t seed = 1) {
+    return std::make_shared<const gguf::file>(gguf::file::from_bytes(model::make_random_llama(s, t, seed).to_bytes()));
+}
+
+inline std::shared_ptr<const gguf::file> small_model_file(qtype t, uint64_t seed = 1) {
+    return model_file(small_shape(t), t, seed);
+}
+
+// The whole sequence `tokens` (positions 0..n−1) through the llama formulas in double, from the
+// dequantized weights, with float activations; returns n rows of n_vocab logits.
+inline std::vector<double> reference_logits(const model::llama_weights& w, const std::vector<int32_t>& tokens) {
+    const auto& h = w.hparams;
+    const int n = int(tokens.size()), d = h.n_embd, hd = h.head_dim(), kv = h.n_embd_kv();
+    auto deq = [](const model::weight_ref& r) {
+        std::vector<float> f(static_cast<std::size_t>(r.ne0 * r.ne1));
+        dequantize(r.type, r.data, f.data(), r.ne0 * r.ne1);
+        return std::vector<double>(f.begin(), f.end());
+    };
+    auto matmul = [](const std::vector<double>& W, int64_t k, int64_t rows, const std::vector<double>& x) {
+        std::vector<double> y(static_cast<std::size_t>(rows));
+        for (int64_t r = 0; r < rows; ++r) {
+            double s = 0;
+            for (int64_t i = 0; i < k; ++i) s += W[std::size_t(r * k + i)] * x[std::size_t(i)];
+            y[std::size_t(r)] = s;
+        }
+        return y;
+    };
+    auto rmsnorm = [&](const std::vector<double>& x, const std::vector<double>& g) {
+        double ss = 0;
+        for (double v : x) ss += v * v;
+        const double scale = 1.0 / std::sqrt(ss / double(x.size()) + h.rms_eps);
+        std::vector<double> y(x.size());
+        for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * scale * g[i];
+        return y;
+    };
+    auto rope = [&](std::vector<double>& x, int heads, int pos) {  // normal (adjacent pair) order
+        for (int hh = 0; hh < heads; ++hh)
+            for (int i = 0; i < h.n_rot / 2; ++i) {
+                const double theta = pos * std::pow(double(h.rope_freq_base), -2.0 * i / h.n_rot);
+                double& a = x[std::size_t(hh * hd + 2 * i)];
+                double& b = x[std::size_t(hh * hd + 2 * i + 1)];
+                const double a0 = a, b0 = b;
+                a = a0 * std::cos(theta) - b0 * std::sin(theta);
+                b = a0 * std::sin(theta) + b0 * std::cos(theta);
+            }
+    };
+    const auto embd = deq(w.token_embd), out_w = deq(w.output), out_norm = deq(w.output_norm);
+    std::vector<std::vector<double>> x(static_cast<std::size_t>(n));
+    for (int t = 0; t < n; ++t)
+        x[std::size_t(t)].assign(embd.begin() + std::ptrdiff_t(tokens[std::size_t(t)]) * d,
+                                 embd.begin() + std::ptrdiff_t(tokens[std::size_t(t)] + 1) * d);
+    for (const auto& lw : w.layers) {
+        const auto an = deq(lw.attn_norm), wq = deq(lw.attn_q), wk = deq(lw.attn_k), wv = deq(lw.attn_v),
+                   wo = deq(lw.attn_output), fn = deq(lw.ffn_norm), wg = deq(lw.ffn_gate), wu = deq(lw.ffn_up),
+                   wd = deq(lw.ffn_down);
+        std::vector<std::vector<double>> q(static_cast<std::size_t>(n)), k(static_cast<std::size_t>(n)), v(static_cast<std::size_t>(n));
+        for (int t = 0; t < n; ++t) {
+            const auto hn = rmsnorm(x[std::size_t(t)], an);
+            q[std::size_t(t)] = matmul(wq, d, d, hn);
+            k[std::size_t(t)] = matmul(wk, d, kv, hn);
+            v[std::size_t(t)] = matmul(wv, d, kv, hn);
+            rope(q[std::size_t(t)], h.n_head, t);
+            rope(k[std::size_t(t)], h.n_head_kv, t);
+        }
+        for (int t = 0; t < n; ++t) {
+            std::vector<double> attn(std::size_t(d), 0.0);
+            for (int hh = 0; hh < h.n_head; ++hh) {
+                const int g = hh / (h.n_head / h.n_head_kv);
+                std::vector<double> s(static_cast<std::size_t>(t + 1));
+                double max = -INFINITY, sum = 0;
+                for (int j = 0; j <= t; ++j) {
+                    double dot = 0;
+                    for (int i = 0; i < hd; ++i) dot += q[std::size_t(t)][std::size_t(hh * hd + i)] * k[std::size_t(j)][std::size_t(g * hd + i)];
+                    s[std::size_t(j)] = dot / std::sqrt(double(hd));
+                    max = std::max(max, s[std::size_t(j)]);
+                }
+                for (auto& e : s) sum += (e = std::exp(e - max));
+                for (int j = 0; j <= t; ++j)
+                    for (int i = 0; i < hd; ++i)
+                        attn[std::size_t(hh * hd + i)] += s[std::size_t(j)] / sum * v[std::size_t(j)][std::size_t(g * hd + i)];
+            }
+            const auto o = matmul(wo, d, d, attn);
+            for (int i = 0; i < d; ++i) x[std::size_t(t)][std::size_t(i)] += o[std::size_t(i)];
+            const auto hn = rmsnorm(x[std::size_t(t)], fn);
+            const auto gate = matmul(wg, d, h.n_ff, hn), up = matmul(wu, d, h.n_ff, hn);
+            std::vector<double> act(static_cast<std::size_t>(h.n_ff));
+            for (int i = 0; i < h.n_ff; ++i)
+                act[std::size_t(i)] = gate[std::size_t(i)] / (1.0 + std::exp(-gate[std::size_t(i)])) * up[std::size_t(i)];
+            const auto down = matmul(wd, h.n_ff, d, act);
+            for (int i = 0; i < d; ++i) x[std::size_t(t)][std::size_t(i)] += down[std::size_t(i)];
+        }
+    }
+    std::vector<double> logits;
+    for (int t = 0; t < n; ++t) {
+        const auto l = matmul(out_w, d, h.n_vocab, rmsnorm(x[std::size_t(t)], out_norm));
+        logits.insert(logits.end(), l.begin(), l.end());
+    }
+    return logits;
+}
+
+inline double nmse(const float* out, const double* ref, std::size_t n) {
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        num += (out[i] - ref[i]) * (out[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    return num / den;
+}
+
+}  // namespace llmrt::test

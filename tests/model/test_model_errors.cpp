@@ -1,0 +1,139 @@
+// Bad model files and bad calls raise llmrt::error naming the tensor, key or value at fault.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model_fixtures.hpp"
+
+using namespace llmrt;
+using cpu_model = model::llama_model<cpu::backend>;
+
+namespace {
+
+// A copy of `w` without the tensor `skip` and with `edit` applied to the metadata.
+gguf::writer rebuilt(const gguf::writer& w, const std::string& skip = "",
+                     const std::function<void(gguf::writer&)>& edit = {}) {
+    gguf::writer out;
+    for (const auto& [key, value] : w.metadata()) out.set(key, value);
+    for (const auto& t : w.tensors())
+        if (t.name != skip) out.add_tensor(t.name, t.type, std::span(t.ne.data(), t.n_dims), t.bytes());
+    if (edit) edit(out);
+    return out;
+}
+
+// The message of the llmrt::error that loading w raises (empty when it loads).
+std::string load_error(const gguf::writer& w) {
+    cpu::backend b;
+    try {
+        cpu_model m(b, gguf::file::from_bytes(w.to_bytes()), {.n_ctx = 16});
+    } catch (const llmrt::error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+bool mentions(const std::string& message, const std::string& what) {
+    INFO("message: " << message);
+    return message.find(what) != std::string::npos;
+}
+
+const gguf::writer& base() {
+    static const gguf::writer w = model::make_random_llama(test::small_shape(qtype::q8_0), qtype::q8_0, 3);
+    return w;
+}
+
+}  // namespace
+
+TEST_CASE("the unmodified test model loads") { CHECK(load_error(rebuilt(base())) == ""); }
+
+TEST_CASE("a missing tensor raises llmrt::error naming it") {
+    for (const char* name : {"blk.1.ffn_up.weight", "token_embd.weight", "output_norm.weight", "blk.0.attn_norm.weight"})
+        CHECK(mentions(load_error(rebuilt(base(), name)), name));
+}
+
+TEST_CASE("a tensor of the wrong shape raises llmrt::error naming it and both shapes") {
+    gguf::writer w = rebuilt(base(), "blk.0.attn_k.weight");
+    const auto& q = *std::find_if(base().tensors().begin(), base().tensors().end(),
+                                  [](const auto& t) { return t.name == "blk.0.attn_q.weight"; });
+    w.add_tensor("blk.0.attn_k.weight", q.type, {64, 64}, q.bytes());  // [n_embd, n_embd], not [n_embd, n_embd_kv]
+    const std::string message = load_error(w);
+    CHECK(mentions(message, "blk.0.attn_k.weight"));
+    CHECK(mentions(message, "[64, 64]"));
+    CHECK(mentions(message, "[64, 32]"));
+}
+
+TEST_CASE("missing or wrong metadata raises llmrt::error naming the key") {
+    CHECK(mentions(load_error(rebuilt(base(), "", [](gguf::writer& w) { w.erase("llama.block_count"); })),
+                   "llama.block_count"));
+    CHECK(mentions(load_error(rebuilt(base(), "", [](gguf::writer& w) { w.erase("general.architecture"); })),
+                   "general.architecture"));
+    CHECK(mentions(load_error(rebuilt(base(), "", [](gguf::writer& w) { w.set("general.architecture", std::string("gpt2")); })),
+                   "general.architecture"));
+    CHECK(mentions(load_error(rebuilt(base(), "", [](gguf::writer& w) { w.set("llama.attention.head_count", uint32_t(3)); })),
+                   "llama.attention.head_count"));
+    CHECK(mentions(load_error(rebuilt(base(), "", [](gguf::writer& w) { w.set("llama.embedding_length", std::string("64")); })),
+                   "llama.embedding_length"));
+    CHECK(mentions(load_error(rebuilt(base(), "", [](gguf::writer& w) { w.set("llama.attention.layer_norm_rms_epsilon", uint32_t(1)); })),
+                   "llama.attention.layer_norm_rms_epsilon"));
+    CHECK(mentions(load_error(rebuilt(base(), "", [](gguf::writer& w) { w.set("llama.vocab_size", uint32_t(100)); })),
+                   "token_embd.weight"));
+}
+
+TEST_CASE("a vocabulary whose length differs from the model's raises llmrt::error naming the key") {
+    const std::string message = load_error(rebuilt(base(), "", [](gguf::writer& w) {
+        w.set("tokenizer.ggml.tokens", gguf::array(std::vector<std::string>{"a", "b"}));
+    }));
+    CHECK(mentions(message, "tokenizer.ggml.tokens"));
+}
+
+TEST_CASE("bad forward calls raise llmrt::error and leave the cache usable") {
+    cpu::backend b;
+    cpu_model m(b, test::small_model_file(qtype::q8_0), {.n_ctx = 8, .max_batch = 4});
+    const std::vector<int32_t> one{5}, zero{0};
+    CHECK_THROWS_AS(m.forward(std::vector<int32_t>{320}, zero), llmrt::error);           // token past the vocabulary
+    CHECK_THROWS_AS(m.forward(std::vector<int32_t>{-1}, zero), llmrt::error);            // negative token
+    CHECK_THROWS_AS(m.forward(one, std::vector<int32_t>{1}), llmrt::error);              // a gap after the cache
+    CHECK_THROWS_AS(m.forward(std::vector<int32_t>{1, 2}, std::vector<int32_t>{0, 2}), llmrt::error);  // a gap inside
+    CHECK_THROWS_AS(m.forward(std::vector<int32_t>(5, 1), std::vector<int32_t>{0, 1, 2, 3, 4}), llmrt::error);  // > max_batch
+    CHECK_THROWS_AS(m.forward(one, std::vector<int32_t>{0, 1}), llmrt::error);           // counts differ
+    CHECK_THROWS_AS(m.truncate(1), llmrt::error);                                        // past the cache
+    m.forward(one, zero);
+    CHECK(m.cache_length() == 1);
+    for (int32_t p = 1; p < 8; ++p) m.forward(one, std::span<const int32_t>(&p, 1));
+    const int32_t past_end = 8;
+    CHECK_THROWS_AS(m.forward(one, std::span<const int32_t>(&past_end, 1)), llmrt::error);  // context full
+}
+
+TEST_CASE("restoring a state of a different cache layout raises llmrt::error") {
+    cpu::backend b;
+    cpu_model m(b, test::small_model_file(qtype::q8_0), {.n_ctx = 8});
+    cpu_model half(b, test::small_model_file(qtype::q8_0), {.n_ctx = 8, .kv_type = qtype::f16});
+    const std::vector<int32_t> t{5}, p{0};
+    m.forward(t, p);
+    auto s = m.save_state();
+    CHECK_THROWS_AS(half.restore_state(s), llmrt::error);
+    s.kv.pop_back();
+    CHECK_THROWS_AS(m.restore_state(s), llmrt::error);
+}
+
+TEST_CASE("options outside their ranges raise llmrt::error") {
+    cpu::backend b;
+    CHECK_THROWS_AS(cpu_model(b, test::small_model_file(qtype::q8_0), {.kv_type = qtype::q8_0}), llmrt::error);
+    CHECK_THROWS_AS(cpu_model(b, test::small_model_file(qtype::q8_0), {.max_batch = 0}), llmrt::error);
+    CHECK_THROWS_AS(cpu_model(b, test::small_model_file(qtype::q8_0), {.n_ctx = -1}), llmrt::error);
+}
+
+TEST_CASE("the generator refuses a weight type whose block does not divide a row, naming the tensor") {
+    model::llama_shape s = test::small_shape(qtype::q8_0);  // n_embd 64: too short for 256-element k-quant blocks
+    try {
+        model::make_random_llama(s, qtype::q4_K);
+        FAIL("q4_K accepted rows of 64");
+    } catch (const llmrt::error& e) {
+        CHECK(mentions(e.what(), "token_embd.weight"));
+        CHECK(mentions(e.what(), "q4_K"));
+    }
+    s.n_head = 5;
+    CHECK_THROWS_AS(model::make_random_llama(s, qtype::q8_0), llmrt::error);
+}
