@@ -48,7 +48,8 @@ int run(const std::string& command) {
 }
 
 int run_script(const char* script, const std::filesystem::path& gguf_path, const std::filesystem::path& manifest) {
-    return run(quoted(python) + " " + quoted((scripts / script).string()) + " " + quoted(gguf_path.string()) + " " +
+    // -B: no __pycache__ written into the source tree.
+    return run(quoted(python) + " -B " + quoted((scripts / script).string()) + " " + quoted(gguf_path.string()) + " " +
                quoted(manifest.string()) + " 2>&1");
 }
 

@@ -157,20 +157,11 @@ inline uint64_t min_encoded_size(value_type t) {
     });
 }
 
+// Reads metadata values. (The member templates come before the functions that use them: clang 14
+// otherwise warns, -Wundefined-inline, about their use inside generic lambdas.)
 class metadata_parser {
-public:
-    explicit metadata_parser(byte_cursor& c) : c_(c) {}
+    byte_cursor& c_;
 
-    uint32_t read_type_id(const char* what) {
-        const uint64_t at = c_.offset();
-        const uint32_t raw = c_.read<uint32_t>(what);
-        if (raw >= value_type_count)
-            c_.fail(at, "unknown " + std::string(what) + " " + std::to_string(raw) + " (GGUF knows 0.." +
-                            std::to_string(value_type_count - 1) + ")");
-        return raw;
-    }
-
-private:
     template <class T>
     T read_scalar() {
         if constexpr (std::is_same_v<T, std::string>) {
@@ -219,6 +210,17 @@ private:
     }
 
 public:
+    explicit metadata_parser(byte_cursor& c) : c_(c) {}
+
+    uint32_t read_type_id(const char* what) {
+        const uint64_t at = c_.offset();
+        const uint32_t raw = c_.read<uint32_t>(what);
+        if (raw >= value_type_count)
+            c_.fail(at, "unknown " + std::string(what) + " " + std::to_string(raw) + " (GGUF knows 0.." +
+                            std::to_string(value_type_count - 1) + ")");
+        return raw;
+    }
+
     // One value of GGUF type t; `depth` counts the arrays it lies in.
     value read_value(value_type t, int depth) {
         return visit_type(t, [&](auto tag) -> value {
@@ -227,11 +229,7 @@ public:
             else return read_scalar<T>();
         });
     }
-
-private:
-    byte_cursor& c_;
 };
-
 
 inline void parse(file& f, std::span<const std::byte> bytes) {
     try {
