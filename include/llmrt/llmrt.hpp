@@ -6,6 +6,7 @@
 #include "llmrt/core/float_convert.hpp"
 #include "llmrt/core/qtype.hpp"
 #include "llmrt/cpu/matvec.hpp"
+#include "llmrt/gguf/gguf.hpp"
 #include "llmrt/quant/codec.hpp"
 #include "llmrt/quant/dispatch.hpp"
 #include "llmrt/quant/types.hpp"
