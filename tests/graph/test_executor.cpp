@@ -1,6 +1,7 @@
 // The executor on the CPU backend: wiring, batches, state and errors.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include <llmrt/cpu/backend.hpp>
+#include <llmrt/graph/compare.hpp>
 #include <llmrt/graph/executor.hpp>
 #include <llmrt/llmrt.hpp>
 
@@ -180,4 +182,29 @@ TEST_CASE("reads and writes past a tensor's end raise llmrt::error") {
     std::vector<float> too_many(std::size_t(small_net::k * 4 + 1));
     CHECK_THROWS_AS(ex.write(net.x, std::span<const float>(too_many)), llmrt::error);
     CHECK_THROWS_AS(ex.read(net.y, std::span<float>(too_many)), llmrt::error);
+}
+
+TEST_CASE("compare_nodes finds no difference between equal configurations and names the first op that differs") {
+    small_net net;
+    cpu::backend q8(cpu::backend_options{}), f32({.quantized_activations = cpu::activation_format::f32});
+    graph::executor a(q8, net.g, {.reuse_memory = false});
+    graph::executor same(q8, net.g, {.reuse_memory = false});
+    graph::executor b(f32, net.g, {.reuse_memory = false});
+    const auto x = gaussian(std::size_t(small_net::k * 2), 13);
+    for (auto* ex : {&a, &same, &b}) {
+        ex->write(net.x, std::span<const float>(x));
+        ex->run(2);
+    }
+    for (const auto& d : graph::compare_nodes(a, same, 2)) {
+        CHECK(d.nmse == 0.0);
+        CHECK(d.mismatch == 0.0);
+    }
+    const auto diffs = graph::compare_nodes(a, b, 2);
+    const auto first = std::find_if(diffs.begin(), diffs.end(), [](const auto& d) { return d.nmse > 0.0; });
+    REQUIRE(first != diffs.end());
+    CHECK(first->op == graph::op::mul_mat);  // the Q8_1 rounding enters at the mat-mul
+    CHECK(first->nmse < 1e-3);
+    CHECK(first->ne1 == 2);
+    graph::executor reused(q8, net.g);
+    CHECK_THROWS_AS(graph::compare_nodes(a, reused, 2), llmrt::error);
 }

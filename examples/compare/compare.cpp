@@ -1,0 +1,127 @@
+// llmrt-compare: runs one llama graph on two backends and prints every node's NMSE, so that the
+// op where they part ways stands out.
+//
+//   llmrt-compare [MODEL.gguf] [--a NAME] [--b NAME] [--prompt IDS] [--threshold X] [--type T]
+//
+// --a is the reference (default cpu: Q8_1-rounded activations, what the GPU kernels compute), --b
+// the one under test (default cpu:f32: float activations; with CUDA or Vulkan built, those). With
+// no model, a small random llama is made in memory (--type picks its weights, q4_K by default).
+// Both run the prompt as one batch on graphs planned without memory reuse, so every node's result
+// is still there to read; the table lists nodes in execution order.
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <llmrt/gguf/gguf.hpp>
+#include <llmrt/graph/compare.hpp>
+#include <llmrt/model/model.hpp>
+
+#include "../generate/backend_choice.hpp"
+
+namespace {
+
+struct arguments {
+    std::string model_path, a = "cpu", b = "cpu:f32";
+    std::vector<int32_t> prompt{1, 259, 260, 261, 300, 17};
+    double threshold = 1e-3;
+    llmrt::qtype type = llmrt::qtype::q4_K;
+};
+
+arguments parse(int argc, char** argv) {
+    arguments a;
+    for (int i = 1; i < argc; ++i) {
+        const std::string o = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw llmrt::error(llmrt::errc::invalid_argument, o + " needs a value");
+            return argv[++i];
+        };
+        if (o == "--a") a.a = value();
+        else if (o == "--b") a.b = value();
+        else if (o == "--threshold") a.threshold = std::strtod(value().c_str(), nullptr);
+        else if (o == "--type") a.type = llmrt::qtype_from_name(value());
+        else if (o == "--prompt") {
+            a.prompt.clear();
+            const std::string ids = value();
+            for (std::size_t at = 0; at <= ids.size();) {
+                const std::size_t comma = std::min(ids.find(',', at), ids.size());
+                a.prompt.push_back(int32_t(std::strtol(ids.substr(at, comma - at).c_str(), nullptr, 10)));
+                at = comma + 1;
+            }
+        } else if (o == "-h" || o == "--help") {
+            std::puts("usage: llmrt-compare [MODEL.gguf] [--a NAME] [--b NAME] [--prompt IDS] [--threshold X] [--type T]\n"
+                      "backends: cpu (q8_1 activations), cpu:f32, cpu:ggml");
+            std::exit(0);
+        } else if (o[0] != '-' && a.model_path.empty()) a.model_path = o;
+        else throw llmrt::error(llmrt::errc::invalid_argument, "unknown argument '" + o + "' (see --help)");
+    }
+    return a;
+}
+
+std::string shape_text(const llmrt::graph::node_difference& d) {
+    return std::to_string(d.ne0) + " x " + std::to_string(d.ne1);
+}
+
+template <class A, class B>
+int compare(A& backend_a, const std::string& name_a, B& backend_b, const std::string& name_b,
+            const llmrt::model::llama_weights& w, const arguments& args) {
+    using namespace llmrt;
+    const auto n = int32_t(args.prompt.size());
+    const model::llama_graph built = model::build_llama_graph(w, std::max(n, 1), std::max(n, 1));
+    graph::executor<A> ea(backend_a, built.g, {.reuse_memory = false});
+    graph::executor<B> eb(backend_b, built.g, {.reuse_memory = false});
+    std::vector<int32_t> positions(args.prompt.size());
+    for (int32_t i = 0; i < n; ++i) positions[std::size_t(i)] = i;
+    ea.write(built.tokens, std::span<const int32_t>(args.prompt));
+    eb.write(built.tokens, std::span<const int32_t>(args.prompt));
+    ea.write(built.positions, std::span<const int32_t>(positions));
+    eb.write(built.positions, std::span<const int32_t>(positions));
+    ea.run(n);
+    eb.run(n);
+
+    std::printf("a (reference): %s\nb:             %s\n%d tokens, nmse = sum (b - a)^2 / sum a^2 per node\n\n",
+                name_a.c_str(), name_b.c_str(), n);
+    std::printf("%-24s %-10s %-12s %12s %12s\n", "node", "op", "shape", "nmse", "max |b - a|");
+    bool flagged = false;
+    for (const auto& d : graph::compare_nodes(ea, eb, n)) {
+        if (d.op == graph::op::input || d.op == graph::op::state) continue;  // set_rows rows show the caches
+        const bool ints = d.type == graph::i32_type;
+        const bool over = ints ? d.mismatch > 0.0 : d.nmse > args.threshold;
+        char measure[64];
+        if (ints)
+            std::snprintf(measure, sizeof measure, "%11.1f%% of ids differ", 100.0 * d.mismatch);
+        else
+            std::snprintf(measure, sizeof measure, "%12.3e %12.3e", d.nmse, d.max_abs);
+        std::printf("%-24s %-10s %-12s %s%s\n", d.name.c_str(), graph::to_string(d.op), shape_text(d).c_str(), measure,
+                    over && !flagged ? "   <- first above the threshold" : "");
+        flagged = flagged || over;
+    }
+    std::printf("\n%s\n", flagged ? "some node exceeds the threshold" : "every node is within the threshold");
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        using namespace llmrt;
+        const arguments args = parse(argc, argv);
+        const gguf::file file = args.model_path.empty()
+                                    ? gguf::file::from_bytes(model::make_random_llama({}, args.type, 1).to_bytes(),
+                                                             "random llama (in memory)")
+                                    : gguf::file::open(args.model_path);
+        const model::llama_weights w = model::load_llama_weights(file);
+        std::printf("model: %s\n", file.source().c_str());
+        int status = 0;
+        llmrt_examples::with_backend(args.a, [&](auto& a, const std::string& name_a) {
+            llmrt_examples::with_backend(args.b, [&](auto& b, const std::string& name_b) {
+                status = compare(a, name_a, b, name_b, w, args);
+            });
+        });
+        return status;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "llmrt-compare: %s\n", e.what());
+        return 1;
+    }
+}

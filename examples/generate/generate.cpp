@@ -1,0 +1,183 @@
+// llmrt-generate: greedy generation with a llama GGUF on the best backend present.
+//
+//   llmrt-generate                              make a small random model in memory and run it
+//   llmrt-generate MODEL.gguf [options]         run a model file
+//   llmrt-generate --make-model OUT.gguf [shape options]   write a random llama GGUF
+//
+// Options:  --backend NAME   cpu, cpu:f32, cpu:ggml (default: the best present: CUDA, Vulkan, CPU)
+//           --prompt IDS     comma-separated token ids (default 1,259,260,261)
+//           -n N             tokens to generate (default 32)
+//           --ctx N          cache length (default: min(context length, 2048))
+//           --batch N        most tokens per forward call (default 8)
+// Shape options (--make-model and the no-argument demo):
+//           --type T (q4_K)  --vocab N (512)  --embd N (256)  --layers N (4)  --heads N (4)
+//           --kv-heads N (2) --ff N (768)     --ctx N (512)   --seed N (1)    --tied
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <llmrt/gguf/gguf.hpp>
+#include <llmrt/model/model.hpp>
+
+#include "backend_choice.hpp"
+
+namespace {
+
+struct arguments {
+    std::string model_path, make_model_path, backend;
+    std::vector<int32_t> prompt{1, 259, 260, 261};
+    int32_t n_new = 32, n_ctx = 0, max_batch = 8;
+    llmrt::model::llama_shape shape{.n_vocab = 512, .n_embd = 256, .n_layer = 4, .n_head = 4, .n_head_kv = 2,
+                                    .n_ff = 768, .n_ctx = 512};
+    llmrt::qtype type = llmrt::qtype::q4_K;
+    uint64_t seed = 1;
+};
+
+int32_t to_int(const std::string& option, const std::string& text) {
+    char* end = nullptr;
+    const long v = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || v < 0 || v > INT32_MAX)
+        throw llmrt::error(llmrt::errc::invalid_argument, option + " needs a non-negative integer, got '" + text + "'");
+    return int32_t(v);
+}
+
+std::vector<int32_t> to_ids(const std::string& text) {
+    std::vector<int32_t> ids;
+    std::size_t at = 0;
+    while (at <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', at), text.size());
+        ids.push_back(to_int("--prompt", text.substr(at, comma - at)));
+        at = comma + 1;
+    }
+    return ids;
+}
+
+arguments parse(int argc, char** argv) {
+    arguments a;
+    std::vector<std::string> args(argv + 1, argv + argc);
+    bool ctx_given = false;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& o = args[i];
+        auto value = [&]() -> const std::string& {
+            if (i + 1 >= args.size()) throw llmrt::error(llmrt::errc::invalid_argument, o + " needs a value");
+            return args[++i];
+        };
+        if (o == "--make-model") a.make_model_path = value();
+        else if (o == "--backend") a.backend = value();
+        else if (o == "--prompt") a.prompt = to_ids(value());
+        else if (o == "-n") a.n_new = to_int(o, value());
+        else if (o == "--ctx") a.n_ctx = a.shape.n_ctx = to_int(o, value()), ctx_given = true;
+        else if (o == "--batch") a.max_batch = to_int(o, value());
+        else if (o == "--type") a.type = llmrt::qtype_from_name(value());
+        else if (o == "--vocab") a.shape.n_vocab = to_int(o, value());
+        else if (o == "--embd") a.shape.n_embd = to_int(o, value());
+        else if (o == "--layers") a.shape.n_layer = to_int(o, value());
+        else if (o == "--heads") a.shape.n_head = to_int(o, value());
+        else if (o == "--kv-heads") a.shape.n_head_kv = to_int(o, value());
+        else if (o == "--ff") a.shape.n_ff = to_int(o, value());
+        else if (o == "--seed") a.seed = uint64_t(to_int(o, value()));
+        else if (o == "--tied") a.shape.tied_output = true;
+        else if (o == "-h" || o == "--help") {
+            std::puts("usage: llmrt-generate [MODEL.gguf] [--backend NAME] [--prompt IDS] [-n N] [--ctx N] [--batch N]\n"
+                      "       llmrt-generate --make-model OUT.gguf [--type T] [--vocab N] [--embd N] [--layers N]\n"
+                      "                      [--heads N] [--kv-heads N] [--ff N] [--ctx N] [--seed N] [--tied]\n"
+                      "With no model, a small random llama is made in memory and run.");
+            std::exit(0);
+        } else if (!o.empty() && o[0] != '-' && a.model_path.empty()) a.model_path = o;
+        else throw llmrt::error(llmrt::errc::invalid_argument, "unknown argument '" + o + "' (see --help)");
+    }
+    if (!ctx_given) a.n_ctx = 0;
+    return a;
+}
+
+// Text safe for a terminal: control bytes (random models emit any byte token) as \xNN.
+std::string printable(const std::string& text) {
+    std::string out;
+    for (unsigned char c : text) {
+        if (c < 0x20 || c == 0x7f) {
+            char esc[8];
+            std::snprintf(esc, sizeof esc, "\\x%02x", c);
+            out += esc;
+        } else {
+            out += char(c);
+        }
+    }
+    return out;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+template <class Backend>
+void run(Backend& backend, const std::string& backend_description, std::shared_ptr<const llmrt::gguf::file> file,
+         const arguments& a) {
+    using namespace llmrt;
+    int32_t n_ctx = a.n_ctx;
+    if (n_ctx == 0) {  // the model's context, capped: a cache for 128k positions is rarely what a demo wants
+        const auto h = model::load_llama_weights(*file).hparams;
+        n_ctx = std::min<int32_t>(h.n_ctx_train, 2048);
+    }
+    model::llama_model<Backend> m(backend, file, {.n_ctx = n_ctx, .max_batch = a.max_batch});
+    const auto& h = m.hparams();
+    std::printf("model:   %s\n         llama, %d layers, n_embd %d, %d heads (%d kv), n_ff %d, vocab %d, cache %d\n",
+                file->source().c_str(), h.n_layer, h.n_embd, h.n_head, h.n_head_kv, h.n_ff, h.n_vocab, n_ctx);
+    std::printf("backend: %s\n", backend_description.c_str());
+
+    std::printf("prompt:  ");
+    for (int32_t t : a.prompt) std::printf("%d ", t);
+    std::printf("\n");
+
+    // The prompt, then each new token: timed apart, as prompt processing and generation differ.
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<int32_t> out = model::generate_greedy(m, a.prompt, a.n_new > 0 ? 1 : 0);
+    const double prompt_seconds = seconds_since(start);
+    const auto gen_start = std::chrono::steady_clock::now();
+    if (a.n_new > 1) {
+        const auto rest = model::generate_greedy(m, std::span<const int32_t>(&out.back(), 1), a.n_new - 1);
+        out.insert(out.end(), rest.begin(), rest.end());
+    }
+    const double gen_seconds = seconds_since(gen_start);
+
+    std::printf("output:  ");
+    for (int32_t t : out) std::printf("%d ", t);
+    std::printf("\n");
+    if (!m.vocab().token_text.empty()) std::printf("text:    \"%s\"\n", printable(model::detokenize(m.vocab(), out)).c_str());
+    std::printf("speed:   prompt %zu tokens in %.1f ms (%.1f tokens/s), generation %d tokens in %.1f ms (%.1f tokens/s)\n",
+                a.prompt.size(), prompt_seconds * 1e3, double(a.prompt.size()) / prompt_seconds, std::max(a.n_new - 1, 0),
+                gen_seconds * 1e3, a.n_new > 1 ? double(a.n_new - 1) / gen_seconds : 0.0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        using namespace llmrt;
+        const arguments a = parse(argc, argv);
+        if (!a.make_model_path.empty()) {
+            model::write_random_llama(a.make_model_path, a.shape, a.type, a.seed);
+            std::printf("wrote %s: random llama, %d layers, n_embd %d, %d heads (%d kv), n_ff %d, vocab %d, context %d, %s\n",
+                        a.make_model_path.c_str(), a.shape.n_layer, a.shape.n_embd, a.shape.n_head, a.shape.n_head_kv,
+                        a.shape.n_ff, a.shape.n_vocab, a.shape.n_ctx, name(a.type));
+            return 0;
+        }
+        std::shared_ptr<const gguf::file> file;
+        if (a.model_path.empty()) {
+            std::printf("no model given: generating a random %s llama in memory (llmrt-generate --help for more)\n",
+                        name(a.type));
+            file = std::make_shared<const gguf::file>(gguf::file::from_bytes(
+                model::make_random_llama(a.shape, a.type, a.seed).to_bytes(), "random llama (in memory)"));
+        } else {
+            file = std::make_shared<const gguf::file>(gguf::file::open(a.model_path));
+        }
+        const std::string backend = a.backend.empty() ? llmrt_examples::backends_by_preference().front() : a.backend;
+        llmrt_examples::with_backend(backend, [&](auto& b, const std::string& description) { run(b, description, file, a); });
+        return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "llmrt-generate: %s\n", e.what());
+        return 1;
+    }
+}
