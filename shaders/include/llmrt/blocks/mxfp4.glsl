@@ -1,0 +1,77 @@
+// MXFP4: 32 E2M1 values sharing an E8M0 exponent (4.25 bits per weight), as llmrt::mxfp4.
+//
+// | offset | field     | meaning                                             |
+// |--------|-----------|-----------------------------------------------------|
+// | 0      | e (E8M0)  | x = value(code)·2^(e−128)                           |
+// | 1      | qs[16]    | element j: low nibble of qs[j]; j+16: high nibble   |
+//
+// value(code) is twice E2M1, {0,1,2,3,4,6,8,12} with bit 3 the sign, so it is an integer and the
+// dot runs on int8. The magnitudes come from the three low code bits m = 4h + l without a
+// table: value = l for h = 0 and 2l + 4 + 2·[l = 3] for h = 1, i.e. l + h·(l + 4 + 2·[l = 3]),
+// computed on four codes at once. Negative codes are taken off twice: Σ v·a = Σ|v|·a − 2·Σ_{neg}|v|·a.
+#ifndef LLMRT_BLOCK_MXFP4_GLSL
+#define LLMRT_BLOCK_MXFP4_GLSL
+
+#include "llmrt/activation_slices.glsl"
+#include "llmrt/int_dot.glsl"
+#include "llmrt/weights.glsl"
+
+#define MXFP4_OFFSET_E 0
+#define MXFP4_OFFSET_QS 1
+#define MXFP4_BYTES 17
+
+layout(buffer_reference, std430, buffer_reference_align = 1) readonly buffer block_mxfp4 {
+    layout(offset = MXFP4_OFFSET_E) uint8_t e;
+    layout(offset = MXFP4_OFFSET_QS) uint8_t qs[16];
+};
+#define LLMRT_BLOCK block_mxfp4
+
+const uint BLOCK_BYTES = MXFP4_BYTES;
+const uint BLOCK_VALUES = 32u;
+const uint SLICE_VALUES = 32u;
+
+struct weight_slice {
+    uvec4 magnitude[2];  // |value| of elements 0..15 and 16..31, one byte each
+    uvec4 negative[2];   // the same bytes where the code is negative, else 0
+    float scale;         // 2^(e−128)
+};
+#define activation_slice llmrt_act_32
+
+// |value| of the four codes in the low nibbles of each byte of `codes`, one per byte.
+uint mxfp4_magnitudes(uint codes) {
+    const uint l = codes & 0x03030303u;
+    const uint h = (codes >> 2u) & 0x01010101u;
+    const uint l_is_3 = l & (l >> 1u) & 0x01010101u;
+    return l + ((h * 0xffu) & (l + 0x04040404u + (l_is_3 << 1u)));
+}
+
+uint mxfp4_sign_mask(uint codes) { return ((codes >> 3u) & 0x01010101u) * 0xffu; }
+
+weight_slice load_weight_slice(uint at, uint slice) {
+    weight_slice w;
+    const uint e = llmrt_w32(at + MXFP4_OFFSET_E) & 0xffu;
+    // 2^(e−128): a normal float for e >= 2, the subnormals 2^-127 and 2^-128 below.
+    w.scale = uintBitsToFloat(e >= 2u ? (e - 1u) << 23u : 0x00200000u << e);
+    const uvec4 qs = llmrt_w128(at + MXFP4_OFFSET_QS);
+    for (uint half_ = 0u; half_ < 2u; ++half_) {
+        const uvec4 codes = (qs >> (4u * half_)) & 0x0f0f0f0fu;
+        for (uint i = 0u; i < 4u; ++i) {
+            const uint m = mxfp4_magnitudes(codes[i]);
+            w.magnitude[half_][i] = m;
+            w.negative[half_][i] = m & mxfp4_sign_mask(codes[i]);
+        }
+    }
+    return w;
+}
+
+activation_slice load_activation_slice(llmrt_q8_1_column col, uint block_pos, uint slice) {
+    return llmrt_load_act_32(col, block_pos);
+}
+
+float slice_dot(weight_slice w, activation_slice a) {
+    const int positive = llmrt_dot16(w.magnitude[0], a.q[0]) + llmrt_dot16(w.magnitude[1], a.q[1]);
+    const int negative = llmrt_dot16(w.negative[0], a.q[0]) + llmrt_dot16(w.negative[1], a.q[1]);
+    return float(positive - 2 * negative) * (w.scale * a.d);
+}
+
+#endif

@@ -1,0 +1,73 @@
+// Q4_K: 256 weights in 8 sub-blocks of 32, x = d·sc_j·q − dmin·m_j (4.5 bits per weight), as llmrt::q4_K.
+//
+// | offset | field       | meaning                                                    |
+// |--------|-------------|------------------------------------------------------------|
+// | 0      | d (fp16)    | super-block scale                                          |
+// | 2      | dmin (fp16) | super-block min scale                                      |
+// | 4      | scales[12]  | 6-bit sc_j and m_j (k4_scales.glsl)                        |
+// | 16     | qs[128]     | byte 32c + l: element 64c + l (low nibble), 64c + 32 + l (high) |
+//
+// Slice s = 2c + h (8 per block) is qs bytes 32c + 16h .. +15: 16 values of sub-block 2c and 16 of
+// 2c + 1. Per half: Σ x·a = d_a·(d·sc·Σ q·a_q − dmin·m·Σ a_q), with Σ a_q the exact activation sum.
+#ifndef LLMRT_BLOCK_Q4_K_GLSL
+#define LLMRT_BLOCK_Q4_K_GLSL
+
+#include "llmrt/activation_slices.glsl"
+#include "llmrt/blocks/k4_scales.glsl"
+#include "llmrt/int_dot.glsl"
+#include "llmrt/weights.glsl"
+
+#define Q4_K_OFFSET_D 0
+#define Q4_K_OFFSET_DMIN 2
+#define Q4_K_OFFSET_SCALES 4
+#define Q4_K_OFFSET_QS 16
+#define Q4_K_BYTES 144
+
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer block_q4_K {
+    layout(offset = Q4_K_OFFSET_D) uint16_t d;
+    layout(offset = Q4_K_OFFSET_DMIN) uint16_t dmin;
+    layout(offset = Q4_K_OFFSET_SCALES) uint8_t scales[12];
+    layout(offset = Q4_K_OFFSET_QS) uint8_t qs[128];
+};
+#define LLMRT_BLOCK block_q4_K
+
+const uint BLOCK_BYTES = Q4_K_BYTES;
+const uint BLOCK_VALUES = 256u;
+const uint SLICE_VALUES = 32u;
+
+struct weight_slice {
+    uvec4 q[2];      // 4-bit values of sub-block 2c and 2c + 1, one per byte
+    float scale[2];  // d·sc
+    float min[2];    // dmin·m
+};
+#define activation_slice llmrt_act_2x16
+
+weight_slice load_weight_slice(uint at, uint slice) {
+    const uint c = slice >> 1u, h = slice & 1u;
+    const vec2 dm = unpackHalf2x16(llmrt_w32(at + Q4_K_OFFSET_D));
+    const uvec3 s = uvec3(llmrt_w32(at + Q4_K_OFFSET_SCALES), llmrt_w32(at + Q4_K_OFFSET_SCALES + 4u),
+                          llmrt_w32(at + Q4_K_OFFSET_SCALES + 8u));
+    const uvec2 sm = k4_scale_min_pair(s, c);
+    const uvec4 qs = llmrt_w128(at + Q4_K_OFFSET_QS + 32u * c + 16u * h);
+    weight_slice w;
+    w.q[0] = qs & 0x0f0f0f0fu;
+    w.q[1] = (qs >> 4u) & 0x0f0f0f0fu;
+    for (uint j = 0u; j < 2u; ++j) {
+        w.scale[j] = dm.x * float((sm.x >> (8u * j)) & 0xffu);
+        w.min[j] = dm.y * float((sm.y >> (8u * j)) & 0xffu);
+    }
+    return w;
+}
+
+activation_slice load_activation_slice(llmrt_q8_1_column col, uint block_pos, uint slice) {
+    return llmrt_load_act_2x16(col, block_pos + 64u * (slice >> 1u) + 16u * (slice & 1u));
+}
+
+float slice_dot(weight_slice w, activation_slice a) {
+    float sum = 0.0;
+    for (uint j = 0u; j < 2u; ++j)
+        sum += a.d[j] * (w.scale[j] * float(llmrt_dot16(w.q[j], a.q[j])) - w.min[j] * float(a.sum[j]));
+    return sum;
+}
+
+#endif
