@@ -90,7 +90,7 @@ struct attention_params {
 };
 
 struct node {
-    graph::op op = op::input;
+    llmrt::graph::op op = llmrt::graph::op::input;
     std::string name;
     qtype type = qtype::f32;  // element type of the output (i32_type for ids)
     int64_t ne0 = 0;          // elements per column
