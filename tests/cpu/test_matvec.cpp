@@ -3,31 +3,17 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include <llmrt/llmrt.hpp>
+#include <llmrt/testing.hpp>
 
 using namespace llmrt;
 
 namespace {
 
-std::vector<float> gaussian(std::size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = normal(rng);
-    return v;
-}
-
-double nmse(const float* out, const float* ref, std::size_t n) {
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        num += (double(out[i]) - ref[i]) * (double(out[i]) - ref[i]);
-        den += double(ref[i]) * ref[i];
-    }
-    return den == 0 ? num : num / den;
-}
+using testing::gaussian;
+using testing::nmse;
 
 struct problem {
     qtype t;
@@ -37,8 +23,8 @@ struct problem {
 };
 
 problem make_problem(qtype t, int64_t rows, int64_t k, int64_t ncols, uint32_t seed) {
-    problem p{t, rows, k, ncols, {}, {}, gaussian(std::size_t(k * ncols), seed + 1)};
-    const auto w = gaussian(std::size_t(rows * k), seed);
+    problem p{t, rows, k, ncols, {}, {}, gaussian(k * ncols, seed + 1)};
+    const auto w = gaussian(rows * k, seed);
     p.w.resize(row_size(t, k) * std::size_t(rows));
     p.wf.resize(std::size_t(rows * k));
     for (int64_t r = 0; r < rows; ++r) {

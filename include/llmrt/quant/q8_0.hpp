@@ -30,15 +30,19 @@ LLMRT_HOST_DEVICE void dequantize_block(const q8_0& b, float* y) {
     for (int i = 0; i < 32; ++i) y[i] = d * float(b.qs[i]);
 }
 
-// ggml's quantize_row_q8_0_ref: d = amax/127, q = roundf(x / d) computed as x * (1/d),
-// ties away from zero.
+namespace detail {
+// ggml's symmetric 8-bit rounding of one block of 32 (quantize_row_q8_0_ref and _q8_1_ref):
+// d = amax/127, q = roundf(x / d) computed as x * (1/d), ties away from zero. Returns d.
+inline float quantize_q8_block(const float* x, int8_t* qs) {
+    const float d = max_abs(x, 32) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int i = 0; i < 32; ++i) qs[i] = int8_t(std::roundf(x[i] * id));
+    return d;
+}
+}  // namespace detail
+
 inline void quantize_row(const float* x, q8_0* y, int64_t n) {
-    for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
-        const float d = max_abs(x, 32) / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        y[ib].d = fp32_to_fp16(d);
-        for (int i = 0; i < 32; ++i) y[ib].qs[i] = int8_t(std::roundf(x[i] * id));
-    }
+    for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) y[ib].d = fp32_to_fp16(detail::quantize_q8_block(x, y[ib].qs));
 }
 
 // Σ_blocks Σ qx·qy · (dx·dy), ggml's q8_0 x q8_0 CPU dot.

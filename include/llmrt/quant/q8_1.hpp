@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "llmrt/core/float_convert.hpp"
+#include "llmrt/quant/q8_0.hpp"
 #include "llmrt/quant/rounding.hpp"
 #include "llmrt/quant/traits.hpp"
 
@@ -35,13 +36,9 @@ LLMRT_HOST_DEVICE void dequantize_block(const q8_1& b, float* y) {
 // llmrt's CUDA and Vulkan activation quantizers produce these same bytes.
 inline void quantize_row(const float* x, q8_1* y, int64_t n) {
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
-        const float d = max_abs(x, 32) / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        const float d = detail::quantize_q8_block(x, y[ib].qs);
         int sum = 0;
-        for (int i = 0; i < 32; ++i) {
-            y[ib].qs[i] = int8_t(std::roundf(x[i] * id));
-            sum += y[ib].qs[i];
-        }
+        for (int i = 0; i < 32; ++i) sum += y[ib].qs[i];
         y[ib].d = fp32_to_fp16(d);
         y[ib].s = fp32_to_fp16(float(sum) * d);
     }
