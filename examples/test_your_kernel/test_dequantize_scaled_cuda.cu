@@ -22,8 +22,8 @@ using namespace llmrt::testing;
         int count_ = 0;                                                                      \
         const cudaError_t status_ = cudaGetDeviceCount(&count_);                             \
         if (status_ != cudaSuccess || count_ == 0) {                                         \
-            MESSAGE("skipped: no CUDA device (cudaGetDeviceCount: " +                        \
-                    std::string(cudaGetErrorName(status_)) + ")");                           \
+            MESSAGE("skipped: no CUDA device (cudaGetDeviceCount: "                          \
+                    << std::string(cudaGetErrorName(status_)) << ")");                       \
             return;                                                                          \
         }                                                                                    \
     } while (false)
