@@ -1,0 +1,286 @@
+// llmrt-bench-mmvq-cuda: how close does mmvq come to the memory-bandwidth limit?
+//
+// For every weight type, shapes rows × k in {4096×4096, 14336×4096, 4096×14336, 128256×4096} and
+// NCols in {1, 2, 4, 8}: the median time per launch in steady state (a captured CUDA graph of many
+// back-to-back launches, weights rotating among buffers that together exceed the L2 three times),
+// with and without programmatic dependent launch; GB/s counting the bytes the kernel must move
+// (W, the quantized activation records, Y) and their fraction of the H100's measured 3.1 TB/s.
+// Also the activation quantizer + mmvq pair, what ggml's published figure times.
+// Prints a table, then writes JSON (--json FILE, default mmvq_cuda.json).
+//
+//   llmrt-bench-mmvq-cuda [--json FILE] [--types q4_K,q8_0] [--shapes 4096x4096,...] [--ncols 1,8]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "llmrt/cpu/matvec.hpp"
+#include "llmrt/cuda/mmvq.cuh"
+#include "llmrt/testing/generate.hpp"
+#include "llmrt/testing/measures.hpp"
+
+namespace cuda = llmrt::cuda;
+
+namespace {
+
+constexpr double read_bandwidth = 3.1e12;  // bytes/s, measured read-only kernel on the H100
+constexpr double l2_bytes = 50e6;
+
+struct shape {
+    int64_t rows, k;
+};
+
+// Random bytes with sane scale fields (small finite fp16 d/dmin, E8M0 exponents 120..130),
+// written on the device: the weights of a 128256-row matrix would take seconds on the host.
+__device__ uint32_t hash32(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return uint32_t(x);
+}
+__global__ void fill_random(uint32_t* p, int64_t words, uint64_t seed) {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < words; i += int64_t(gridDim.x) * blockDim.x)
+        p[i] = hash32(seed * 0x9e3779b97f4a7c15ull + uint64_t(i));
+}
+template <class B>
+__global__ void fix_scales(uint8_t* w, int64_t blocks) {
+    for (int64_t b = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; b < blocks; b += int64_t(gridDim.x) * blockDim.x) {
+        uint8_t* block = w + b * int64_t(sizeof(B));
+        const uint32_t h = hash32(uint64_t(b) * 7 + 3);
+        const uint16_t scale = uint16_t(0x1c00 | (h & 0x3ff));  // about 2^-8, finite
+        const uint16_t min = uint16_t(0x1c00 | ((h >> 10) & 0x3ff));
+        auto put = [&](int offset, uint16_t v) { block[offset] = uint8_t(v), block[offset + 1] = uint8_t(v >> 8); };
+        if constexpr (std::is_same_v<B, llmrt::q8_0>) put(0, scale);
+        else if constexpr (std::is_same_v<B, llmrt::mxfp4>) block[0] = uint8_t(120 + h % 11);
+        else if constexpr (std::is_same_v<B, llmrt::q2_K>) put(80, scale), put(82, min);
+        else if constexpr (std::is_same_v<B, llmrt::q3_K>) put(108, scale);
+        else if constexpr (std::is_same_v<B, llmrt::q4_K> || std::is_same_v<B, llmrt::q5_K>) put(0, scale), put(2, min);
+        else if constexpr (std::is_same_v<B, llmrt::q6_K>) put(208, scale);
+        else static_assert(llmrt::detail::always_false<B>, "fix_scales: add this type's scale fields");
+    }
+}
+
+void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) {
+        std::fprintf(stderr, "%s failed: %s\n", what, cudaGetErrorString(e));
+        std::exit(1);
+    }
+}
+
+struct measurement {
+    std::string type;
+    shape s;
+    int ncols;
+    double us_pdl, us_plain, us_pair, gbs, fraction;
+    double nmse;
+};
+
+// Median over `replays` of (graph replay time / launches), the graph holding `launches` calls of
+// enqueue(i, stream).
+template <class Enqueue>
+double time_graph(int launches, int replays, Enqueue&& enqueue) {
+    cudaStream_t stream;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    for (int i = 0; i < launches; ++i) enqueue(i, stream);
+    check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+    check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    cudaEvent_t start, stop;
+    check(cudaEventCreate(&start), "cudaEventCreate");
+    check(cudaEventCreate(&stop), "cudaEventCreate");
+    std::vector<double> per_launch;
+    for (int r = 0; r < replays + 2; ++r) {
+        check(cudaEventRecord(start, stream), "cudaEventRecord");
+        check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+        check(cudaEventRecord(stop, stream), "cudaEventRecord");
+        check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+        float ms = 0;
+        check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+        if (r >= 2) per_launch.push_back(double(ms) * 1e3 / launches);  // two warm-up replays
+    }
+    std::sort(per_launch.begin(), per_launch.end());
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+    return per_launch[per_launch.size() / 2];
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= s.size()) {
+        const std::size_t comma = s.find(',', start);
+        out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return out;
+}
+
+template <class B>
+void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_list, std::vector<measurement>& out) {
+    for (const shape s : shapes) {
+        const int64_t row_bytes = int64_t(llmrt::row_size(B::id, s.k));
+        const int64_t matrix_bytes = s.rows * row_bytes;
+        const int64_t slot_bytes = (matrix_bytes + 255) / 256 * 256;
+        const int nbuf = int(std::max<int64_t>(2, int64_t(std::ceil(3 * l2_bytes / double(matrix_bytes)))));
+        uint8_t* w = nullptr;
+        check(cudaMalloc(&w, std::size_t(slot_bytes) * nbuf), "cudaMalloc weights");
+        fill_random<<<1024, 256>>>(reinterpret_cast<uint32_t*>(w), slot_bytes * nbuf / 4, uint64_t(B::id) * 1000 + s.rows);
+        for (int i = 0; i < nbuf; ++i) fix_scales<B><<<1024, 256>>>(w + i * slot_bytes, matrix_bytes / int64_t(sizeof(B)));
+        check(cudaGetLastError(), "fill");
+
+        const int max_cols = *std::max_element(ncols_list.begin(), ncols_list.end());
+        const std::vector<float> x = llmrt::testing::generate(llmrt::testing::distribution::gaussian, s.k * max_cols, 5);
+        float *d_x = nullptr, *d_y = nullptr;
+        void* scratch = nullptr;
+        check(cudaMalloc(&d_x, x.size() * sizeof(float)), "cudaMalloc x");
+        check(cudaMalloc(&d_y, std::size_t(s.rows) * max_cols * sizeof(float)), "cudaMalloc y");
+        const std::size_t scratch_bytes = cuda::activation_scratch_bytes(s.k, max_cols);
+        check(cudaMalloc(&scratch, scratch_bytes), "cudaMalloc scratch");
+        check(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy x");
+
+        double us_one = 0;
+        for (const int ncols : ncols_list) {
+            cuda::qmatrix_view wv;
+            wv.type = B::id;
+            wv.rows = s.rows;
+            wv.k = s.k;
+            const cuda::input_columns xv{d_x, s.k, ncols};
+            const cuda::output_columns yv{d_y, s.rows, ncols};
+            const cuda::prepared_activations prepared = cuda::prepared_from(xv, scratch);
+            cuda::quantize_activations(xv, scratch, scratch_bytes, nullptr);
+            check(cudaDeviceSynchronize(), "quantize");
+
+            // A spot check of the first rows against the CPU reference, so no broken kernel is timed.
+            const int64_t check_rows = std::min<int64_t>(64, s.rows);
+            wv.data = w;
+            cuda::mmvq_prepared(wv, prepared, yv, nullptr);
+            std::vector<uint8_t> wh(std::size_t(check_rows * row_bytes));
+            std::vector<float> yh(std::size_t(s.rows) * ncols), ref(std::size_t(check_rows) * ncols), got;
+            check(cudaMemcpy(wh.data(), w, wh.size(), cudaMemcpyDeviceToHost), "cudaMemcpy w");
+            check(cudaMemcpy(yh.data(), d_y, yh.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy y");
+            llmrt::cpu::matvec_shape ms;
+            ms.rows = check_rows;
+            ms.k = s.k;
+            ms.ncols = ncols;
+            llmrt::cpu::matvec(reinterpret_cast<const B*>(wh.data()), x.data(), ref.data(), ms,
+                               llmrt::cpu::activation_format::q8_1);
+            for (int c = 0; c < ncols; ++c)
+                got.insert(got.end(), yh.begin() + c * s.rows, yh.begin() + c * s.rows + check_rows);
+            const double nmse = llmrt::testing::nmse(got.data(), ref.data(), int64_t(ref.size()));
+
+            const int launches = int(std::clamp<int64_t>(int64_t(2e8 / double(matrix_bytes)), 8 * nbuf / 4 + 4, 400));
+            auto launch = [&](bool pdl) {
+                return [&, pdl](int i, cudaStream_t stream) {
+                    cuda::qmatrix_view wi = wv;
+                    wi.data = w + (i % nbuf) * slot_bytes;
+                    cuda::launch_options o;
+                    o.programmatic_dependent_launch = pdl;
+                    cuda::mmvq_prepared(wi, prepared, yv, stream, o);
+                };
+            };
+            const double us_pdl = time_graph(launches, 7, launch(true));
+            const double us_plain = time_graph(launches, 7, launch(false));
+            const double us_pair = time_graph(launches, 7, [&](int i, cudaStream_t stream) {
+                cuda::qmatrix_view wi = wv;
+                wi.data = w + (i % nbuf) * slot_bytes;
+                cuda::launch_options o;
+                o.programmatic_dependent_launch = true;
+                cuda::mmvq(wi, xv, yv, scratch, scratch_bytes, stream, o);
+            });
+            const double us = std::min(us_pdl, us_plain);
+            if (ncols == 1) us_one = us;
+            const double bytes = double(matrix_bytes) + double(cuda::activation_scratch_bytes(s.k, ncols)) +
+                                 4.0 * double(s.rows) * ncols;
+            measurement m{B::name, s, ncols, us_pdl, us_plain, us_pair, bytes / (us * 1e-6) / 1e9,
+                          bytes / (us * 1e-6) / read_bandwidth, nmse};
+            out.push_back(m);
+            std::printf("%-6s %6lldx%-6lld %2d | %8.2f %8.2f %8.2f | %7.0f %5.1f%% | %5.2fx | nmse %.1e\n", B::name,
+                        (long long)s.rows, (long long)s.k, ncols, us_pdl, us_plain, us_pair, m.gbs, 100 * m.fraction,
+                        us_one > 0 ? us / us_one : 0.0, nmse);
+            std::fflush(stdout);
+        }
+        cudaFree(w);
+        cudaFree(d_x);
+        cudaFree(d_y);
+        cudaFree(scratch);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string json_path = "mmvq_cuda.json";
+    std::vector<std::string> types = {"q8_0", "mxfp4", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K"};
+    std::vector<shape> shapes = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {128256, 4096}};
+    std::vector<int> ncols = {1, 2, 4, 8};
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string flag = argv[i], value = argv[i + 1];
+        if (flag == "--json") json_path = value;
+        else if (flag == "--types") types = split_list(value);
+        else if (flag == "--ncols") {
+            ncols.clear();
+            for (const std::string& n : split_list(value)) ncols.push_back(std::atoi(n.c_str()));
+        } else if (flag == "--shapes") {
+            shapes.clear();
+            for (const std::string& sh : split_list(value)) {
+                const std::size_t x = sh.find('x');
+                shapes.push_back({std::atoll(sh.substr(0, x).c_str()), std::atoll(sh.substr(x + 1).c_str())});
+            }
+        } else {
+            std::fprintf(stderr, "usage: %s [--json FILE] [--types a,b] [--shapes RxK,...] [--ncols 1,8]\n", argv[0]);
+            return 2;
+        }
+    }
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        std::printf("llmrt-bench-mmvq-cuda: skipped, no CUDA device\n");
+        return 0;
+    }
+    cudaDeviceProp prop;
+    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    std::printf("device: %s, %d SMs, L2 %d MB; bandwidth reference %.1f TB/s\n", prop.name, prop.multiProcessorCount,
+                prop.l2CacheSize >> 20, read_bandwidth / 1e12);
+    std::printf("type   rows x k     nc | us (pdl) us plain us q+mmvq | GB/s   of 3.1 | vs nc1 | check\n");
+
+    std::vector<measurement> results;
+    for (const std::string& t : types) {
+        const llmrt::qtype q = llmrt::qtype_from_name(t);
+        llmrt::dispatch<llmrt::weight_types>(q, "bench", [&](auto tag) {
+            bench_type<typename decltype(tag)::type>(shapes, ncols, results);
+        });
+    }
+
+    FILE* f = std::fopen(json_path.c_str(), "w");
+    if (!f) {
+        std::perror(json_path.c_str());
+        return 1;
+    }
+    std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"read_bandwidth_bytes_per_s\": %.3g,\n  \"results\": [\n", prop.name,
+                 read_bandwidth);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        const measurement& m = results[i];
+        std::fprintf(f,
+                     "    {\"type\": \"%s\", \"rows\": %lld, \"k\": %lld, \"ncols\": %d, \"us_per_launch_pdl\": %.3f, "
+                     "\"us_per_launch_plain\": %.3f, \"us_quantize_and_mmvq\": %.3f, \"gb_per_s\": %.1f, "
+                     "\"fraction_of_read_bandwidth\": %.4f, \"spot_check_nmse\": %.3g}%s\n",
+                     m.type.c_str(), (long long)m.s.rows, (long long)m.s.k, m.ncols, m.us_pdl, m.us_plain, m.us_pair,
+                     m.gbs, m.fraction, m.nmse, i + 1 < results.size() ? "," : "");
+    }
+    std::fprintf(f, "  ]\n}\n");
+    std::fclose(f);
+    std::printf("wrote %s\n", json_path.c_str());
+    return 0;
+}

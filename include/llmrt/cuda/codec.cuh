@@ -1,0 +1,124 @@
+// Device codecs: what CUDA code needs to read each quant block type.
+//
+// Public building blocks, for any kernel (see examples/custom_kernel):
+//   llmrt::dequantize_block(const B&, float*)   the reference dequantizer, host and device, bit-exact
+//                                               with ggml (include/llmrt/quant/<type>.hpp)
+//   llmrt::cuda::dot_q8_1(const B&, const q8_1*) Σ w·x over one weight block and its block_size/32
+//                                               Q8_1 activation blocks: the integer dot with __dp4a,
+//                                               scaled once per sub-block
+//
+// Behind them, device_codec<B> holds each type's pieces for mmvq (include/llmrt/cuda/mmvq.cuh):
+//
+//   static constexpr int align                  alignment in bytes that W's rows must have (the
+//                                               launchers check it): gcd(sizeof(B), 16)
+//   dot_q8_1(const B&, const q8_1*)             the block dot above
+//   dot_part<NCols>(step, part, nvalid, records, acc)
+//       the dp4a form: one lane, one row, one half ("part") of a 256-element step
+//   mma_step<NCols>(row_lo, row_hi, nvalid, records, lane, acc)
+//       the tensor-core form: one warp, 16 rows, a whole step
+//
+// Both mmvq forms compute the same integers (exact) and then the same float operations in the
+// same order, spelled with the _rn intrinsics so no contraction differs: that is what makes a
+// column's result independent of how many columns share a launch. The "canonical order" for
+// one (row, column): per 256-element step, 32-blocks 0..3 go to accumulator 0 and 4..7 to
+// accumulator 1; each type's comment says what it adds per 32-block and per step.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "llmrt/core/config.hpp"
+#include "llmrt/cuda/activations.cuh"
+#include "llmrt/cuda/ptx.cuh"
+#include "llmrt/quant/q8_1.hpp"
+
+namespace llmrt::cuda {
+
+// The contract is written above; each type's specialization lives in codec/<type>.cuh.
+template <class B>
+struct device_codec {
+    static_assert(llmrt::detail::always_false<B>,
+                  "llmrt::cuda::device_codec<B>: no device codec for this block type; add "
+                  "include/llmrt/cuda/codec/<type>.cuh and include it from llmrt/cuda/codecs.cuh");
+};
+
+namespace detail {
+
+// Float steps of the canonical order, rounded exactly as written.
+__device__ __forceinline__ float fma_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ float to_float(int v) { return __int2float_rn(v); }
+
+// Reading mmvq's activation records (layout in activations.cuh) from shared memory.
+template <int NCols>
+struct records {
+    static constexpr int bytes = int(activation_record_bytes(NCols));
+
+    // The 8 words of column c's quants in record `record`.
+    __device__ __forceinline__ static void quants(const uint8_t* record, int c, int (&x)[8]) {
+        const int4 lo = *reinterpret_cast<const int4*>(record + 32 * c);
+        const int4 hi = *reinterpret_cast<const int4*>(record + 32 * c + 16);
+        x[0] = lo.x, x[1] = lo.y, x[2] = lo.z, x[3] = lo.w;
+        x[4] = hi.x, x[5] = hi.y, x[6] = hi.z, x[7] = hi.w;
+    }
+    __device__ __forceinline__ static q8_1_aux aux(const uint8_t* record, int c) {
+        return *reinterpret_cast<const q8_1_aux*>(record + 32 * NCols + 16 * c);
+    }
+    // The tensor-core B fragment of column g = lane/4: words t and 4+t (t = lane%4), zero for
+    // the columns past NCols.
+    __device__ __forceinline__ static void b_fragment(const uint8_t* record, int lane, uint32_t& b0, uint32_t& b1) {
+        const int g = lane >> 2, t = lane & 3;
+        b0 = b1 = 0;
+        if (g < NCols) {
+            b0 = *reinterpret_cast<const uint32_t*>(record + 32 * g + 4 * t);
+            b1 = *reinterpret_cast<const uint32_t*>(record + 32 * g + 16 + 4 * t);
+        }
+    }
+    // The side data of the two accumulator columns 2t, 2t+1 of this lane (zero past NCols).
+    __device__ __forceinline__ static void aux_pair(const uint8_t* record, int lane, q8_1_aux (&a)[2]) {
+        const int t = lane & 3;
+#pragma unroll
+        for (int ci = 0; ci < 2; ++ci) {
+            a[ci] = q8_1_aux{0.0f, 0.0f, 0, 0};
+            if (2 * t + ci < NCols) a[ci] = aux(record, 2 * t + ci);
+        }
+    }
+};
+
+// The 4 bytes at p as a word, byte by byte (any alignment, never reads past p + 3).
+__device__ __forceinline__ uint32_t bytes_to_u32(const uint8_t* p) {
+    return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+}
+
+// The 8 quant words and the scale of a ggml q8_1 block, for the public block dots.
+struct q8_1_words {
+    int q[8];
+    float d;
+    int sum_lo, sum_hi;
+};
+__device__ __forceinline__ q8_1_words load_q8_1(const q8_1& x) {
+    q8_1_words r;
+    int lo = 0, hi = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        r.q[j] = int(bytes_to_u32(reinterpret_cast<const uint8_t*>(x.qs) + 4 * j));
+        if (j < 4) lo = __dp4a(r.q[j], 0x01010101, lo);
+        else hi = __dp4a(r.q[j], 0x01010101, hi);
+    }
+    r.d = __half2float(__ushort_as_half(x.d));
+    r.sum_lo = lo;
+    r.sum_hi = hi;
+    return r;
+}
+
+}  // namespace detail
+
+// Σ w·x over one weight block and the block_size/32 Q8_1 blocks x[0..] that hold its activations
+// (the activations as the Q8_1 blocks give them: d·qs).
+template <class B>
+__device__ __forceinline__ float dot_q8_1(const B& w, const q8_1* x) {
+    return device_codec<B>::dot_q8_1(w, x);
+}
+
+}  // namespace llmrt::cuda

@@ -1,0 +1,118 @@
+// MXFP4 on the device (layout in llmrt/quant/mxfp4.hpp): e (E8M0) at 0, qs[16] at 1; element j in
+// the low nibble of qs[j], j+16 in the high nibble. Values are the doubled E2M1 table, so they
+// are integers in [-12, 12] and the scale is 2^(e-128).
+//
+// Canonical order, per 32-block with I = Σ value·qx:  acc = fma(de·dx, I, acc), de = 2^(e-128).
+#pragma once
+
+#include "llmrt/cuda/codec.cuh"
+#include "llmrt/quant/mxfp4.hpp"
+
+namespace llmrt::cuda {
+
+namespace detail {
+
+// The int8 values of the 4 codes held in the low 16 bits of `codes` (one code per nibble,
+// lowest nibble first). prmt selects bytes by nibble, so the codes index the table directly:
+// the magnitude from {0,1,2,3,4,6,8,12} by the low 3 bits, the sign by bit 3.
+__device__ __forceinline__ uint32_t mxfp4_lookup4(uint32_t codes) {
+    const uint32_t index = codes & 0x7777u;
+    const uint32_t positive = ptx::byte_perm(0x03020100u, 0x0c080604u, index);
+    const uint32_t negative = ptx::byte_perm(0xfdfeff00u, 0xf4f8fafcu, index);
+    return ptx::byte_perm(positive, negative, ((codes & 0x8888u) >> 1) | 0x3210u);
+}
+
+// The values of the 8 codes in the 4 bytes qs[4j..4j+3]: `low` holds elements 4j..4j+3 (low
+// nibbles), `high` elements 16+4j..16+4j+3 (high nibbles), each as 4 int8.
+__device__ __forceinline__ void mxfp4_decode_word(uint32_t w, uint32_t& low, uint32_t& high) {
+    const uint32_t v0 = mxfp4_lookup4(w);        // bytes 0, 1: low0 high0 low1 high1
+    const uint32_t v1 = mxfp4_lookup4(w >> 16);  // bytes 2, 3
+    low = ptx::byte_perm(v0, v1, 0x6420u);
+    high = ptx::byte_perm(v0, v1, 0x7531u);
+}
+
+}  // namespace detail
+
+template <>
+struct device_codec<mxfp4> {
+    static constexpr int align = 1;
+
+    __device__ static float dot_q8_1(const mxfp4& w, const q8_1* x) {
+        const detail::q8_1_words xq = detail::load_q8_1(x[0]);
+        const uint8_t* qs = reinterpret_cast<const uint8_t*>(w.qs);
+        int sum = 0;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            uint32_t low, high;
+            detail::mxfp4_decode_word(detail::bytes_to_u32(qs + 4 * j), low, high);
+            sum = __dp4a(int(low), xq.q[j], sum);
+            sum = __dp4a(int(high), xq.q[4 + j], sum);
+        }
+        return detail::mul_rn(detail::mul_rn(e8m0_to_fp32_half(w.e), xq.d), detail::to_float(sum));
+    }
+
+    template <int NCols>
+    __device__ __forceinline__ static void dot_part(const uint8_t* step, int part, int nvalid, const uint8_t* records,
+                                                    float (&acc)[NCols]) {
+        using rec = detail::records<NCols>;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            if (i >= nvalid) break;
+            const uint8_t* block = step + (4 * part + i) * int(sizeof(mxfp4));
+            const float de = e8m0_to_fp32_half(*block);
+            uint32_t q[4];
+            ptx::load_words<align>(block + 1, q);
+            uint32_t low[4], high[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) detail::mxfp4_decode_word(q[j], low[j], high[j]);
+            const uint8_t* record = records + i * rec::bytes;
+#pragma unroll
+            for (int c = 0; c < NCols; ++c) {
+                int x[8];
+                rec::quants(record, c, x);
+                int sum = 0;
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    sum = __dp4a(int(low[j]), x[j], sum);
+                    sum = __dp4a(int(high[j]), x[4 + j], sum);
+                }
+                const float dx = rec::aux(record, c).d;
+                acc[c] = detail::fma_rn(detail::mul_rn(de, dx), detail::to_float(sum), acc[c]);
+            }
+        }
+    }
+
+    template <int NCols>
+    __device__ __forceinline__ static void mma_step(const uint8_t* row_lo, const uint8_t* row_hi, int nvalid,
+                                                    const uint8_t* records, int lane, float (&acc)[2][2][2]) {
+        using rec = detail::records<NCols>;
+        const int t = lane & 3;
+#pragma unroll
+        for (int b = 0; b < 8; ++b) {
+            if (b >= nvalid) break;
+            const uint8_t* record = records + b * rec::bytes;
+            uint32_t b0, b1;
+            rec::b_fragment(record, lane, b0, b1);
+            uint32_t a[4];
+            float de[2];
+#pragma unroll
+            for (int ri = 0; ri < 2; ++ri) {
+                const uint8_t* block = (ri ? row_hi : row_lo) + b * int(sizeof(mxfp4));
+                de[ri] = e8m0_to_fp32_half(*block);
+                detail::mxfp4_decode_word(ptx::load_u32<align>(block + 1 + 4 * t), a[ri], a[ri + 2]);
+            }
+            int c[4] = {0, 0, 0, 0};
+            ptx::mma_s8_m16n8k32(c, a, b0, b1);
+            q8_1_aux x[2];
+            rec::aux_pair(record, lane, x);
+#pragma unroll
+            for (int ri = 0; ri < 2; ++ri)
+#pragma unroll
+                for (int ci = 0; ci < 2; ++ci)
+                    acc[b / 4][ri][ci] = detail::fma_rn(detail::mul_rn(de[ri], x[ci].d),
+                                                        detail::to_float(c[2 * ri + ci]), acc[b / 4][ri][ci]);
+        }
+    }
+};
+
+}  // namespace llmrt::cuda

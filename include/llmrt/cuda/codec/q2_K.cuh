@@ -1,0 +1,153 @@
+// Q2_K on the device (layout in llmrt/quant/q2_K.hpp): scales[16] at 0 (low nibble scale, high
+// nibble min of each 16-element sub-block), qs[64] at 16, d at 80, dmin at 82.
+// Element e = 128h + 32i + l of the super-block is (qs[32h + l] >> 2i) & 3: 32-block b = 4h + i
+// reads the 32 bytes of half h at shift 2i; its sub-blocks are 2b (l < 16) and 2b + 1.
+//
+// Canonical order, per 32-block with I = Σ sc·q·qx and M = Σ m·qx (integers):
+//   sd = fma(dx, I, sd), sm = fma(dx, M, sm); after each 4 blocks: acc = fma(d, sd, acc),
+//   acc = fma(−dmin, sm, acc), sd = sm = 0.
+#pragma once
+
+#include "llmrt/cuda/codec.cuh"
+#include "llmrt/quant/q2_K.hpp"
+
+namespace llmrt::cuda {
+
+template <>
+struct device_codec<q2_K> {
+    static constexpr int align = 4;
+
+    // The 2-bit quants of 4 elements, at shift 2i of their bytes.
+    __device__ __forceinline__ static uint32_t quants(uint32_t w, int i) { return (w >> (2 * i)) & 0x03030303u; }
+
+    __device__ static float dot_q8_1(const q2_K& w, const q8_1* x) {
+        const uint8_t* qs = w.qs;
+        float sd = 0.0f, sm = 0.0f;
+        for (int b = 0; b < 8; ++b) {
+            const detail::q8_1_words xq = detail::load_q8_1(x[b]);
+            const int h = b / 4, i = b % 4;
+            int sa = 0, sb = 0;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                const int v = int(quants(detail::bytes_to_u32(qs + 32 * h + 4 * j), i));
+                if (j < 4) sa = __dp4a(v, xq.q[j], sa);
+                else sb = __dp4a(v, xq.q[j], sb);
+            }
+            const int sc_a = w.scales[2 * b], sc_b = w.scales[2 * b + 1];
+            const int I = (sc_a & 15) * sa + (sc_b & 15) * sb;
+            const int M = (sc_a >> 4) * xq.sum_lo + (sc_b >> 4) * xq.sum_hi;
+            sd = detail::fma_rn(xq.d, detail::to_float(I), sd);
+            sm = detail::fma_rn(xq.d, detail::to_float(M), sm);
+        }
+        const float d = __half2float(__ushort_as_half(w.d)), dmin = __half2float(__ushort_as_half(w.dmin));
+        return detail::fma_rn(-dmin, sm, detail::mul_rn(d, sd));
+    }
+
+    template <int NCols>
+    __device__ __forceinline__ static void dot_part(const uint8_t* block, int part, int, const uint8_t* records,
+                                                    float (&acc)[NCols]) {
+        using rec = detail::records<NCols>;
+        uint32_t q[8], scales[2];
+        ptx::load_words<align>(block + 16 + 32 * part, q);
+        ptx::load_words<align>(block + 8 * part, scales);
+        const uint32_t dm = ptx::load_u32<align>(block + 80);
+        const float d = ptx::fp16_bits_to_float(dm & 0xffffu), dmin = ptx::fp16_bits_to_float(dm >> 16);
+        float sd[NCols], sm[NCols];
+#pragma unroll
+        for (int c = 0; c < NCols; ++c) sd[c] = sm[c] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            uint32_t v[8];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) v[j] = quants(q[j], i);
+            const uint32_t s = scales[i >> 1] >> (16 * (i & 1));  // bytes: sub-block 2b, 2b + 1
+            const int sc_a = s & 15, m_a = (s >> 4) & 15, sc_b = (s >> 8) & 15, m_b = (s >> 12) & 15;
+            const uint8_t* record = records + i * rec::bytes;
+#pragma unroll
+            for (int c = 0; c < NCols; ++c) {
+                int x[8];
+                rec::quants(record, c, x);
+                int sa = 0, sb = 0;
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    sa = __dp4a(int(v[j]), x[j], sa);
+                    sb = __dp4a(int(v[4 + j]), x[4 + j], sb);
+                }
+                const q8_1_aux xa = rec::aux(record, c);
+                const int I = sc_a * sa + sc_b * sb;
+                const int M = m_a * xa.sum_lo + m_b * xa.sum_hi;
+                sd[c] = detail::fma_rn(xa.d, detail::to_float(I), sd[c]);
+                sm[c] = detail::fma_rn(xa.d, detail::to_float(M), sm[c]);
+            }
+        }
+#pragma unroll
+        for (int c = 0; c < NCols; ++c) {
+            acc[c] = detail::fma_rn(d, sd[c], acc[c]);
+            acc[c] = detail::fma_rn(-dmin, sm[c], acc[c]);
+        }
+    }
+
+    // The scale is folded into the int8 A operand (sc·q <= 45) and the min term is a second mma
+    // with each sub-block's min repeated in every byte: both give the exact I and M above.
+    template <int NCols>
+    __device__ __forceinline__ static void mma_step(const uint8_t* row_lo, const uint8_t* row_hi, int,
+                                                    const uint8_t* records, int lane, float (&acc)[2][2][2]) {
+        using rec = detail::records<NCols>;
+        const int t = lane & 3;
+        float d[2], dmin[2];
+#pragma unroll
+        for (int ri = 0; ri < 2; ++ri) {
+            const uint32_t dm = ptx::load_u32<align>((ri ? row_hi : row_lo) + 80);
+            d[ri] = ptx::fp16_bits_to_float(dm & 0xffffu);
+            dmin[ri] = ptx::fp16_bits_to_float(dm >> 16);
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            uint32_t qa[2], qb[2], scales[2][2];
+#pragma unroll
+            for (int ri = 0; ri < 2; ++ri) {
+                const uint8_t* block = ri ? row_hi : row_lo;
+                qa[ri] = ptx::load_u32<align>(block + 16 + 32 * h + 4 * t);
+                qb[ri] = ptx::load_u32<align>(block + 32 + 32 * h + 4 * t);
+                ptx::load_words<align>(block + 8 * h, scales[ri]);
+            }
+            float sd[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}}, sm[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const uint8_t* record = records + (4 * h + i) * rec::bytes;
+                uint32_t b0, b1;
+                rec::b_fragment(record, lane, b0, b1);
+                uint32_t a[4], am[4];
+#pragma unroll
+                for (int ri = 0; ri < 2; ++ri) {
+                    const uint32_t s = scales[ri][i >> 1] >> (16 * (i & 1));
+                    a[ri] = quants(qa[ri], i) * (s & 15);
+                    a[ri + 2] = quants(qb[ri], i) * ((s >> 8) & 15);
+                    am[ri] = ((s >> 4) & 15) * 0x01010101u;
+                    am[ri + 2] = ((s >> 12) & 15) * 0x01010101u;
+                }
+                int c[4] = {0, 0, 0, 0}, cm[4] = {0, 0, 0, 0};
+                ptx::mma_s8_m16n8k32(c, a, b0, b1);
+                ptx::mma_s8_m16n8k32(cm, am, b0, b1);
+                q8_1_aux x[2];
+                rec::aux_pair(record, lane, x);
+#pragma unroll
+                for (int ri = 0; ri < 2; ++ri)
+#pragma unroll
+                    for (int ci = 0; ci < 2; ++ci) {
+                        sd[ri][ci] = detail::fma_rn(x[ci].d, detail::to_float(c[2 * ri + ci]), sd[ri][ci]);
+                        sm[ri][ci] = detail::fma_rn(x[ci].d, detail::to_float(cm[2 * ri + ci]), sm[ri][ci]);
+                    }
+            }
+#pragma unroll
+            for (int ri = 0; ri < 2; ++ri)
+#pragma unroll
+                for (int ci = 0; ci < 2; ++ci) {
+                    acc[h][ri][ci] = detail::fma_rn(d[ri], sd[ri][ci], acc[h][ri][ci]);
+                    acc[h][ri][ci] = detail::fma_rn(-dmin[ri], sm[ri][ci], acc[h][ri][ci]);
+                }
+        }
+    }
+};
+
+}  // namespace llmrt::cuda

@@ -1,0 +1,157 @@
+// Q3_K on the device (layout in llmrt/quant/q3_K.hpp): hmask[32] at 0, qs[64] at 32, scales[12]
+// at 96, d at 108. Element e = 32b + l: low 2 bits (qs[32(b/4) + l] >> 2(b%4)) & 3, and
+// q = low − 4 unless bit b of hmask[l] is set; sub-blocks of 16 with six-bit scales minus 32.
+//
+// Canonical order, per 32-block with I = sc_a·Σ_a q·qx + sc_b·Σ_b q·qx (integers):
+//   sd = fma(dx, I, sd); after each 4 blocks: acc = fma(d, sd, acc), sd = 0.
+#pragma once
+
+#include "llmrt/cuda/codec.cuh"
+#include "llmrt/quant/q3_K.hpp"
+
+namespace llmrt::cuda {
+
+template <>
+struct device_codec<q3_K> {
+    static constexpr int align = 2;
+
+    // The signed quants of 4 elements of 32-block b: `low` their qs word shifted right by
+    // 2(b%4), `hmask` their hmask word. A clear hmask bit makes low − 4, i.e. low | 0xfc.
+    __device__ __forceinline__ static uint32_t quants(uint32_t low, uint32_t hmask, int b) {
+        const uint32_t high_set = ptx::spread_byte_signs(hmask << (7 - b));
+        return ptx::merge_bits(low, ~high_set, 0x03030303u);
+    }
+
+    // The eight six-bit scales (+32) of sub-blocks 8·part .. 8·part+7, as bytes of two words.
+    __device__ __forceinline__ static void scale_words(const uint32_t (&s)[3], int part, uint32_t (&words)[2]) {
+#pragma unroll
+        for (int g = 0; g < 2; ++g)
+            words[g] = ((s[g] >> (4 * part)) & 0x0f0f0f0fu) | (((s[2] >> (2 * (2 * part + g))) & 0x03030303u) << 4);
+    }
+    // Scales of the two sub-blocks of 32-block i (0..3) of a part.
+    __device__ __forceinline__ static void block_scales(const uint32_t (&words)[2], int i, int& sc_a, int& sc_b) {
+        const uint32_t s = words[i >> 1] >> (16 * (i & 1));
+        sc_a = int(s & 0xffu) - 32;
+        sc_b = int((s >> 8) & 0xffu) - 32;
+    }
+
+    __device__ static float dot_q8_1(const q3_K& w, const q8_1* x) {
+        float sd = 0.0f;
+        for (int b = 0; b < 8; ++b) {
+            const detail::q8_1_words xq = detail::load_q8_1(x[b]);
+            int sa = 0, sb = 0;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                const uint32_t low = detail::bytes_to_u32(w.qs + 32 * (b / 4) + 4 * j) >> (2 * (b % 4));
+                const int v = int(quants(low, detail::bytes_to_u32(w.hmask + 4 * j), b));
+                if (j < 4) sa = __dp4a(v, xq.q[j], sa);
+                else sb = __dp4a(v, xq.q[j], sb);
+            }
+            const int I = q3_K_scale(w.scales, 2 * b) * sa + q3_K_scale(w.scales, 2 * b + 1) * sb;
+            sd = detail::fma_rn(xq.d, detail::to_float(I), sd);
+        }
+        return detail::mul_rn(__half2float(__ushort_as_half(w.d)), sd);
+    }
+
+    template <int NCols>
+    __device__ __forceinline__ static void dot_part(const uint8_t* block, int part, int, const uint8_t* records,
+                                                    float (&acc)[NCols]) {
+        using rec = detail::records<NCols>;
+        uint32_t q[8], hmask[8], s[3], scales[2];
+        ptx::load_words<align>(block + 32 + 32 * part, q);
+        ptx::load_words<align>(block, hmask);
+        ptx::load_words<align>(block + 96, s);
+        scale_words(s, part, scales);
+        const float d = ptx::load_fp16(block + 108);
+        float sd[NCols];
+#pragma unroll
+        for (int c = 0; c < NCols; ++c) sd[c] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int b = 4 * part + i;
+            uint32_t v[8];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) v[j] = quants(q[j] >> (2 * i), hmask[j], b);
+            int sc_a, sc_b;
+            block_scales(scales, i, sc_a, sc_b);
+            const uint8_t* record = records + i * rec::bytes;
+#pragma unroll
+            for (int c = 0; c < NCols; ++c) {
+                int x[8];
+                rec::quants(record, c, x);
+                int sa = 0, sb = 0;
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    sa = __dp4a(int(v[j]), x[j], sa);
+                    sb = __dp4a(int(v[4 + j]), x[4 + j], sb);
+                }
+                sd[c] = detail::fma_rn(rec::aux(record, c).d, detail::to_float(sc_a * sa + sc_b * sb), sd[c]);
+            }
+        }
+#pragma unroll
+        for (int c = 0; c < NCols; ++c) acc[c] = detail::fma_rn(d, sd[c], acc[c]);
+    }
+
+    // One k16 mma per sub-block (the scales differ and sc·q can reach 128).
+    template <int NCols>
+    __device__ __forceinline__ static void mma_step(const uint8_t* row_lo, const uint8_t* row_hi, int,
+                                                    const uint8_t* records, int lane, float (&acc)[2][2][2]) {
+        using rec = detail::records<NCols>;
+        const int t = lane & 3;
+        float d[2];
+        uint32_t s[2][3], hm_a[2], hm_b[2];
+#pragma unroll
+        for (int ri = 0; ri < 2; ++ri) {
+            const uint8_t* block = ri ? row_hi : row_lo;
+            d[ri] = ptx::load_fp16(block + 108);
+            ptx::load_words<align>(block + 96, s[ri]);
+            hm_a[ri] = ptx::load_u32<align>(block + 4 * t);
+            hm_b[ri] = ptx::load_u32<align>(block + 16 + 4 * t);
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            uint32_t qa[2], qb[2], scales[2][2];
+#pragma unroll
+            for (int ri = 0; ri < 2; ++ri) {
+                const uint8_t* block = ri ? row_hi : row_lo;
+                qa[ri] = ptx::load_u32<align>(block + 32 + 32 * h + 4 * t);
+                qb[ri] = ptx::load_u32<align>(block + 48 + 32 * h + 4 * t);
+                scale_words(s[ri], h, scales[ri]);
+            }
+            float sd[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int b = 4 * h + i;
+                const uint8_t* record = records + b * rec::bytes;
+                uint32_t b0, b1;
+                rec::b_fragment(record, lane, b0, b1);
+                uint32_t va[2], vb[2];
+                int sc_a[2], sc_b[2];
+#pragma unroll
+                for (int ri = 0; ri < 2; ++ri) {
+                    va[ri] = quants(qa[ri] >> (2 * i), hm_a[ri], b);
+                    vb[ri] = quants(qb[ri] >> (2 * i), hm_b[ri], b);
+                    block_scales(scales[ri], i, sc_a[ri], sc_b[ri]);
+                }
+                int ca[4] = {0, 0, 0, 0}, cb[4] = {0, 0, 0, 0};
+                ptx::mma_s8_m16n8k16(ca, va[0], va[1], b0);
+                ptx::mma_s8_m16n8k16(cb, vb[0], vb[1], b1);
+                q8_1_aux x[2];
+                rec::aux_pair(record, lane, x);
+#pragma unroll
+                for (int ri = 0; ri < 2; ++ri)
+#pragma unroll
+                    for (int ci = 0; ci < 2; ++ci) {
+                        const int I = sc_a[ri] * ca[2 * ri + ci] + sc_b[ri] * cb[2 * ri + ci];
+                        sd[ri][ci] = detail::fma_rn(x[ci].d, detail::to_float(I), sd[ri][ci]);
+                    }
+            }
+#pragma unroll
+            for (int ri = 0; ri < 2; ++ri)
+#pragma unroll
+                for (int ci = 0; ci < 2; ++ci) acc[h][ri][ci] = detail::fma_rn(d[ri], sd[ri][ci], acc[h][ri][ci]);
+        }
+    }
+};
+
+}  // namespace llmrt::cuda

@@ -1,0 +1,569 @@
+// mmvq: Y = W·X for a quantized matrix W (rows × k) and 1..8 float activation columns, on the
+// device, plus its batched form (two outer dimensions, W broadcast across activation batches) and
+// its mixture-of-experts form mmvq_id (each activation column picks its W by an int32 id).
+//
+//   llmrt::cuda::mmvq(W, X, Y, scratch, scratch_bytes, stream)   quantizes X to Q8_1, then W·X
+//   llmrt::cuda::quantize_activations + mmvq_prepared           the same in two steps, so one
+//                                                              quantized X can feed several W
+//   llmrt::cuda::mmvq_id(experts, X, ids, Y, scratch, ...)      mixture of experts
+//
+// Pointers are device pointers, the stream is the caller's, nothing is allocated: the caller
+// passes scratch (mmvq_scratch_bytes says how much). Every shape is checked on the host before
+// anything is launched; a mismatch raises llmrt::error naming both shapes.
+//
+// The kernel, mmvq_kernel<Block, NCols>, is instantiated from the type list through
+// llmrt::dispatch, never by hand. Each warp owns 16 rows and a contiguous range of 256-element
+// steps; cp.async streams each step's rows (raw bytes, any alignment) and activation records
+// into a shared-memory ring, a few steps deep. One to three columns take the dp4a form (one lane
+// per row and half-step), four to eight the int8 tensor-core form (the 8 columns of an
+// m16n8k32/k16 mma); both form the same integers and add them in the same float order (see
+// codec.cuh), so a column's result does not depend on NCols. The warps of a CTA split k; their
+// partial sums meet in shared memory in a fixed order. No atomics.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "llmrt/core/error.hpp"
+#include "llmrt/cuda/activations.cuh"
+#include "llmrt/cuda/check.cuh"
+#include "llmrt/cuda/codecs.cuh"
+#include "llmrt/cuda/ptx.cuh"
+#include "llmrt/cuda/views.cuh"
+#include "llmrt/quant/dispatch.hpp"
+
+namespace llmrt::cuda {
+
+// Most activation columns one mmvq launch takes.
+inline constexpr int mmvq_max_cols = 8;
+
+namespace detail {
+
+constexpr int mmvq_tile_rows = 16;         // rows per warp
+constexpr int mmvq_step_elements = 256;    // k per pipeline step
+constexpr int mmvq_max_split = 4;          // warps per CTA, splitting k
+constexpr int mmvq_warp_smem_budget = 16 * 1024;
+constexpr int mmvq_max_stages = 8;
+constexpr int mmvq_mma_min_cols = 4;       // from this many columns on, the tensor-core form
+constexpr int64_t mmvq_target_warps = 1024;  // about 8 warps per SM of an H100
+
+constexpr int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+// Shared-memory layout of one warp: `stages` ring slots, each 16 rows of one step's weight bytes
+// (row r at r·pitch, starting at the address's offset modulo 16: the copies move the aligned
+// 16-byte span around them) then the step's 8 activation records.
+template <class B, int NCols>
+struct mmvq_layout {
+    static_assert(mmvq_step_elements % B::block_size == 0, "mmvq: a step must hold whole weight blocks");
+    static_assert(NCols >= 1 && NCols <= mmvq_max_cols, "mmvq: NCols must be 1..8");
+    static constexpr int blocks_per_step = mmvq_step_elements / int(B::block_size);
+    static constexpr int step_bytes = int(sizeof(B)) * blocks_per_step;
+    static constexpr int span_chunks = (step_bytes + 15) / 16 + 1;  // 16-byte chunks of a span, any start
+    static constexpr int pitch = 16 * ((span_chunks + 1) | 1);     // odd multiple of 16: no bank conflicts
+    static constexpr int weight_bytes = mmvq_tile_rows * pitch;
+    static constexpr int record_bytes = int(activation_record_bytes(NCols));
+    static constexpr int stage_bytes = weight_bytes + 8 * record_bytes;
+    static constexpr int stages = clamp_int(mmvq_warp_smem_budget / stage_bytes, 2, mmvq_max_stages);
+    static constexpr int warp_smem_bytes = stages * stage_bytes;
+    static constexpr bool tensor_cores = NCols >= mmvq_mma_min_cols;
+    static_assert(warp_smem_bytes >= mmvq_tile_rows * NCols * 4, "mmvq: the partial sums reuse a warp's ring");
+};
+
+struct mmvq_params {
+    const uint8_t* w;
+    int64_t w_row_stride, w_stride2, w_stride3;  // bytes
+    int64_t w_row_bytes;                         // bytes of one row's blocks (reads stop there)
+    const uint8_t* x;                            // activation records
+    int64_t x_stride2, x_stride3;                // bytes between batches of records
+    float* y;
+    int64_t y_col_stride, y_stride2, y_stride3;  // floats
+    const int32_t* ids;                          // mmvq_id: expert of (slot blockIdx.y, token blockIdx.z)
+    int64_t ids_token_stride;
+    int32_t n_experts;
+    int32_t rows;
+    int32_t nblocks;    // weight blocks per row
+    int32_t nblocks32;  // k / 32
+    int32_t nsteps;     // ceil(k / 256)
+    int32_t ratio2, ratio3;  // activation batches per W batch
+};
+
+}  // namespace detail
+
+// The kernel: one CTA per 16 rows and batch, grid (ceil(rows/16), batch2, batch3), blockDim
+// (32, split) with split warps dividing k, dynamic shared memory
+// split · detail::mmvq_layout<B, NCols>::warp_smem_bytes. Launch it through mmvq / mmvq_prepared.
+template <class B, int NCols>
+__global__ void __launch_bounds__(32 * detail::mmvq_max_split, 4) mmvq_kernel(const detail::mmvq_params p) {
+    using namespace detail;
+    using layout = mmvq_layout<B, NCols>;
+    using codec = device_codec<B>;
+    extern __shared__ __align__(16) uint8_t smem[];
+    const int lane = int(threadIdx.x), warp = int(threadIdx.y), split = int(blockDim.y);
+    const int row0 = int(blockIdx.x) * mmvq_tile_rows;
+
+    const uint8_t* w = p.w;
+    bool expert_valid = true;
+    if (p.ids != nullptr) {
+        ptx::wait_for_prerequisite_grids();  // the ids may come from the previous kernel
+        const int32_t expert = p.ids[int64_t(blockIdx.z) * p.ids_token_stride + blockIdx.y];
+        expert_valid = expert >= 0 && expert < p.n_experts;
+        w += int64_t(expert_valid ? expert : 0) * p.w_stride2;
+    } else {
+        w += int64_t(blockIdx.y / unsigned(p.ratio2)) * p.w_stride2 + int64_t(blockIdx.z / unsigned(p.ratio3)) * p.w_stride3;
+    }
+    const uint8_t* x = p.x + int64_t(blockIdx.y) * p.x_stride2 + int64_t(blockIdx.z) * p.x_stride3;
+    float* y = p.y + int64_t(blockIdx.y) * p.y_stride2 + int64_t(blockIdx.z) * p.y_stride3;
+
+    if (!expert_valid) {  // an id outside [0, n_experts): that column is NaN, nothing is read
+        ptx::wait_for_prerequisite_grids();
+        ptx::allow_dependent_grids();
+        const int tid = warp * 32 + lane;
+        for (int idx = tid; idx < NCols * mmvq_tile_rows; idx += 32 * split) {
+            const int c = idx / mmvq_tile_rows, row = row0 + idx % mmvq_tile_rows;
+            if (row < p.rows) y[c * p.y_col_stride + row] = __int_as_float(0x7fc00000);
+        }
+        return;
+    }
+
+    const int step_begin = int(int64_t(warp) * p.nsteps / split);
+    const int nsteps = int(int64_t(warp + 1) * p.nsteps / split) - step_begin;
+    uint8_t* const ring = smem + warp * layout::warp_smem_bytes;
+    __shared__ uint64_t slot_barriers[mmvq_max_split][mmvq_max_stages];
+    uint64_t* const barriers = slot_barriers[warp];
+    if (lane == 0)
+        for (int s = 0; s < layout::stages; ++s) ptx::mbarrier_init(&barriers[s], 1);
+    __syncwarp();
+
+    // Lane r < 16 copies row r of every step, lane 16 the activation records: one bulk copy each
+    // per step, of the aligned 16-byte span around the bytes. A row whose end is not 16-byte
+    // aligned gets its last few bytes by plain loads, so no read passes a row's last block.
+    const bool copies_row = lane < mmvq_tile_rows && row0 + lane < p.rows;
+    const uint8_t* const row_begin = w + int64_t(row0 + lane) * p.w_row_stride;
+    const uint8_t* const row_end = row_begin + p.w_row_bytes;
+    const uint8_t* const row_aligned_end = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(row_end) & ~uintptr_t(15));
+    auto issue_weights = [&](int i) {
+        if (!copies_row) return;
+        const int step = step_begin + i;
+        uint64_t* barrier = &barriers[i % layout::stages];
+        uint8_t* dst = ring + (i % layout::stages) * layout::stage_bytes + lane * layout::pitch;
+        const uint8_t* src = row_begin + int64_t(step) * layout::step_bytes;
+        const int nblocks = min(layout::blocks_per_step, p.nblocks - step * layout::blocks_per_step);
+        const uint8_t* first = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(src) & ~uintptr_t(15));
+        const uint8_t* last = reinterpret_cast<const uint8_t*>(
+            (reinterpret_cast<uintptr_t>(src + nblocks * int(sizeof(B))) + 15) & ~uintptr_t(15));
+        const uint8_t* bulk_end = last < row_aligned_end ? last : row_aligned_end;
+        if (bulk_end > first) {
+            const unsigned bytes = unsigned(bulk_end - first);
+            ptx::mbarrier_expect_bytes(barrier, bytes);
+            ptx::bulk_copy_to_shared(dst, first, bytes, barrier);
+        }
+        for (const uint8_t* q = bulk_end > first ? bulk_end : first; q < row_end && q < last; ++q) dst[q - first] = *q;
+    };
+    auto issue_records = [&](int i) {
+        if (lane != mmvq_tile_rows) return;
+        const int step = step_begin + i;
+        const int nrecords = min(8, p.nblocks32 - 8 * step);
+        uint64_t* barrier = &barriers[i % layout::stages];
+        const unsigned bytes = unsigned(nrecords * layout::record_bytes);
+        ptx::mbarrier_expect_bytes(barrier, bytes);
+        ptx::bulk_copy_to_shared(ring + (i % layout::stages) * layout::stage_bytes + layout::weight_bytes,
+                                 x + int64_t(8 * step) * layout::record_bytes, bytes, barrier);
+    };
+    // The slot's phase completes once lane 0 has arrived (after every lane's copies are issued
+    // and their bytes announced) and all those bytes have landed.
+    auto close_slot = [&](int i) {
+        __syncwarp();
+        if (lane == 0) ptx::mbarrier_arrive(&barriers[i % layout::stages]);
+    };
+
+    // The weights do not depend on the previous kernel: start them before waiting for it.
+#pragma unroll
+    for (int i = 0; i < layout::stages; ++i)
+        if (i < nsteps) issue_weights(i);
+    ptx::wait_for_prerequisite_grids();
+    ptx::allow_dependent_grids();
+#pragma unroll
+    for (int i = 0; i < layout::stages; ++i)
+        if (i < nsteps) {
+            issue_records(i);
+            close_slot(i);
+        }
+
+    // Accumulators of the canonical order: [half of the step][row lo/hi][column pair] for the
+    // tensor-core form, [column] of this lane's half for the dp4a form.
+    float acc_mma[2][2][2] = {{{0.0f, 0.0f}, {0.0f, 0.0f}}, {{0.0f, 0.0f}, {0.0f, 0.0f}}};
+    float acc_lane[NCols];
+#pragma unroll
+    for (int c = 0; c < NCols; ++c) acc_lane[c] = 0.0f;
+
+    for (int i = 0; i < nsteps; ++i) {
+        ptx::mbarrier_wait(&barriers[i % layout::stages], unsigned(i / layout::stages) & 1u);
+        const int step = step_begin + i;
+        const uint8_t* slot = ring + (i % layout::stages) * layout::stage_bytes;
+        const uint8_t* records = slot + layout::weight_bytes;
+        const int nvalid32 = min(8, p.nblocks32 - 8 * step);
+        auto row_in_slot = [&](int r) {
+            const uintptr_t address = reinterpret_cast<uintptr_t>(w + int64_t(row0 + r) * p.w_row_stride) +
+                                      uintptr_t(step) * layout::step_bytes;
+            return slot + r * layout::pitch + unsigned(address & 15u);
+        };
+        if constexpr (layout::tensor_cores) {
+            const int g = lane >> 2;
+            codec::template mma_step<NCols>(row_in_slot(g), row_in_slot(g + 8), nvalid32, records, lane, acc_mma);
+        } else {
+            const int r = lane & 15, part = lane >> 4;
+            const int nvalid = max(0, min(4, nvalid32 - 4 * part));
+            codec::template dot_part<NCols>(row_in_slot(r), part, nvalid, records + 4 * part * layout::record_bytes,
+                                            acc_lane);
+        }
+        __syncwarp();  // every lane is done with the slot before it is refilled
+        if (i + layout::stages < nsteps) {
+            issue_weights(i + layout::stages);
+            issue_records(i + layout::stages);
+            close_slot(i + layout::stages);
+        }
+    }
+
+    // This warp's sums (half 0 + half 1) into the start of its ring, then the fixed-order sum
+    // over the warps of the CTA.
+    float* partial = reinterpret_cast<float*>(ring);
+    if constexpr (layout::tensor_cores) {
+        const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+        for (int ri = 0; ri < 2; ++ri)
+#pragma unroll
+            for (int ci = 0; ci < 2; ++ci)
+                if (2 * t + ci < NCols)
+                    partial[(2 * t + ci) * mmvq_tile_rows + g + 8 * ri] = __fadd_rn(acc_mma[0][ri][ci], acc_mma[1][ri][ci]);
+    } else {
+#pragma unroll
+        for (int c = 0; c < NCols; ++c) {
+            const float other = __shfl_xor_sync(0xffffffffu, acc_lane[c], 16);
+            if (lane < 16) partial[c * mmvq_tile_rows + lane] = __fadd_rn(acc_lane[c], other);
+        }
+    }
+    __syncthreads();
+    for (int idx = warp * 32 + lane; idx < NCols * mmvq_tile_rows; idx += 32 * split) {
+        const int c = idx / mmvq_tile_rows, r = idx % mmvq_tile_rows;
+        if (row0 + r >= p.rows) continue;
+        float sum = reinterpret_cast<const float*>(smem)[idx];
+        for (int other = 1; other < split; ++other)
+            sum = __fadd_rn(sum, reinterpret_cast<const float*>(smem + other * layout::warp_smem_bytes)[idx]);
+        y[c * p.y_col_stride + row0 + r] = sum;
+    }
+}
+
+namespace detail {
+
+// Warps per CTA (the k-split): from the shape alone, never from NCols, so that every NCols adds
+// the same partial sums.
+inline int mmvq_split(int64_t tiles, int64_t nsteps) {
+    int split = 1;
+    while (split < mmvq_max_split && 2 * split <= nsteps && tiles * split < mmvq_target_warps) split *= 2;
+    return split;
+}
+
+// Calls f(std::integral_constant<int, n>) for the runtime n in 1..8.
+template <int N = 1, class F>
+void with_ncols(int64_t n, F&& f) {
+    if (n == N) {
+        f(std::integral_constant<int, N>{});
+    } else if constexpr (N < mmvq_max_cols) {
+        with_ncols<N + 1>(n, std::forward<F>(f));
+    } else {
+        throw error(errc::invalid_argument, "mmvq: " + std::to_string(n) + " columns; 1..8 supported");
+    }
+}
+
+}  // namespace detail
+
+// Activations quantized by quantize_activations: ncols columns of k in batch2 × batch3 batches.
+struct prepared_activations {
+    const void* data = nullptr;
+    int64_t k = 0;
+    int64_t ncols = 1;
+    int64_t batch2 = 1;
+    int64_t batch3 = 1;
+    std::string describe() const {
+        return "q8_1 records [" + std::to_string(batch3) + " x " + std::to_string(batch2) + " x " +
+               std::to_string(ncols) + " x " + std::to_string(k) + "]";
+    }
+};
+
+// Bytes of scratch mmvq(W, X, ...) needs for X.
+inline std::size_t mmvq_scratch_bytes(const input_columns& x) {
+    return activation_scratch_bytes(x.length, x.ncols, x.batch2 * x.batch3);
+}
+// Bytes of scratch mmvq_id needs: every activation column of every token, one record column each.
+inline std::size_t mmvq_id_scratch_bytes(const input_columns& x) {
+    return activation_scratch_bytes(x.length, 1, x.ncols * x.batch2 * x.batch3);
+}
+
+namespace detail {
+
+inline void check_device_supports_mmvq() {
+    int device = 0, major = 0;
+    LLMRT_CUDA_CHECK(cudaGetDevice(&device));
+    LLMRT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    check(major >= 9, errc::missing_feature, [&] {
+        return "cuda::mmvq needs compute capability 9.0 or newer (bulk copies, mbarrier transactions); device " +
+               std::to_string(device) + " has " + std::to_string(major) + ".x";
+    });
+}
+
+// W's layout as the kernel needs it: rows aligned for the type's device codec.
+template <class B>
+void check_weights(const qmatrix_view& w, const char* operation, const std::string& shapes) {
+    check(w.rows >= 0 && w.k >= 0 && w.k % B::block_size == 0, errc::shape_mismatch, [&] {
+        return std::string(operation) + ": " + shapes + ": W's k must be a multiple of " + B::name +
+               "'s block size " + std::to_string(B::block_size);
+    });
+    check(w.rows <= 0x7fffffff - 16 && w.k / 32 <= 0x7fffffff, errc::shape_mismatch,
+          [&] { return std::string(operation) + ": " + shapes + ": W is too large for 32-bit row and block counts"; });
+    const int64_t row_bytes = w.row_bytes();
+    check(w.rows <= 1 || w.row_stride == 0 || w.row_stride >= row_bytes, errc::shape_mismatch, [&] {
+        return std::string(operation) + ": " + shapes + ": W's row stride " + std::to_string(w.row_stride) +
+               " bytes is shorter than a row (" + std::to_string(row_bytes) + " bytes)";
+    });
+    constexpr int align = device_codec<B>::align;
+    const bool aligned = reinterpret_cast<uintptr_t>(w.data) % align == 0 && w.row_stride_or_dense() % align == 0 &&
+                         w.stride2_or_dense() % align == 0 && w.stride3_or_dense() % align == 0;
+    check(aligned, errc::invalid_argument, [&] {
+        return std::string(operation) + ": " + shapes + ": W's address and strides must be multiples of " +
+               std::to_string(align) + " bytes for " + B::name;
+    });
+}
+
+template <class B, int NCols>
+void launch_mmvq_kernel(const mmvq_params& p, dim3 grid, int split, cudaStream_t stream, const launch_options& options) {
+    using layout = mmvq_layout<B, NCols>;
+    const std::size_t smem = std::size_t(split) * layout::warp_smem_bytes;
+    if (smem > 48 * 1024) {
+        // The opt-in above 48 KB is a per-device function attribute: set it once per device.
+        static std::atomic<uint64_t> configured_devices{0};
+        int device = 0;
+        LLMRT_CUDA_CHECK(cudaGetDevice(&device));
+        const uint64_t bit = device < 64 ? (uint64_t(1) << device) : 0;
+        if (bit == 0 || (configured_devices.load() & bit) == 0) {
+            LLMRT_CUDA_CHECK(cudaFuncSetAttribute(mmvq_kernel<B, NCols>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  int(mmvq_max_split * layout::warp_smem_bytes)));
+            configured_devices.fetch_or(bit);
+        }
+    }
+    launch(mmvq_kernel<B, NCols>, grid, dim3(32, unsigned(split)), smem, stream, options, p);
+}
+
+inline std::string mmvq_shapes(const qmatrix_view& w, const std::string& x, const output_columns& y) {
+    return "W " + w.describe() + ", X " + x + ", Y " + y.describe();
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// Every check of mmvq's shapes, before anything is launched.
+inline void check_mmvq_shapes(const qmatrix_view& w, int64_t x_k, int64_t x_ncols, int64_t x_batch2, int64_t x_batch3,
+                              const output_columns& y, const char* op, const std::string& shapes) {
+    check(x_k == w.k, errc::shape_mismatch,
+          [&] { return std::string(op) + ": " + shapes + ": X's column length must equal W's k"; });
+    check(x_ncols >= 1 && x_ncols <= mmvq_max_cols, errc::shape_mismatch,
+          [&] { return std::string(op) + ": " + shapes + ": X must have 1..8 columns"; });
+    check(y.length == w.rows && y.ncols == x_ncols && y.batch2 == x_batch2 && y.batch3 == x_batch3,
+          errc::shape_mismatch, [&] {
+              return std::string(op) + ": " + shapes + ": Y must have W's rows as length and X's columns and batches";
+          });
+    check(w.batch2 >= 1 && w.batch3 >= 1 && x_batch2 % w.batch2 == 0 && x_batch3 % w.batch3 == 0,
+          errc::shape_mismatch, [&] {
+              return std::string(op) + ": " + shapes + ": W's batches must divide X's (W is broadcast across them)";
+          });
+    check(y.ncols == 1 || y.col_stride == 0 || y.col_stride >= y.length, errc::shape_mismatch, [&] {
+        return std::string(op) + ": " + shapes + ": Y's column stride " + std::to_string(y.col_stride) +
+               " is shorter than a column";
+    });
+    check(x_batch2 <= 65535 && x_batch3 <= 65535, errc::shape_mismatch,
+          [&] { return std::string(op) + ": " + shapes + ": at most 65535 batches per dimension"; });
+    dispatch<weight_types>(w.type, op, [&](auto tag) { check_weights<typename decltype(tag)::type>(w, op, shapes); });
+}
+
+// The launch of checked shapes: W of type B, NCols columns.
+template <class B, int NCols>
+void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const output_columns& y, cudaStream_t stream,
+                 const launch_options& options, const char* op, const std::string& shapes) {
+    if (w.rows == 0) return;
+    check(w.k > 0 && w.data && x.data && y.data, errc::invalid_argument,
+          [&] { return std::string(op) + ": " + shapes + ": null pointer or k = 0"; });
+    check(reinterpret_cast<uintptr_t>(x.data) % 16 == 0, errc::invalid_argument,
+          [&] { return std::string(op) + ": the prepared activations must be 16-byte aligned"; });
+    check_device_supports_mmvq();
+    mmvq_params p{};
+    p.w = static_cast<const uint8_t*>(w.data);
+    p.w_row_stride = w.row_stride_or_dense();
+    p.w_stride2 = w.stride2_or_dense();
+    p.w_stride3 = w.stride3_or_dense();
+    p.w_row_bytes = w.row_bytes();
+    p.x = static_cast<const uint8_t*>(x.data);
+    p.x_stride2 = activation_batch_bytes(x.k, x.ncols);
+    p.x_stride3 = x.batch2 * p.x_stride2;
+    p.y = y.data;
+    p.y_col_stride = y.col_stride_or_dense();
+    p.y_stride2 = y.stride2_or_dense();
+    p.y_stride3 = y.stride3_or_dense();
+    p.rows = int32_t(w.rows);
+    p.nblocks = int32_t(w.k / B::block_size);
+    p.nblocks32 = int32_t(w.k / 32);
+    p.nsteps = int32_t((w.k + mmvq_step_elements - 1) / mmvq_step_elements);
+    p.ratio2 = int32_t(x.batch2 / w.batch2);
+    p.ratio3 = int32_t(x.batch3 / w.batch3);
+    const int64_t tiles = (w.rows + mmvq_tile_rows - 1) / mmvq_tile_rows;
+    const int split = mmvq_split(tiles * x.batch2 * x.batch3, p.nsteps);
+    const dim3 grid(unsigned(tiles), unsigned(x.batch2), unsigned(x.batch3));
+    launch_mmvq_kernel<B, NCols>(p, grid, split, stream, options);
+}
+
+}  // namespace detail
+
+// Y = W·X for activations already quantized into mmvq's records (quantize_activations): for
+// every batch (i2, i3) of X, Y[i2, i3] = W[i2 / (X.batch2 / W.batch2), i3 / (X.batch3 / W.batch3)]
+// · X[i2, i3]. The typed form: W's type must be Block and X must have NCols columns.
+template <class Block, int NCols>
+void mmvq(const qmatrix_view& w, const prepared_activations& x, const output_columns& y, cudaStream_t stream,
+          const launch_options& options = {}) {
+    static_assert(list_contains_v<Block, weight_types>, "llmrt::cuda::mmvq<Block, NCols>: Block must be a weight type");
+    static_assert(NCols >= 1 && NCols <= mmvq_max_cols, "llmrt::cuda::mmvq<Block, NCols>: NCols must be 1..8");
+    const char* op = "cuda::mmvq";
+    const std::string shapes = detail::mmvq_shapes(w, x.describe(), y);
+    check(w.type == Block::id && x.ncols == NCols, errc::invalid_argument, [&] {
+        return std::string(op) + "<" + Block::name + ", " + std::to_string(NCols) + ">: " + shapes +
+               ": W's type or X's column count does not match the template arguments";
+    });
+    detail::check_mmvq_shapes(w, x.k, x.ncols, x.batch2, x.batch3, y, op, shapes);
+    detail::mmvq_launch<Block, NCols>(w, x, y, stream, options, op, shapes);
+}
+
+// The same for a runtime type and column count (dispatched over weight_types and 1..8).
+inline void mmvq_prepared(const qmatrix_view& w, const prepared_activations& x, const output_columns& y,
+                          cudaStream_t stream, const launch_options& options = {}) {
+    const char* op = "cuda::mmvq";
+    const std::string shapes = detail::mmvq_shapes(w, x.describe(), y);
+    detail::check_mmvq_shapes(w, x.k, x.ncols, x.batch2, x.batch3, y, op, shapes);
+    dispatch<weight_types>(w.type, op, [&](auto tag) {
+        using B = typename decltype(tag)::type;
+        detail::with_ncols(x.ncols, [&](auto ncols) {
+            detail::mmvq_launch<B, decltype(ncols)::value>(w, x, y, stream, options, op, shapes);
+        });
+    });
+}
+
+// The activations that quantize_activations(x, scratch, ...) leaves in scratch.
+inline prepared_activations prepared_from(const input_columns& x, const void* scratch) {
+    prepared_activations prepared;
+    prepared.data = scratch;
+    prepared.k = x.length;
+    prepared.ncols = x.ncols;
+    prepared.batch2 = x.batch2;
+    prepared.batch3 = x.batch3;
+    return prepared;
+}
+
+// Y = W·X: quantizes X into scratch (mmvq_scratch_bytes(X) bytes, 16-byte aligned), then
+// mmvq_prepared: two launches on `stream`, after every check has passed.
+inline void mmvq(const qmatrix_view& w, const input_columns& x, const output_columns& y, void* scratch,
+                 std::size_t scratch_bytes, cudaStream_t stream, const launch_options& options = {}) {
+    const char* op = "cuda::mmvq";
+    const std::string shapes = detail::mmvq_shapes(w, x.describe(), y);
+    detail::check_mmvq_shapes(w, x.length, x.ncols, x.batch2, x.batch3, y, op, shapes);
+    check(scratch_bytes >= mmvq_scratch_bytes(x), errc::invalid_argument, [&] {
+        return std::string(op) + ": " + shapes + ": scratch of " + std::to_string(scratch_bytes) + " bytes, " +
+               std::to_string(mmvq_scratch_bytes(x)) + " needed";
+    });
+    if (w.rows == 0) return;
+    check(w.k > 0 && w.data && x.data && y.data && scratch, errc::invalid_argument,
+          [&] { return std::string(op) + ": " + shapes + ": null pointer or k = 0"; });
+    detail::check_device_supports_mmvq();
+    quantize_activations(x, scratch, scratch_bytes, stream, options);
+    mmvq_prepared(w, prepared_from(x, scratch), y, stream, options);
+}
+
+// The mixture-of-experts form. experts: n_experts matrices (batch2 = n_experts, batch3 = 1);
+// x: per token (batch2 = n_tokens) either 1 column, shared by all its experts, or n_used
+// columns, one per slot; ids: n_tokens × n_used expert ids; y: per token n_used columns.
+//   Y[token][slot] = experts[ids[token][slot]] · X[token][x.ncols == 1 ? 0 : slot]
+// An id outside [0, n_experts) gives a column of NaN (ids live on the device: they cannot be
+// checked on the host without waiting for them). Scratch: mmvq_id_scratch_bytes(x).
+inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const expert_ids_view& ids,
+                    const output_columns& y, void* scratch, std::size_t scratch_bytes, cudaStream_t stream,
+                    const launch_options& options = {}) {
+    const char* op = "cuda::mmvq_id";
+    const std::string shapes = detail::mmvq_shapes(experts, x.describe(), y) + ", ids " + ids.describe();
+    check(experts.batch3 == 1 && x.batch3 == 1 && y.batch3 == 1, errc::shape_mismatch,
+          [&] { return std::string(op) + ": " + shapes + ": the third batch dimension must be 1"; });
+    check(x.length == experts.k, errc::shape_mismatch,
+          [&] { return std::string(op) + ": " + shapes + ": X's column length must equal the experts' k"; });
+    check(ids.n_tokens == x.batch2 && ids.n_tokens == y.batch2, errc::shape_mismatch,
+          [&] { return std::string(op) + ": " + shapes + ": ids, X and Y must have the same number of tokens"; });
+    check(ids.n_used >= 1 && y.ncols == ids.n_used && (x.ncols == 1 || x.ncols == ids.n_used), errc::shape_mismatch,
+          [&] {
+              return std::string(op) + ": " + shapes +
+                     ": Y needs one column per used expert, X one column or one per used expert";
+          });
+    check(y.length == experts.rows, errc::shape_mismatch,
+          [&] { return std::string(op) + ": " + shapes + ": Y's length must equal the experts' rows"; });
+    check(ids.n_used <= 65535 && ids.n_tokens <= 65535, errc::shape_mismatch,
+          [&] { return std::string(op) + ": " + shapes + ": at most 65535 tokens and used experts"; });
+    check(y.ncols == 1 || y.col_stride == 0 || y.col_stride >= y.length, errc::shape_mismatch, [&] {
+        return std::string(op) + ": " + shapes + ": Y's column stride is shorter than a column";
+    });
+    dispatch<weight_types>(experts.type, op, [&](auto tag) {
+        using B = typename decltype(tag)::type;
+        detail::check_weights<B>(experts, op, shapes);
+        if (experts.rows == 0 || ids.n_tokens == 0) return;
+        check(experts.k > 0 && experts.data && ids.data && y.data, errc::invalid_argument,
+              [&] { return std::string(op) + ": " + shapes + ": null pointer or k = 0"; });
+        check(experts.batch2 <= 0x7fffffff, errc::shape_mismatch, "cuda::mmvq_id: too many experts");
+        detail::check_device_supports_mmvq();
+        // Every activation column as a batch of one column: (token, column) -> batch.
+        input_columns columns = x;
+        columns.ncols = 1;
+        columns.col_stride = 0;
+        columns.batch2 = x.ncols;
+        columns.stride2 = x.col_stride_or_dense();
+        columns.batch3 = x.batch2;
+        columns.stride3 = x.stride2_or_dense();
+        quantize_activations(columns, scratch, scratch_bytes, stream, options);
+
+        const int64_t column_bytes = activation_batch_bytes(x.length, 1);
+        detail::mmvq_params p{};
+        p.w = static_cast<const uint8_t*>(experts.data);
+        p.w_row_stride = experts.row_stride_or_dense();
+        p.w_stride2 = experts.stride2_or_dense();
+        p.w_stride3 = 0;
+        p.w_row_bytes = experts.row_bytes();
+        p.x = static_cast<const uint8_t*>(scratch);
+        p.x_stride2 = x.ncols == 1 ? 0 : column_bytes;
+        p.x_stride3 = x.ncols * column_bytes;
+        p.y = y.data;
+        p.y_col_stride = y.col_stride_or_dense();
+        p.y_stride2 = y.col_stride_or_dense();
+        p.y_stride3 = y.stride2_or_dense();
+        p.ids = ids.data;
+        p.ids_token_stride = ids.token_stride_or_dense();
+        p.n_experts = int32_t(experts.batch2);
+        p.rows = int32_t(experts.rows);
+        p.nblocks = int32_t(experts.k / B::block_size);
+        p.nblocks32 = int32_t(experts.k / 32);
+        p.nsteps = int32_t((experts.k + detail::mmvq_step_elements - 1) / detail::mmvq_step_elements);
+        p.ratio2 = p.ratio3 = 1;
+        const int64_t tiles = (experts.rows + detail::mmvq_tile_rows - 1) / detail::mmvq_tile_rows;
+        const int split = detail::mmvq_split(tiles * ids.n_used * ids.n_tokens, p.nsteps);
+        const dim3 grid(unsigned(tiles), unsigned(ids.n_used), unsigned(ids.n_tokens));
+        detail::launch_mmvq_kernel<B, 1>(p, grid, split, stream, options);
+    });
+}
+
+}  // namespace llmrt::cuda

@@ -1,0 +1,358 @@
+// mmvq on the device against the CPU reference (cpu::matvec with Q8_1-rounded activations, in
+// double), for every weight type, rows and k that are not multiples of the tile, 1 to 8 columns;
+// each column bit-identical whatever the column count and across runs; the batched form with W
+// broadcast; mmvq_id; and shapes refused on the host before anything runs.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llmrt/cuda/mmvq.cuh"
+#include "support.cuh"
+
+using namespace llmrt_cuda_test;
+namespace cuda = llmrt::cuda;
+using llmrt::testing::distribution;
+
+namespace {
+
+// The NMSE bound against the reference of the same activation format: the kernel differs from
+// it only by float rounding (about 1e-14 measured); the acceptance floor is 5e-4.
+constexpr double nmse_bound = 1e-9;
+
+struct run_result {
+    std::vector<float> y;  // ncols columns of rows floats
+    std::vector<int64_t> unwritten;
+};
+
+// Y = W·X on the device for W at d_w (+ offset bytes, row stride in bytes) and the first ncols
+// columns of X at d_x, Y poisoned first.
+run_result run_mmvq(llmrt::qtype type, const device_buffer& d_w, int64_t w_offset, int64_t rows, int64_t k,
+                    int64_t row_stride, const device_buffer& d_x, int64_t ncols, const device_buffer& d_y,
+                    const device_buffer& scratch) {
+    cuda::qmatrix_view w;
+    w.type = type;
+    w.data = static_cast<const uint8_t*>(d_w.ptr) + w_offset;
+    w.rows = rows;
+    w.k = k;
+    w.row_stride = row_stride;
+    const cuda::input_columns x{d_x.as<const float>(), k, ncols};
+    const cuda::output_columns y{d_y.as<float>(), rows, ncols};
+    llmrt::testing::poison_device(y.data, rows * ncols);
+    cuda::mmvq(w, x, y, scratch.ptr, scratch.bytes, nullptr);
+    check_cuda(cudaGetLastError(), "mmvq");
+    run_result r;
+    r.y = d_y.download<float>(std::size_t(rows * ncols));
+    r.unwritten = llmrt::testing::unwritten(r.y.data(), int64_t(r.y.size()));
+    return r;
+}
+
+// rows × k of B as random blocks, row r at r·row_stride (row_stride >= the dense row bytes).
+template <class B>
+std::vector<uint8_t> random_matrix(int64_t rows, int64_t k, int64_t row_stride, uint64_t seed) {
+    const int64_t row_bytes = int64_t(llmrt::row_size(B::id, k));
+    const std::vector<uint8_t> dense = random_blocks<B>(rows * (k / B::block_size), seed);
+    std::vector<uint8_t> w(std::size_t(rows * row_stride), 0xee);
+    for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(w.data() + r * row_stride, dense.data() + r * row_bytes, std::size_t(row_bytes));
+    return w;
+}
+
+std::vector<uint8_t> dense_rows(const std::vector<uint8_t>& w, int64_t rows, int64_t row_bytes, int64_t row_stride) {
+    std::vector<uint8_t> dense(std::size_t(rows * row_bytes));
+    for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(dense.data() + r * row_bytes, w.data() + r * row_stride, std::size_t(row_bytes));
+    return dense;
+}
+
+}  // namespace
+
+#define LLMRT_WEIGHT_TYPES llmrt::q8_0, llmrt::q2_K, llmrt::q3_K, llmrt::q4_K, llmrt::q5_K, llmrt::q6_K, llmrt::mxfp4
+
+TEST_CASE_TEMPLATE("mmvq matches the CPU reference and each column's bits do not depend on the column count", B,
+                   LLMRT_WEIGHT_TYPES) {
+    LLMRT_CUDA_TEST_NEEDS_DEVICE();
+    uint64_t seed = 1000 * uint64_t(B::id);
+    for (const int64_t k : test_ks<B>()) {
+        for (const int64_t rows : test_rows()) {
+            // Odd shapes also get padded rows and, for types that allow it, a base address that is
+            // not 16-byte aligned.
+            const int64_t row_bytes = int64_t(llmrt::row_size(B::id, k));
+            const bool padded = (rows == 33 || rows == 257) && k > 256;
+            const int64_t row_stride = padded ? row_bytes + 16 * cuda::device_codec<B>::align : row_bytes;
+            const int64_t offset = padded ? cuda::device_codec<B>::align : 0;
+            CAPTURE(k);
+            CAPTURE(rows);
+            CAPTURE(row_stride);
+            CAPTURE(offset);
+            const std::vector<uint8_t> w = random_matrix<B>(rows, k, row_stride, ++seed);
+            const distribution dist = llmrt::testing::all_distributions[seed % 5];
+            const std::vector<float> x = llmrt::testing::generate(dist, k * cuda::mmvq_max_cols, ++seed);
+            const std::vector<uint8_t> wd = dense_rows(w, rows, row_bytes, row_stride);
+            const std::vector<float> ref =
+                llmrt::testing::reference_matvec(B::id, wd.data(), x.data(), rows, k, cuda::mmvq_max_cols);
+
+            device_buffer d_w(w.size() + 64), d_x(x.size() * sizeof(float));
+            device_buffer d_y(std::size_t(rows) * cuda::mmvq_max_cols * sizeof(float));
+            device_buffer scratch(cuda::activation_scratch_bytes(k, cuda::mmvq_max_cols));
+            d_w.upload(w, std::size_t(offset));
+            d_x.upload(x);
+
+            const run_result all = run_mmvq(B::id, d_w, offset, rows, k, row_stride, d_x, 8, d_y, scratch);
+            REQUIRE_MESSAGE(all.unwritten.empty(), llmrt::testing::describe_unwritten(all.unwritten));
+            const llmrt::testing::error_report report = llmrt::testing::compare(all.y.data(), ref.data(), rows * 8);
+            CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound), report.describe(all.y.data(), ref.data()));
+
+            const run_result again = run_mmvq(B::id, d_w, offset, rows, k, row_stride, d_x, 8, d_y, scratch);
+            CHECK_MESSAGE(bits_equal(again.y.data(), all.y.data(), all.y.size()), "a repeated run changed bits");
+
+            for (int64_t ncols = 1; ncols < cuda::mmvq_max_cols; ++ncols) {
+                CAPTURE(ncols);
+                const run_result some = run_mmvq(B::id, d_w, offset, rows, k, row_stride, d_x, ncols, d_y, scratch);
+                REQUIRE_MESSAGE(some.unwritten.empty(), llmrt::testing::describe_unwritten(some.unwritten));
+                for (int64_t c = 0; c < ncols; ++c) {
+                    CAPTURE(c);
+                    CHECK_MESSAGE(bits_equal(some.y.data() + c * rows, all.y.data() + c * rows, std::size_t(rows)),
+                                  "column differs from the same column of an 8-column launch");
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE_TEMPLATE("the batched form broadcasts W across activation batches and matches separate launches", B,
+                   LLMRT_WEIGHT_TYPES) {
+    LLMRT_CUDA_TEST_NEEDS_DEVICE();
+    const int64_t rows = 33, k = test_ks<B>()[1], ncols = 3;
+    const int64_t w_batch2 = 2, w_batch3 = 1, batch2 = 4, batch3 = 3;  // ratios 2 and 3
+    const int64_t row_bytes = int64_t(llmrt::row_size(B::id, k)), matrix_bytes = rows * row_bytes;
+    const std::vector<uint8_t> w = random_blocks<B>(w_batch2 * w_batch3 * rows * (k / B::block_size), 91);
+    const int64_t x_batch = ncols * k;
+    const std::vector<float> x = llmrt::testing::generate(distribution::gaussian, batch2 * batch3 * x_batch, 92);
+
+    device_buffer d_w(w.size()), d_x(x.size() * sizeof(float));
+    device_buffer d_y(std::size_t(batch2 * batch3 * ncols * rows) * sizeof(float)), d_y1(std::size_t(ncols * rows) * sizeof(float));
+    device_buffer scratch(cuda::activation_scratch_bytes(k, ncols, batch2 * batch3));
+    d_w.upload(w);
+    d_x.upload(x);
+
+    cuda::qmatrix_view wv;
+    wv.type = B::id;
+    wv.data = d_w.ptr;
+    wv.rows = rows;
+    wv.k = k;
+    wv.batch2 = w_batch2;
+    wv.batch3 = w_batch3;
+    const cuda::input_columns xv{d_x.as<const float>(), k, ncols, 0, batch2, batch3};
+    const cuda::output_columns yv{d_y.as<float>(), rows, ncols, 0, batch2, batch3};
+    llmrt::testing::poison_device(yv.data, batch2 * batch3 * ncols * rows);
+    cuda::mmvq(wv, xv, yv, scratch.ptr, scratch.bytes, nullptr);
+    const std::vector<float> y = d_y.download<float>(std::size_t(batch2 * batch3 * ncols * rows));
+    REQUIRE(llmrt::testing::unwritten(y.data(), int64_t(y.size())).empty());
+
+    for (int64_t i3 = 0; i3 < batch3; ++i3)
+        for (int64_t i2 = 0; i2 < batch2; ++i2) {
+            CAPTURE(i2);
+            CAPTURE(i3);
+            const int64_t wi = (i3 / (batch3 / w_batch3)) * w_batch2 + i2 / (batch2 / w_batch2);
+            const uint8_t* wslice = w.data() + wi * matrix_bytes;
+            const float* xslice = x.data() + (i3 * batch2 + i2) * x_batch;
+            const float* yslice = y.data() + (i3 * batch2 + i2) * ncols * rows;
+            const std::vector<float> ref = llmrt::testing::reference_matvec(B::id, wslice, xslice, rows, k, ncols);
+            const llmrt::testing::error_report report = llmrt::testing::compare(yslice, ref.data(), ncols * rows);
+            CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound), report.describe(yslice, ref.data()));
+
+            cuda::qmatrix_view one = wv;
+            one.data = static_cast<const uint8_t*>(d_w.ptr) + wi * matrix_bytes;
+            one.batch2 = one.batch3 = 1;
+            const cuda::input_columns x1{d_x.as<const float>() + (i3 * batch2 + i2) * x_batch, k, ncols};
+            const cuda::output_columns y1{d_y1.as<float>(), rows, ncols};
+            cuda::mmvq(one, x1, y1, scratch.ptr, scratch.bytes, nullptr);
+            const std::vector<float> separate = d_y1.download<float>(std::size_t(ncols * rows));
+            CHECK_MESSAGE(bits_equal(separate.data(), yslice, separate.size()), "batched and separate launches differ");
+        }
+}
+
+TEST_CASE_TEMPLATE("mmvq_id multiplies each column by the expert its id names, and an invalid id gives NaN", B,
+                   LLMRT_WEIGHT_TYPES) {
+    LLMRT_CUDA_TEST_NEEDS_DEVICE();
+    const int64_t rows = 33, k = test_ks<B>()[1], n_experts = 4, n_tokens = 3, n_used = 2;
+    const int64_t row_bytes = int64_t(llmrt::row_size(B::id, k)), matrix_bytes = rows * row_bytes;
+    const std::vector<uint8_t> w = random_blocks<B>(n_experts * rows * (k / B::block_size), 71);
+    const std::vector<int32_t> ids = {2, 0, 3, 3, 1, n_experts};  // the last one is invalid
+    device_buffer d_w(w.size()), d_ids(ids.size() * sizeof(int32_t));
+    d_w.upload(w);
+    d_ids.upload(ids);
+    cuda::qmatrix_view experts;
+    experts.type = B::id;
+    experts.data = d_w.ptr;
+    experts.rows = rows;
+    experts.k = k;
+    experts.batch2 = n_experts;
+
+    for (const int64_t x_cols : {int64_t(1), n_used}) {
+        CAPTURE(x_cols);
+        const std::vector<float> x = llmrt::testing::generate(distribution::heavy_tailed, n_tokens * x_cols * k, 72 + x_cols);
+        device_buffer d_x(x.size() * sizeof(float)), d_y(std::size_t(n_tokens * n_used * rows) * sizeof(float));
+        device_buffer d_y1(std::size_t(rows) * sizeof(float));
+        d_x.upload(x);
+        const cuda::input_columns xv{d_x.as<const float>(), k, x_cols, 0, n_tokens};
+        const cuda::output_columns yv{d_y.as<float>(), rows, n_used, 0, n_tokens};
+        const cuda::expert_ids_view iv{d_ids.as<const int32_t>(), n_tokens, n_used};
+        device_buffer scratch(cuda::mmvq_id_scratch_bytes(xv));
+        llmrt::testing::poison_device(yv.data, n_tokens * n_used * rows);
+        cuda::mmvq_id(experts, xv, iv, yv, scratch.ptr, scratch.bytes, nullptr);
+        const std::vector<float> y = d_y.download<float>(std::size_t(n_tokens * n_used * rows));
+        REQUIRE(llmrt::testing::unwritten(y.data(), int64_t(y.size())).empty());
+
+        for (int64_t token = 0; token < n_tokens; ++token)
+            for (int64_t slot = 0; slot < n_used; ++slot) {
+                CAPTURE(token);
+                CAPTURE(slot);
+                const int32_t id = ids[std::size_t(token * n_used + slot)];
+                const float* got = y.data() + (token * n_used + slot) * rows;
+                if (id >= n_experts) {
+                    for (int64_t r = 0; r < rows; ++r) CHECK(std::isnan(got[r]));
+                    continue;
+                }
+                const float* xcol = x.data() + (token * x_cols + (x_cols == 1 ? 0 : slot)) * k;
+                const std::vector<float> ref =
+                    llmrt::testing::reference_matvec(B::id, w.data() + id * matrix_bytes, xcol, rows, k, 1);
+                const llmrt::testing::error_report report = llmrt::testing::compare(got, ref.data(), rows);
+                CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound), report.describe(got, ref.data()));
+
+                cuda::qmatrix_view one = experts;
+                one.data = static_cast<const uint8_t*>(d_w.ptr) + id * matrix_bytes;
+                one.batch2 = 1;
+                const cuda::input_columns x1{d_x.as<const float>() + (xcol - x.data()), k, 1};
+                const cuda::output_columns y1{d_y1.as<float>(), rows, 1};
+                cuda::mmvq(one, x1, y1, scratch.ptr, scratch.bytes, nullptr);
+                const std::vector<float> single = d_y1.download<float>(std::size_t(rows));
+                CHECK_MESSAGE(bits_equal(single.data(), got, std::size_t(rows)), "mmvq_id and mmvq differ");
+            }
+    }
+}
+
+namespace {
+
+// Calls f, which must throw llmrt::error with `code` and a message naming every string of `names`.
+template <class F>
+void check_refused(F&& f, llmrt::errc code, std::initializer_list<std::string> names) {
+    bool thrown = false;
+    try {
+        f();
+    } catch (const llmrt::error& e) {
+        thrown = true;
+        CHECK_MESSAGE(e.code() == code, std::string(e.what()));
+        const std::string what = e.what();
+        for (const std::string& name : names) {
+            const std::string missing = what + " lacks " + name;
+            CHECK_MESSAGE(what.find(name) != std::string::npos, missing);
+        }
+    }
+    CHECK_MESSAGE(thrown, "no llmrt::error was thrown");
+}
+
+}  // namespace
+
+TEST_CASE("mmvq refuses mismatched shapes on the host, naming both shapes, before anything is launched") {
+    // Runs with and without a device: the checks come before any CUDA call. With a device, the
+    // buffers are real and stay poisoned, which shows nothing was launched.
+    const bool device = probe().present();
+    const int64_t rows = 64, k = 512;
+    alignas(256) static uint8_t host_bytes[1 << 16];
+    std::unique_ptr<device_buffer> d_w, d_x, d_y, scratch;
+    void *w_ptr = host_bytes, *x_ptr = host_bytes, *y_ptr = host_bytes, *s_ptr = host_bytes;
+    if (device) {
+        d_w = std::make_unique<device_buffer>(std::size_t(rows) * llmrt::row_size(llmrt::qtype::q4_K, k) * 2);
+        d_x = std::make_unique<device_buffer>(std::size_t(k) * 16 * sizeof(float));
+        d_y = std::make_unique<device_buffer>(std::size_t(rows) * 16 * sizeof(float));
+        scratch = std::make_unique<device_buffer>(cuda::activation_scratch_bytes(k, 16, 4));
+        w_ptr = d_w->ptr, x_ptr = d_x->ptr, y_ptr = d_y->ptr, s_ptr = scratch->ptr;
+        llmrt::testing::poison_device(d_y->as<float>(), rows * 16);
+        check_cuda(cudaMemset(scratch->ptr, 0x5a, scratch->bytes), "cudaMemset");
+    }
+    cuda::qmatrix_view w;
+    w.type = llmrt::qtype::q4_K;
+    w.data = w_ptr;
+    w.rows = rows;
+    w.k = k;
+    cuda::input_columns x{static_cast<const float*>(x_ptr), k, 2};
+    cuda::output_columns y{static_cast<float*>(y_ptr), rows, 2};
+    const std::size_t scratch_bytes = cuda::activation_scratch_bytes(k, 16, 4);
+    auto run = [&](const cuda::qmatrix_view& wv, const cuda::input_columns& xv, const cuda::output_columns& yv) {
+        return [=] { cuda::mmvq(wv, xv, yv, s_ptr, scratch_bytes, nullptr); };
+    };
+    using llmrt::errc;
+
+    SUBCASE("X's length is not W's k") {
+        cuda::input_columns bad = x;
+        bad.length = 256;
+        check_refused(run(w, bad, y), errc::shape_mismatch, {w.describe(), bad.describe()});
+    }
+    SUBCASE("more than 8 columns") {
+        cuda::input_columns bad = x;
+        bad.ncols = 9;
+        cuda::output_columns bad_y = y;
+        bad_y.ncols = 9;
+        check_refused(run(w, bad, bad_y), errc::shape_mismatch, {w.describe(), bad.describe(), "1..8"});
+    }
+    SUBCASE("Y's length is not W's rows") {
+        cuda::output_columns bad = y;
+        bad.length = rows - 1;
+        check_refused(run(w, x, bad), errc::shape_mismatch, {w.describe(), x.describe(), bad.describe()});
+    }
+    SUBCASE("Y's column count is not X's") {
+        cuda::output_columns bad = y;
+        bad.ncols = 3;
+        check_refused(run(w, x, bad), errc::shape_mismatch, {w.describe(), x.describe(), bad.describe()});
+    }
+    SUBCASE("W's batches do not divide X's") {
+        cuda::qmatrix_view bw = w;
+        bw.batch2 = 2;
+        cuda::input_columns bx = x;
+        bx.batch2 = 3;
+        cuda::output_columns by = y;
+        by.batch2 = 3;
+        check_refused(run(bw, bx, by), errc::shape_mismatch, {bw.describe(), bx.describe()});
+    }
+    SUBCASE("k is not a multiple of the block size") {
+        cuda::qmatrix_view bw = w;
+        bw.k = 320;
+        cuda::input_columns bx = x;
+        bx.length = 320;
+        check_refused(run(bw, bx, y), errc::shape_mismatch, {"q4_K", "320", bx.describe()});
+    }
+    SUBCASE("W's address is not aligned for its type") {
+        cuda::qmatrix_view bw = w;
+        bw.data = static_cast<const uint8_t*>(w_ptr) + 2;
+        check_refused(run(bw, x, y), errc::invalid_argument, {bw.describe(), "16 bytes"});
+    }
+    SUBCASE("a type without a kernel") {
+        cuda::qmatrix_view bw = w;
+        bw.type = llmrt::qtype::f32;
+        check_refused(run(bw, x, y), errc::unsupported_type, {"cuda::mmvq", "q4_K"});
+    }
+    SUBCASE("too small a scratch") {
+        check_refused([&] { cuda::mmvq(w, x, y, s_ptr, 16, nullptr); }, errc::invalid_argument, {"scratch"});
+    }
+    SUBCASE("mmvq_id with ids for another number of tokens") {
+        cuda::qmatrix_view experts = w;
+        experts.batch2 = 4;
+        const cuda::input_columns xi{static_cast<const float*>(x_ptr), k, 1, 0, 3};
+        const cuda::output_columns yi{static_cast<float*>(y_ptr), rows, 2, 0, 3};
+        const cuda::expert_ids_view ids{reinterpret_cast<const int32_t*>(x_ptr), 2, 2};
+        check_refused([&] { cuda::mmvq_id(experts, xi, ids, yi, s_ptr, scratch_bytes, nullptr); },
+                      errc::shape_mismatch, {experts.describe(), xi.describe(), ids.describe()});
+    }
+    if (device) {
+        const std::vector<float> after = d_y->download<float>(std::size_t(rows) * 16);
+        CHECK(llmrt::testing::unwritten(after.data(), int64_t(after.size())).size() == after.size());
+        const std::vector<uint8_t> s = scratch->download<uint8_t>(scratch->bytes);
+        CHECK(std::count(s.begin(), s.end(), uint8_t(0x5a)) == int64_t(s.size()));
+    }
+}
