@@ -1,7 +1,7 @@
-// dequantize_scaled (CUDA) against llmrt's CPU reference, with the testing toolkit: seeded
-// weights of every distribution quantized by llmrt, the device output poisoned before each
-// launch so an element the kernel never wrote is caught, and the result copied back and compared.
-// Without a CUDA device the device cases pass with a "skipped" message.
+// The CUDA kernels dequantize_scaled and matvec_scaled against llmrt's CPU reference, with the
+// testing toolkit: seeded weights of every distribution quantized by llmrt, the device output
+// poisoned before each launch so an element the kernel never wrote is caught, and the result
+// copied back and compared. Without a CUDA device the device cases pass with a "skipped" message.
 #include <llmrt/quant/q4_K.hpp>
 #include <llmrt/quant/q8_0.hpp>
 #include <llmrt/testing.hpp>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dequantize_scaled.cuh"
+#include "matvec_scaled.cuh"
 
 using namespace llmrt::testing;
 
@@ -43,8 +44,8 @@ struct device_array {
     device_array& operator=(const device_array&) = delete;
 };
 
-// What the kernel must compute, from llmrt's reference dequantizer: y[r·k + i] = scales[r] · W[r][i].
-std::vector<float> reference(llmrt::qtype t, const std::vector<uint8_t>& w, const std::vector<float>& scales,
+// What dequantize_scaled must compute, from llmrt's reference dequantizer: y[r·k + i] = scales[r] · W[r][i].
+std::vector<float> reference_dequantize_scaled(llmrt::qtype t, const std::vector<uint8_t>& w, const std::vector<float>& scales,
                              int64_t rows, int64_t k) {
     const std::size_t row_bytes = llmrt::row_size(t, k);
     std::vector<float> y(std::size_t(rows * k));
@@ -67,7 +68,7 @@ TEST_CASE_TEMPLATE("dequantize_scaled gives every row its scale times llmrt's de
         const std::vector<float> weights = generate(d, rows * k, /*seed=*/1, int(Block::block_size));
         const std::vector<uint8_t> w = quantize_matrix(Block::id, weights.data(), rows, k);
         const std::vector<float> scales = uniform(rows, /*seed=*/2, -2.0f, 2.0f);
-        const std::vector<float> ref = reference(Block::id, w, scales, rows, k);
+        const std::vector<float> ref = reference_dequantize_scaled(Block::id, w, scales, rows, k);
 
         const device_array<Block> w_dev(w.data(), w.size() / sizeof(Block));
         const device_array<float> scales_dev(scales.data(), scales.size());
@@ -107,4 +108,35 @@ TEST_CASE("dequantize_scaled refuses a k that is not a whole number of blocks, b
     CHECK_THROWS_AS(my_kernels::dequantize_scaled<llmrt::q4_K>(nullptr, nullptr, nullptr, 4, 200), llmrt::error);
     CHECK_THROWS_AS(my_kernels::dequantize_scaled<llmrt::q8_0>(nullptr, nullptr, nullptr, 4, 48), llmrt::error);
     CHECK_THROWS_AS(my_kernels::dequantize_scaled<llmrt::q8_0>(nullptr, nullptr, nullptr, -1, 64), llmrt::error);
+}
+
+TEST_CASE_TEMPLATE("matvec_scaled gives every row its scale times the reference dot with Q8_1 activations", Block,
+                   llmrt::q4_K, llmrt::q8_0) {
+    NEEDS_CUDA_DEVICE();
+    const int64_t rows = 37, k = 40 * 256;  // 40 blocks of 256 (320 of 32): lanes take one or more
+    for (distribution d : all_distributions) {
+        CAPTURE(std::string(to_string(d)));
+        const std::vector<float> weights = generate(d, rows * k, /*seed=*/5, int(Block::block_size));
+        const std::vector<uint8_t> w = quantize_matrix(Block::id, weights.data(), rows, k);
+        const std::vector<float> x = generate(distribution::heavy_tailed, k, /*seed=*/6);
+        const std::vector<float> scales = uniform(rows, /*seed=*/7, -2.0f, 2.0f);
+        // The reference rounds x through Q8_1, as the kernel's input is, and sums in double.
+        std::vector<float> ref = reference_matvec(Block::id, w.data(), x.data(), rows, k, 1);
+        for (int64_t r = 0; r < rows; ++r) ref[std::size_t(r)] *= scales[std::size_t(r)];
+        std::vector<llmrt::q8_1> xq(std::size_t(k / 32));
+        quantize(llmrt::qtype::q8_1, x.data(), xq.data(), k);
+
+        const device_array<Block> w_dev(w.data(), w.size() / sizeof(Block));
+        const device_array<llmrt::q8_1> x_dev(xq.data(), xq.size());
+        const device_array<float> scales_dev(scales.data(), scales.size());
+        const device_array<float> y_dev{std::size_t(rows)};
+        poison_device(y_dev.ptr, rows);
+        my_kernels::matvec_scaled(w_dev.ptr, x_dev.ptr, scales_dev.ptr, y_dev.ptr, rows, k);
+
+        const readback_report r = compare_device(y_dev.ptr, ref);
+        LLMRT_CHECK_ALL_WRITTEN(r.out.data(), r.n);
+        // A float sum in another order than the reference's double one: the bound of section 3
+        // of docs/testing.md, not equality.
+        LLMRT_CHECK_NMSE(r.out.data(), ref.data(), r.n, 1e-10);
+    }
 }
