@@ -4,49 +4,61 @@
 // With LLMRT_MMVQ_ID defined, the mixture-of-experts variant: each activation column multiplies
 // the W slice its int32 expert id names.
 //
-// Work decomposition (constants tiers as ggml-vulkan: block type by include, shape by
+// Work decomposition (constants in ggml-vulkan's tiers: block type by include, shape by
 // specialization constants, sizes by push constants):
-//   * a work-group computes ROWS rows for all NCOLS columns of one batch (mmvq_id: one column);
-//   * each subgroup takes chunks of CHUNK_BLOCKS consecutive blocks of the rows, chunk sg,
-//     sg + SUBGROUPS, ...: its lanes copy the chunk's bytes into the subgroup's own region of
-//     shared memory with aligned 16-byte loads (blocks of 34, 110, 210 or 17 bytes are not
-//     aligned, so reading them in place would split every load), fetching the next chunk into
-//     registers while they compute on this one;
-//   * each lane then takes slices (SLICE_VALUES weights of one block) of the staged chunk,
-//     unpacks them once per row and dots them with every column;
-//   * lanes reduce with subgroupAdd, subgroups through shared memory in subgroup order.
-// A row's sum therefore depends only on WG_SIZE, SUBGROUP_SIZE and SLICES_PER_LANE, never on
+//   * the subgroups of a work-group form teams of K_SPLIT; a team computes ROWS rows for all
+//     NCOLS columns of one batch (mmvq_id: one column), its members splitting k;
+//   * a member takes chunks of CHUNK_BLOCKS consecutive blocks of its rows, chunk m, m + K_SPLIT,
+//     ...: its lanes copy the chunk's bytes into the subgroup's own region of shared memory with
+//     aligned 16-byte loads (blocks of 34, 110, 210 or 17 bytes are not aligned, so reading them
+//     in place would split every load), fetching the next chunk into registers while they compute
+//     on this one (STAGED = 0: lanes read 4-byte aligned blocks in place instead);
+//   * each lane then takes slices (SLICE_VALUES weights of one block) of the chunk, unpacks them
+//     once per row and dots them with every column;
+//   * lanes reduce with subgroupAdd, team members through shared memory in member order.
+// A row's sum therefore depends on SUBGROUP_SIZE, SLICES_PER_LANE and K_SPLIT alone, never on
 // ROWS or NCOLS: column c is bit-identical whatever the number of columns beside it.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_shader_explicit_arithmetic_types : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_memory_scope_semantics : require
+
+// TEMPORARY (tuning): bit 0 fakes activation quants, bit 1 activation records, bit 2 weights.
+layout(constant_id = 7) const uint DIAGNOSTIC = 0;
+#define LLMRT_DIAGNOSTIC DIAGNOSTIC
 
 #include "llmrt/buffers.glsl"
 #include "llmrt/int_dot.glsl"
 #include "llmrt/q8_1_activations.glsl"
 #include "llmrt_block.glsl"
 
-layout(constant_id = 0) const uint WG_SIZE = 128;         // a multiple of SUBGROUP_SIZE
+layout(constant_id = 0) const uint WG_SIZE = 128;         // a multiple of SUBGROUP_SIZE · K_SPLIT
 layout(constant_id = 1) const uint SUBGROUP_SIZE = 32;    // the pipeline's required subgroup size
-layout(constant_id = 2) const uint ROWS = 1;              // rows per work-group
+layout(constant_id = 2) const uint ROWS = 1;              // rows per team
 layout(constant_id = 3) const uint NCOLS = 1;             // activation columns (mmvq_id: 1)
 layout(constant_id = 4) const uint SLICES_PER_LANE = 1;   // slices per lane and chunk
+// 0: lanes read their slices straight from W (only for 4-byte aligned blocks and strides, which
+// the host checks); the chunks, and so every sum, stay exactly as when staged.
+layout(constant_id = 5) const uint STAGED = 1;
+layout(constant_id = 6) const uint K_SPLIT = 4;           // subgroups per team, splitting k
+// Facts of the block include for the host, which reads these defaults from the SPIR-V (never set).
+layout(constant_id = 100) const uint REPORTED_SLICE_VALUES = SLICE_VALUES;
+layout(constant_id = 101) const uint REPORTED_BLOCK_BYTES = BLOCK_BYTES;
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform llmrt_mmvq_params {
     uint64_t w;               // W, weight batch (mmvq_id: expert) 0, row 0; 16-byte aligned
     uint64_t w_batch_stride;  // bytes between weight batches (experts)
     uint64_t act_qs;          // activation regions, column 0 (q8_1_activations.glsl)
-    uint64_t act_ds;
-    uint64_t act_sums;
+    uint64_t act_records;
     uint64_t y;               // Y, batch 0, column 0, row 0 (f32)
     uint64_t ids;             // mmvq_id: int32 expert ids
     uint rows;
     uint k;                   // values per row, a multiple of BLOCK_VALUES
     uint w_row_stride;        // bytes between rows of W
-    uint row_groups;          // ceil(rows / ROWS)
+    uint row_groups;          // ceil(rows / (ROWS · teams per work-group))
     uint y_col_stride;        // floats between columns of Y
     uint y_batch_stride;      // floats between batches of Y (mmvq_id: between tokens)
     uint batch_ratio;         // mmvq: activation batches per weight batch; mmvq_id: id slots per token
@@ -56,6 +68,7 @@ layout(push_constant) uniform llmrt_mmvq_params {
 } p;
 
 const uint SUBGROUPS = WG_SIZE / SUBGROUP_SIZE;
+const uint TEAMS = SUBGROUPS / K_SPLIT;
 const uint SLICES_PER_BLOCK = BLOCK_VALUES / SLICE_VALUES;
 const uint LANE_SLICES = SUBGROUP_SIZE * SLICES_PER_LANE;
 const uint CHUNK_BLOCKS = LANE_SLICES >= SLICES_PER_BLOCK ? LANE_SLICES / SLICES_PER_BLOCK : 1u;
@@ -66,27 +79,51 @@ const uint LOADS_PER_LANE = (WINDOW_UNITS + SUBGROUP_SIZE - 1u) / SUBGROUP_SIZE;
 const uint REGION_WORDS = 4u * (WINDOW_UNITS + 1u);
 const uint PARTIALS = NCOLS * ROWS;
 
-shared uint tile[SUBGROUPS * ROWS * REGION_WORDS];
-shared float partial_sums[SUBGROUPS * PARTIALS];
+shared uvec4 tile[STAGED != 0u ? SUBGROUPS * ROWS * REGION_WORDS / 4u : 1u];
+
+// A subgroup's lanes meet, and its shared-memory writes become visible to them; unlike
+// subgroupBarrier() it orders no global memory, so the next chunk's loads stay in flight.
+void subgroup_shared_barrier() {
+    controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease);
+}
+
+uint tile_word(uint i) { return tile[i >> 2u][i & 3u]; }
+shared float partial_sums[K_SPLIT > 1u ? SUBGROUPS * PARTIALS : 1u];
+
+// Unstaged: the address of the block being read (4-byte aligned); offsets are relative to it.
+uint64_t direct_block;
 
 uint llmrt_w32(uint byte_offset) {
+    if ((DIAGNOSTIC & 4u) != 0u) return byte_offset * 0x01010101u;
+    if (STAGED == 0u) return llmrt_ro_u32(direct_block + byte_offset).v[0];
     const uint i = byte_offset >> 2u, shift = 8u * (byte_offset & 3u);
-    const uint lo = tile[i], hi = tile[i + 1u];
-    return shift == 0u ? lo : (lo >> shift) | (hi << (32u - shift));
+    const uint lo = tile_word(i);
+    if (shift == 0u) return lo;
+    return (lo >> shift) | (tile_word(i + 1u) << (32u - shift));
 }
 
 uvec4 llmrt_w128(uint byte_offset) {
+    if ((DIAGNOSTIC & 4u) != 0u) return uvec4(byte_offset, byte_offset * 3u, byte_offset * 5u, byte_offset * 7u);
+    if (STAGED == 0u) {
+        const uint64_t at = direct_block + byte_offset;
+        if (BLOCK_BYTES % 16u == 0u) return llmrt_ro_u128(at).v[0];  // blocks and strides 16-byte aligned
+        llmrt_ro_u32 words = llmrt_ro_u32(at);
+        return uvec4(words.v[0], words.v[1], words.v[2], words.v[3]);
+    }
+    if ((byte_offset & 15u) == 0u) return tile[byte_offset >> 4u];  // one 16-byte shared load
     const uint i = byte_offset >> 2u, shift = 8u * (byte_offset & 3u);
-    const uvec4 lo = uvec4(tile[i], tile[i + 1u], tile[i + 2u], tile[i + 3u]);
-    const uvec4 hi = uvec4(lo.yzw, tile[i + 4u]);
-    return shift == 0u ? lo : (lo >> shift) | (hi << (32u - shift));
+    const uvec4 lo = uvec4(tile_word(i), tile_word(i + 1u), tile_word(i + 2u), tile_word(i + 3u));
+    if (shift == 0u) return lo;
+    const uvec4 hi = uvec4(lo.yzw, tile_word(i + 4u));
+    return (lo >> shift) | (hi << (32u - shift));
 }
 
 void main() {
     const uint group = gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     if (group >= p.row_groups) return;  // the whole work-group leaves together
-    const uint row0 = group * ROWS;
     const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+    const uint team = sg / K_SPLIT, member = sg % K_SPLIT;
+    const uint row0 = (group * TEAMS + team) * ROWS;
     const uint nblocks = p.k / BLOCK_VALUES;
     uint nchunks = (nblocks + CHUNK_BLOCKS - 1u) / CHUNK_BLOCKS;
 
@@ -106,11 +143,9 @@ void main() {
     const bool valid = true;
 #endif
 
+    // Rows past the end (the last team) read the last row and write nothing.
     uint64_t row_address[ROWS];
     for (uint r = 0u; r < ROWS; ++r) row_address[r] = w_base + uint64_t(min(row0 + r, p.rows - 1u)) * p.w_row_stride;
-    llmrt_q8_1_column columns[NCOLS];
-    for (uint c = 0u; c < NCOLS; ++c)
-        columns[c] = llmrt_q8_1_column_at(p.act_qs, p.act_ds, p.act_sums, p.k, x_column + c);
 
     precise float acc[PARTIALS];
     for (uint i = 0u; i < PARTIALS; ++i) acc[i] = 0.0;
@@ -119,6 +154,7 @@ void main() {
     // unit, and how many units it spans.
     uvec4 fetched[ROWS * LOADS_PER_LANE];
     uint fetched_offset[ROWS], fetched_units[ROWS];
+    for (uint r = 0u; r < ROWS; ++r) fetched_offset[r] = fetched_units[r] = 0u;
     const uint region0 = sg * ROWS * REGION_WORDS;
 
 #define LLMRT_FETCH(chunk_index)                                                                   \
@@ -135,50 +171,64 @@ void main() {
         }                                                                                          \
     }
 
-    if (sg < nchunks) { LLMRT_FETCH(sg) }
-    for (uint chunk = sg; chunk < nchunks; chunk += SUBGROUPS) {
+    if ((DIAGNOSTIC & 4u) != 0u) {
+    } else if (STAGED != 0u && member < nchunks) { LLMRT_FETCH(member) }
+    for (uint chunk = member; chunk < nchunks; chunk += K_SPLIT) {
         uint offset[ROWS];
-        subgroupBarrier();  // the lanes are done reading the previous chunk
-        for (uint r = 0u; r < ROWS; ++r) {
-            for (uint j = 0u; j < LOADS_PER_LANE; ++j) {
-                const uint unit = lane + j * SUBGROUP_SIZE;
-                if (unit < fetched_units[r]) {
-                    const uint at = region0 + r * REGION_WORDS + 4u * unit;
-                    const uvec4 v = fetched[r * LOADS_PER_LANE + j];
-                    tile[at] = v.x;
-                    tile[at + 1u] = v.y;
-                    tile[at + 2u] = v.z;
-                    tile[at + 3u] = v.w;
+        for (uint r = 0u; r < ROWS; ++r) offset[r] = 4u * (region0 + r * REGION_WORDS) + fetched_offset[r];
+        if (STAGED != 0u) {
+            subgroup_shared_barrier();  // the lanes are done reading the previous chunk
+            for (uint r = 0u; r < ROWS; ++r)
+                for (uint j = 0u; j < LOADS_PER_LANE; ++j) {
+                    const uint unit = lane + j * SUBGROUP_SIZE;
+                    if (unit < fetched_units[r]) tile[(region0 + r * REGION_WORDS) / 4u + unit] = fetched[r * LOADS_PER_LANE + j];
                 }
-            }
-            offset[r] = 4u * (region0 + r * REGION_WORDS) + fetched_offset[r];
+            subgroup_shared_barrier();  // the chunk is in shared memory
+            if (chunk + K_SPLIT < nchunks && (DIAGNOSTIC & 4u) == 0u) { LLMRT_FETCH(chunk + K_SPLIT) }
         }
-        subgroupBarrier();  // the chunk is in shared memory
-        if (chunk + SUBGROUPS < nchunks) { LLMRT_FETCH(chunk + SUBGROUPS) }
 
         const uint first_block = chunk * CHUNK_BLOCKS;
         const uint slices = min(CHUNK_BLOCKS, nblocks - first_block) * SLICES_PER_BLOCK;
         for (uint s = lane; s < slices; s += SUBGROUP_SIZE) {
             const uint block = s / SLICES_PER_BLOCK, slice = s % SLICES_PER_BLOCK;
             weight_slice w[ROWS];
-            for (uint r = 0u; r < ROWS; ++r) w[r] = load_weight_slice(offset[r] + block * BLOCK_BYTES, slice);
+            for (uint r = 0u; r < ROWS; ++r) {
+                if (STAGED != 0u) {
+                    w[r] = load_weight_slice(offset[r] + block * BLOCK_BYTES, slice);
+                } else {
+                    direct_block = row_address[r] + uint64_t(first_block + block) * BLOCK_BYTES;
+                    w[r] = load_weight_slice(0u, slice);
+                }
+            }
             const uint block_pos = (first_block + block) * BLOCK_VALUES;
             for (uint c = 0u; c < NCOLS; ++c) {
-                const activation_slice a = load_activation_slice(columns[c], block_pos, slice);
+                const llmrt_q8_1_column column = llmrt_q8_1_column_at(p.act_qs, p.act_records, p.k, x_column + c);
+                const activation_slice a = load_activation_slice(column, block_pos, slice);
                 for (uint r = 0u; r < ROWS; ++r) acc[c * ROWS + r] += slice_dot(w[r], a);
             }
         }
     }
 #undef LLMRT_FETCH
 
+    if (K_SPLIT == 1u) {
+        for (uint i = 0u; i < PARTIALS; ++i) {
+            const float sum = subgroupAdd(acc[i]);
+            const uint c = i / ROWS, row = row0 + i % ROWS;
+            if (lane == 0u && row < p.rows)
+                llmrt_wo_f32(y_base + 4ul * (uint64_t(c) * p.y_col_stride + row)).v[0] = valid ? sum : uintBitsToFloat(0x7fc00000u);
+        }
+        return;
+    }
     for (uint i = 0u; i < PARTIALS; ++i) {
         const float sum = subgroupAdd(acc[i]);
         if (lane == 0u) partial_sums[sg * PARTIALS + i] = sum;
     }
     barrier();
-    for (uint i = gl_LocalInvocationIndex; i < PARTIALS; i += WG_SIZE) {
-        precise float sum = partial_sums[i];
-        for (uint s = 1u; s < SUBGROUPS; ++s) sum += partial_sums[s * PARTIALS + i];
+    // The team's first member adds the others' sums in member order.
+    if (member != 0u) return;
+    for (uint i = lane; i < PARTIALS; i += SUBGROUP_SIZE) {
+        precise float sum = partial_sums[sg * PARTIALS + i];
+        for (uint m = 1u; m < K_SPLIT; ++m) sum += partial_sums[(sg + m) * PARTIALS + i];
         const uint c = i / ROWS, row = row0 + i % ROWS;
         if (row < p.rows)
             llmrt_wo_f32(y_base + 4ul * (uint64_t(c) * p.y_col_stride + row)).v[0] = valid ? sum : uintBitsToFloat(0x7fc00000u);

@@ -21,9 +21,8 @@ layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform llmrt_quantize_params {
     uint64_t x;         // f32 activations
-    uint64_t qs;        // the three regions of the output, column 0
-    uint64_t ds;
-    uint64_t sums;
+    uint64_t qs;        // the two regions of the output, column 0
+    uint64_t records;
     uint k;             // values per column, a multiple of 32
     uint columns;       // columns in all
     uint ncols;         // columns per batch of x
@@ -67,7 +66,7 @@ void main() {
     llmrt_wo_u128 qs = llmrt_wo_u128(column_qs);
     qs.v[2u * block] = uvec4(words[0], words[1], words[2], words[3]);
     qs.v[2u * block + 1u] = uvec4(words[4], words[5], words[6], words[7]);
-    const uint64_t column_words = uint64_t(column) * (p.k / 32u);
-    llmrt_wo_u32(p.ds + 4ul * column_words).v[block] = llmrt_fp16_bits(d) | (llmrt_fp16_bits(float(sum) * d) << 16u);
-    llmrt_wo_u32(p.sums + 4ul * column_words).v[block] = (uint(half_sums[0]) & 0xffffu) | (uint(half_sums[1]) << 16u);
+    const uint64_t column_records = p.records + 8ul * uint64_t(column) * (p.k / 32u);
+    llmrt_wo_u64(column_records).v[block] = uvec2(llmrt_fp16_bits(d) | (llmrt_fp16_bits(float(sum) * d) << 16u),
+                                                  (uint(half_sums[0]) & 0xffffu) | (uint(half_sums[1]) << 16u));
 }

@@ -113,13 +113,13 @@ TEST_CASE("the quantize shader writes the bytes of quantize_row, ties rounding a
             const q8_1& q = want[std::size_t(b)];
             const std::size_t block = std::size_t(c * (k / 32) + b);
             uint16_t d, s;
-            std::memcpy(&d, got.data() + layout.ds_offset + 4 * block, 2);
-            std::memcpy(&s, got.data() + layout.ds_offset + 4 * block + 2, 2);
+            std::memcpy(&d, got.data() + layout.records_offset + 8 * block, 2);
+            std::memcpy(&s, got.data() + layout.records_offset + 8 * block + 2, 2);
             CHECK(d == q.d);
             CHECK(s == q.s);
             CHECK(std::memcmp(got.data() + layout.qs_offset + 32 * block, q.qs, 32) == 0);
             int16_t sums[2];
-            std::memcpy(sums, got.data() + layout.sums_offset + 4 * block, 4);
+            std::memcpy(sums, got.data() + layout.records_offset + 8 * block + 4, 4);
             int want_sums[2] = {0, 0};
             for (int i = 0; i < 32; ++i) want_sums[i / 16] += q.qs[i];
             CHECK(sums[0] == want_sums[0]);
@@ -183,6 +183,83 @@ TEST_CASE("each column is bit-identical whatever the number of columns beside it
                     break;
                 }
     }
+}
+
+TEST_CASE("every work-group shape computes the same mat-vec, each column independent of the others") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    const uint32_t sg = ctx.info().subgroup_size;
+    struct shape {
+        uint32_t subgroups, k_split, slices_per_lane, rows;
+    };
+    for (qtype t : {qtype::q8_0, qtype::q4_K, qtype::q6_K})
+        for (shape sh : {shape{4, 1, 1, 1}, shape{4, 2, 2, 3}, shape{2, 2, 1, 2}, shape{8, 4, 1, 1}}) {
+            CAPTURE(name(t));
+            CAPTURE(sh.subgroups);
+            CAPTURE(sh.k_split);
+            CAPTURE(sh.slices_per_lane);
+            CAPTURE(sh.rows);
+            vulkan::mmvq kernels(ctx);
+            vulkan::mmvq_tuning tuning = kernels.tuning(t);
+            tuning.workgroup_size = sh.subgroups * sg;
+            tuning.k_split = sh.k_split;
+            tuning.slices_per_lane = sh.slices_per_lane;
+            for (uint32_t& rows : tuning.rows) rows = sh.rows;
+            tuning.rows[0] = 1;
+            kernels.set_tuning(t, tuning);
+            const int64_t rows = 41, k = long_k(t), ncols = 3;
+            const std::vector<uint8_t> w = testing::random_weights(t, rows, k, 21);
+            const std::vector<float> x = testing::gaussian(k * ncols, 22);
+            const std::vector<float> ref = testing::reference_matvec(t, w.data(), x.data(), rows, k, ncols);
+            buffer wd = device_copy(ctx, w), xd = device_copy(ctx, x);
+            buffer scratch(ctx, vulkan::q8_1_activation_layout(k, ncols).bytes);
+            buffer y(ctx, std::size_t(rows * ncols) * 4), y1(ctx, std::size_t(rows) * 4);
+            testing::poison_device(y);
+            kernels.run(t, {.rows = rows, .k = k, .ncols = ncols}, wd.span(), xd.span(), scratch.span(), y.span());
+            const testing::readback_report report = testing::compare_device(y, ref);
+            CHECK_MESSAGE(report.complete(), report.describe(ref.data()));
+            CHECK_MESSAGE(report.nmse < nmse_bound, report.describe(ref.data()));
+            kernels.run(t, {.rows = rows, .k = k, .ncols = 1}, wd.span(), xd.span(), scratch.span(), y1.span());
+            const std::vector<float> alone = testing::copy_to_host(y1, rows);
+            CHECK(std::memcmp(alone.data(), report.out.data(), std::size_t(rows) * 4) == 0);
+        }
+}
+
+TEST_CASE("a work-group shape that needs more shared memory than the device has is refused") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    vulkan::mmvq kernels(ctx);
+    vulkan::mmvq_tuning tuning = kernels.tuning(qtype::q8_0);
+    tuning.workgroup_size = std::min<uint32_t>(ctx.info().max_workgroup_size, 32 * tuning.subgroup_size);
+    tuning.k_split = 1;
+    tuning.slices_per_lane = 16;
+    for (uint32_t& rows : tuning.rows) rows = 8;
+    CHECK_THROWS_WITH_AS(kernels.set_tuning(qtype::q8_0, tuning), doctest::Contains("bytes of shared memory"), error);
+}
+
+TEST_CASE("reading aligned weights in place gives the staged result bit for bit") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    vulkan::mmvq staged(ctx), direct(ctx);
+    for (qtype t : weight_qtypes()) {
+        if (type_size(t) % 4 != 0) continue;  // only 4-byte aligned blocks can be read in place
+        CAPTURE(name(t));
+        vulkan::mmvq_tuning tuning = direct.tuning(t);
+        tuning.staged = false;
+        direct.set_tuning(t, tuning);
+        for (int64_t ncols : {1, 3}) {
+            const int64_t rows = 29, k = long_k(t);
+            const std::vector<uint8_t> w = testing::random_weights(t, rows, k, 11);
+            const std::vector<float> x = testing::gaussian(k * ncols, 12);
+            buffer wd = device_copy(ctx, w), xd = device_copy(ctx, x);
+            buffer scratch(ctx, vulkan::q8_1_activation_layout(k, ncols).bytes);
+            buffer y1(ctx, std::size_t(rows * ncols) * 4), y2(ctx, std::size_t(rows * ncols) * 4);
+            staged.run(t, {.rows = rows, .k = k, .ncols = ncols}, wd.span(), xd.span(), scratch.span(), y1.span());
+            direct.run(t, {.rows = rows, .k = k, .ncols = ncols}, wd.span(), xd.span(), scratch.span(), y2.span());
+            const std::vector<float> a = testing::copy_to_host(y1, rows * ncols), b = testing::copy_to_host(y2, rows * ncols);
+            CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+        }
+    }
+    vulkan::mmvq_tuning unaligned = direct.tuning(qtype::q8_0);
+    unaligned.staged = false;
+    CHECK_THROWS_WITH_AS(direct.set_tuning(qtype::q8_0, unaligned), doctest::Contains("must be staged"), error);
 }
 
 TEST_CASE("batched mmvq broadcasts W over the activation batches as grouped-query attention") {

@@ -197,6 +197,9 @@ struct context_options {
     std::string device;
     // Record loader and layer warnings and errors through VK_EXT_debug_utils when offered.
     bool record_messages = true;
+    // Enable VK_KHR_pipeline_executable_properties when offered, so pipelines can report the
+    // driver's statistics (registers, spills) for tuning.
+    bool pipeline_statistics = false;
 };
 
 class context {
@@ -222,7 +225,7 @@ public:
         const device_info& chosen = choose(infos, options.device);
         info_ = chosen;
         physical_ = std::move(devices[chosen.index]);
-        create_device();
+        create_device(options.pipeline_statistics);
     }
 
     context(const context&) = delete;
@@ -234,6 +237,8 @@ public:
     const vk::raii::Device& device() const noexcept { return device_; }
     vk::Queue queue() const noexcept { return *queue_; }
     uint32_t queue_family() const noexcept { return queue_family_; }
+    // Whether pipelines can report statistics (context_options::pipeline_statistics, when offered).
+    bool has_pipeline_statistics() const noexcept { return pipeline_statistics_; }
 
     // Warnings and errors recorded so far (see the top of this file), and forgetting them.
     std::vector<std::string> messages() const {
@@ -307,7 +312,7 @@ private:
         return *chosen;
     }
 
-    void create_device() {
+    void create_device(bool want_statistics) {
         const auto families = physical_.getQueueFamilyProperties();
         bool found = false;
         for (uint32_t i = 0; i < families.size() && !found; ++i)
@@ -334,9 +339,19 @@ private:
         f13.computeFullSubgroups = VK_TRUE;
         f13.maintenance4 = VK_TRUE;
 
+        std::vector<const char*> extensions;
+        vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR statistics(VK_TRUE);
+        if (want_statistics)
+            for (const auto& e : physical_.enumerateDeviceExtensionProperties())
+                if (std::string(e.extensionName.data()) == VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME) {
+                    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+                    features.get<vk::PhysicalDeviceVulkan13Features>().pNext = &statistics;
+                    pipeline_statistics_ = true;
+                }
+
         const float priority = 1.0f;
         const vk::DeviceQueueCreateInfo queue_info({}, queue_family_, 1, &priority);
-        vk::DeviceCreateInfo device_info({}, queue_info);
+        vk::DeviceCreateInfo device_info({}, queue_info, {}, extensions);
         device_info.pNext = &features.get<vk::PhysicalDeviceFeatures2>();
         device_ = LLMRT_VK_CHECK(vk::raii::Device(physical_, device_info));
         queue_ = LLMRT_VK_CHECK(vk::raii::Queue(device_, queue_family_, 0));
@@ -354,6 +369,7 @@ private:
     uint32_t queue_family_ = 0;
     vk::raii::Queue queue_{nullptr};
     vk::raii::CommandPool pool_{nullptr};
+    bool pipeline_statistics_ = false;
     mutable std::mutex submit_mutex_;
 };
 

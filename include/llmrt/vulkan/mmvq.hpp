@@ -37,13 +37,13 @@ namespace llmrt::vulkan {
 
 inline constexpr int64_t mmvq_max_columns = 8;
 
-// Where the three regions of llmrt's GPU Q8_1 layout (shaders/include/llmrt/q8_1_activations.glsl)
+// Where the two regions of llmrt's GPU Q8_1 layout (shaders/include/llmrt/q8_1_activations.glsl)
 // lie in a scratch buffer holding `columns` columns of k activations.
 struct q8_1_layout {
-    std::size_t qs_offset = 0;    // columns·k int8 quants
-    std::size_t ds_offset = 0;    // columns·k/32 words: fp16 d, fp16 s
-    std::size_t sums_offset = 0;  // columns·k/32 words: two int16 sums of 16 quants
-    std::size_t bytes = 0;        // the scratch size needed
+    std::size_t qs_offset = 0;       // columns·k int8 quants, column c at c·k
+    std::size_t records_offset = 0;  // columns·k/32 records of 8 bytes, column c at c·k/4: fp16 d,
+                                     // fp16 s = d·Σq, int16 Σq of values 0..15, int16 Σq of 16..31
+    std::size_t bytes = 0;           // the scratch size needed
 };
 
 inline q8_1_layout q8_1_activation_layout(int64_t k, int64_t columns) {
@@ -54,20 +54,26 @@ inline q8_1_layout q8_1_activation_layout(int64_t k, int64_t columns) {
     auto align16 = [](std::size_t n) { return (n + 15) / 16 * 16; };
     q8_1_layout l;
     const std::size_t n = std::size_t(k) * std::size_t(columns);
-    l.ds_offset = align16(n);
-    l.sums_offset = l.ds_offset + align16(n / 8);
-    l.bytes = l.sums_offset + align16(n / 8);
+    l.records_offset = align16(n);
+    l.bytes = l.records_offset + align16(n / 4);
     return l;
 }
 
-// The work-group shape of one weight type's shaders. Every column's sum depends on
-// workgroup_size, subgroup_size and slices_per_lane alone, so those are fixed per type while
-// rows per work-group may follow the number of columns.
+// The work-group shape of one weight type's shaders (see shaders/mmvq.comp). Every column's sum
+// depends on subgroup_size, slices_per_lane and k_split alone, so those are fixed per type while
+// the rows per team may follow the number of columns.
 struct mmvq_tuning {
-    uint32_t workgroup_size = 128;  // a multiple of subgroup_size
+    uint32_t workgroup_size = 128;  // a multiple of subgroup_size · k_split
     uint32_t subgroup_size = 32;    // the pipelines' required subgroup size
     uint32_t slices_per_lane = 1;   // slices a lane computes per staged chunk
-    uint32_t rows[mmvq_max_columns] = {1, 2, 2, 2, 2, 2, 2, 2};  // rows per work-group for 1..8 columns
+    uint32_t k_split = 4;           // subgroups sharing a row (splitting k); a work-group holds
+                                    // workgroup_size / subgroup_size / k_split teams
+    uint32_t rows[mmvq_max_columns] = {1, 2, 2, 2, 2, 2, 2, 2};  // rows per team for 1..8 columns
+    // Stage the weights through shared memory (always possible), or let lanes read them in place
+    // (types whose blocks are a multiple of 4 bytes, when the strides keep that alignment; other
+    // shapes fall back to staging, with the same results bit for bit).
+    bool staged = true;
+    uint32_t diagnostic = 0;  // TEMPORARY: see shaders/mmvq.comp
 };
 
 // Chosen per device: NVIDIA (subgroups of 32) runs four subgroups per work-group; other devices
@@ -126,17 +132,17 @@ namespace detail {
 
 // The push constants of shaders/mmvq.comp and shaders/quantize_q8_1.comp, member for member.
 struct mmvq_push {
-    uint64_t w, w_batch_stride, act_qs, act_ds, act_sums, y, ids;
+    uint64_t w, w_batch_stride, act_qs, act_records, y, ids;
     uint32_t rows, k, w_row_stride, row_groups, y_col_stride, y_batch_stride, batch_ratio, n_experts, x_per_token,
         ids_stride;
 };
-static_assert(sizeof(mmvq_push) == 96, "mmvq_push must match the push constant block of shaders/mmvq.comp");
+static_assert(sizeof(mmvq_push) == 88, "mmvq_push must match the push constant block of shaders/mmvq.comp");
 
 struct quantize_push {
-    uint64_t x, qs, ds, sums;
+    uint64_t x, qs, records;
     uint32_t k, columns, ncols, x_col_stride, x_batch_stride;
 };
-inline constexpr uint32_t quantize_push_bytes = 52;  // the GLSL block's size, without C++'s tail padding
+inline constexpr uint32_t quantize_push_bytes = 44;  // the GLSL block's size, without C++'s tail padding
 
 inline void require(bool condition, const char* operation, const std::string& what) {
     check(condition, errc::shape_mismatch, [&] { return std::string(operation) + ": " + what; });
@@ -203,19 +209,35 @@ public:
         const bool fixed = d.subgroup_size == t.subgroup_size && d.min_subgroup_size == d.max_subgroup_size;
         check((d.can_require_subgroup_size || fixed) && t.subgroup_size >= d.min_subgroup_size &&
                   t.subgroup_size <= d.max_subgroup_size && t.workgroup_size % t.subgroup_size == 0 &&
-                  t.workgroup_size <= d.max_workgroup_size && t.slices_per_lane >= 1 && t.slices_per_lane <= 16,
+                  t.workgroup_size <= d.max_workgroup_size && t.slices_per_lane >= 1 && t.slices_per_lane <= 16 &&
+                  t.k_split >= 1 && (t.workgroup_size / t.subgroup_size) % t.k_split == 0,
               errc::invalid_argument, [&] {
                   return std::string("vulkan::mmvq::set_tuning(") + f.name + "): work-group " +
                          std::to_string(t.workgroup_size) + ", subgroup " + std::to_string(t.subgroup_size) +
-                         ", slices per lane " + std::to_string(t.slices_per_lane) + " do not fit the device (subgroups " +
+                         ", slices per lane " + std::to_string(t.slices_per_lane) + ", k split " + std::to_string(t.k_split) +
+                         " do not fit the device or each other (subgroups " +
                          std::to_string(d.min_subgroup_size) + ".." + std::to_string(d.max_subgroup_size) +
                          ", work-groups up to " + std::to_string(d.max_workgroup_size) + ")";
               });
-        for (uint32_t rows : t.rows)
+        check(t.staged || f.block_bytes % 4 == 0, errc::invalid_argument, [&] {
+            return std::string("vulkan::mmvq::set_tuning(") + f.name + "): its " + std::to_string(f.block_bytes) +
+                   "-byte blocks are not 4-byte aligned, so they must be staged";
+        });
+        for (int64_t ncols = 1; ncols <= mmvq_max_columns; ++ncols) {
+            const uint32_t rows = t.rows[ncols - 1];
             check(rows >= 1 && rows <= 8, errc::invalid_argument, [&] {
                 return std::string("vulkan::mmvq::set_tuning(") + f.name + "): " + std::to_string(rows) +
-                       " rows per work-group; 1..8 are allowed";
+                       " rows per team; 1..8 are allowed";
             });
+            mmvq_tuning staged = t;  // a shape whose strides break alignment falls back to staging
+            staged.staged = true;
+            const std::size_t bytes = shared_bytes(type, staged, ncols);
+            check(bytes <= d.max_shared_memory, errc::invalid_argument, [&] {
+                return std::string("vulkan::mmvq::set_tuning(") + f.name + "): " + std::to_string(ncols) +
+                       " columns need " + std::to_string(bytes) + " bytes of shared memory, the device has " +
+                       std::to_string(d.max_shared_memory);
+            });
+        }
         const std::lock_guard<std::mutex> lock(mutex_);
         tunings_[type] = t;
     }
@@ -224,8 +246,13 @@ public:
     // creates nothing.
     void prepare(qtype type, int64_t ncols) {
         check_ncols(ncols, "vulkan::mmvq::prepare");
-        (void)mmvq_pipeline(type, ncols, false);
-        (void)mmvq_pipeline(type, 1, true);
+        const bool staged = tuning(type).staged;
+        (void)mmvq_pipeline(type, ncols, false, staged);
+        (void)mmvq_pipeline(type, 1, true, staged);
+        if (!staged) {  // shapes whose strides break the alignment fall back to staging
+            (void)mmvq_pipeline(type, ncols, false, true);
+            (void)mmvq_pipeline(type, 1, true, true);
+        }
         (void)quantize_pipeline();
     }
 
@@ -287,14 +314,33 @@ public:
     }
 
     // The pipeline of one variant ("mmvq" or "mmvq_id") for ncols columns, created on first use.
-    const compute_pipeline& mmvq_pipeline(qtype type, int64_t ncols, bool id) {
+    const compute_pipeline& mmvq_pipeline(qtype type, int64_t ncols, bool id, bool staged) {
         const auto f = detail::facts(type, id ? "vulkan::mmvq_id" : "vulkan::mmvq");
         check_ncols(ncols, "vulkan::mmvq");
         const mmvq_tuning t = tuning(type);
         const std::string name = std::string(id ? "mmvq_id_" : "mmvq_") + f.name;
         const std::vector<uint32_t> constants = {t.workgroup_size, t.subgroup_size, t.rows[ncols - 1], uint32_t(ncols),
-                                                 t.slices_per_lane};
+                                                 t.slices_per_lane, staged ? 1u : 0u, t.k_split, t.diagnostic};
         return pipeline(name, constants, sizeof(detail::mmvq_push), t.subgroup_size);
+    }
+
+    // Shared memory of the mmvq pipeline for (type, tuning, ncols), as shaders/mmvq.comp sizes it;
+    // the slice size and block bytes come from the SPIR-V's own constants.
+    static std::size_t shared_bytes(qtype type, const mmvq_tuning& t, int64_t ncols) {
+        const auto f = detail::facts(type, "vulkan::mmvq");
+        const spirv_blob& blob = shader(std::string("mmvq_") + f.name);
+        const auto slice_values = spec_constant_default(blob, 100), block_bytes = spec_constant_default(blob, 101);
+        check(slice_values && block_bytes && *slice_values > 0 && *block_bytes == f.block_bytes, errc::unsupported_type, [&] {
+            return std::string("vulkan::mmvq: the SPIR-V of ") + f.name + " does not state its slice size and block bytes";
+        });
+        const std::size_t subgroups = t.workgroup_size / t.subgroup_size, rows = t.rows[ncols - 1];
+        const std::size_t slices_per_block = std::size_t(f.block_size) / *slice_values;
+        const std::size_t lane_slices = std::size_t(t.subgroup_size) * t.slices_per_lane;
+        const std::size_t chunk_blocks = lane_slices >= slices_per_block ? lane_slices / slices_per_block : 1;
+        const std::size_t window_units = (chunk_blocks * f.block_bytes + 15) / 16 + 1;
+        const std::size_t tile_words = t.staged ? subgroups * rows * 4 * (window_units + 1) : 1;
+        const std::size_t partial_words = t.k_split > 1 ? subgroups * std::size_t(ncols) * rows : 1;
+        return 4 * (tile_words + partial_words);
     }
 
     const compute_pipeline& quantize_pipeline() {
@@ -314,6 +360,7 @@ private:
         qtype type{};
         int64_t ncols = 1;
         bool id = false;
+        bool staged = true;
         uint32_t groups = 0, batches = 0;  // groups == 0: nothing to do
     };
 
@@ -337,8 +384,7 @@ private:
         quantize_plan plan;
         plan.push.x = x.address;
         plan.push.qs = scratch.address + layout.qs_offset;
-        plan.push.ds = scratch.address + layout.ds_offset;
-        plan.push.sums = scratch.address + layout.sums_offset;
+        plan.push.records = scratch.address + layout.records_offset;
         plan.push.k = detail::to_u32(s.k, op, "k");
         plan.push.columns = detail::to_u32(columns, op, "columns");
         plan.push.ncols = detail::to_u32(s.ncols, op, "ncols");
@@ -369,18 +415,18 @@ private:
         detail::require_span(y, uint64_t(y_floats) * 4, 4, op, "Y");
 
         const mmvq_tuning t = tuning(type);
-        const uint32_t rows_per_group = t.rows[s.ncols - 1];
+        const uint32_t rows_per_group = t.rows[s.ncols - 1] * (t.workgroup_size / t.subgroup_size / t.k_split);
+        plan.staged = t.staged || !direct_aligned(f, w.address, s.w_row_stride, s.w_batch_stride);
         auto& push = plan.push;
         push.w = w.address;
         push.w_batch_stride = uint64_t(s.w_batch_stride);
         push.act_qs = scratch.address + layout.qs_offset;
-        push.act_ds = scratch.address + layout.ds_offset;
-        push.act_sums = scratch.address + layout.sums_offset;
+        push.act_records = scratch.address + layout.records_offset;
         push.y = y.address;
         push.rows = detail::to_u32(s.rows, op, "rows");
         push.k = detail::to_u32(s.k, op, "k");
         push.w_row_stride = detail::to_u32(s.w_row_stride, op, "w_row_stride");
-        push.row_groups = uint32_t((s.rows + rows_per_group - 1) / rows_per_group);
+        push.row_groups = uint32_t((s.rows + rows_per_group - 1) / rows_per_group);  // rows per work-group
         push.y_col_stride = detail::to_u32(s.y_col_stride, op, "y_col_stride");
         push.y_batch_stride = detail::to_u32(s.y_batch_stride, op, "y_batch_stride");
         push.batch_ratio = uint32_t(s.batch / s.w_batch);
@@ -411,18 +457,19 @@ private:
         detail::require_span(y, uint64_t(y_floats) * 4, 4, op, "Y");
 
         const mmvq_tuning t = tuning(type);
+        plan.staged = t.staged || !direct_aligned(f, w.address, s.w_row_stride, s.w_expert_stride);
         auto& push = plan.push;
         push.w = w.address;
         push.w_batch_stride = uint64_t(s.w_expert_stride);
         push.act_qs = scratch.address + layout.qs_offset;
-        push.act_ds = scratch.address + layout.ds_offset;
-        push.act_sums = scratch.address + layout.sums_offset;
+        push.act_records = scratch.address + layout.records_offset;
         push.y = y.address;
         push.ids = ids.address;
         push.rows = detail::to_u32(s.rows, op, "rows");
         push.k = detail::to_u32(s.k, op, "k");
         push.w_row_stride = detail::to_u32(s.w_row_stride, op, "w_row_stride");
-        push.row_groups = uint32_t((s.rows + t.rows[0] - 1) / t.rows[0]);
+        const uint32_t rows_per_group = t.rows[0] * (t.workgroup_size / t.subgroup_size / t.k_split);
+        push.row_groups = uint32_t((s.rows + rows_per_group - 1) / rows_per_group);
         push.y_col_stride = detail::to_u32(s.y_col_stride, op, "y_col_stride");
         push.y_batch_stride = detail::to_u32(s.y_token_stride, op, "y_token_stride");
         push.batch_ratio = detail::to_u32(s.slots, op, "slots");
@@ -435,6 +482,13 @@ private:
         plan.batches = detail::to_u32(s.tokens * s.slots, op, "tokens · slots");
         check_groups(plan.groups, op);
         return plan;
+    }
+
+    // Whether lanes may read W in place: 16-byte loads need 16-byte blocks and strides, 4-byte
+    // loads 4-byte ones.
+    static bool direct_aligned(const detail::type_facts& f, uint64_t address, int64_t row_stride, int64_t batch_stride) {
+        const uint64_t a = f.block_bytes % 16 == 0 ? 16 : 4;
+        return f.block_bytes % 4 == 0 && address % a == 0 && uint64_t(row_stride) % a == 0 && uint64_t(batch_stride) % a == 0;
     }
 
     void check_groups(uint32_t row_groups, const char* op) const {
@@ -457,7 +511,7 @@ private:
     // Row groups spread over x (and z beyond the device's x limit), batches over y in chunks.
     void record_plan(vk::CommandBuffer cmd, const mmvq_plan& plan) {
         if (plan.groups == 0) return;
-        const compute_pipeline& p = mmvq_pipeline(plan.type, plan.ncols, plan.id);
+        const compute_pipeline& p = mmvq_pipeline(plan.type, plan.ncols, plan.id, plan.staged);
         cmd.bindPipeline(vk::PipelineBindPoint::eCompute, p.handle());
         cmd.pushConstants(p.layout(), vk::ShaderStageFlagBits::eCompute, 0, sizeof(plan.push), &plan.push);
         const auto& limit = ctx_->info().max_workgroup_count;
@@ -555,6 +609,7 @@ private:
             options.push_constant_bytes = push_bytes;
             options.subgroup_size = subgroup_size;
             options.cache = cache_;
+            options.capture_statistics = ctx_->has_pipeline_statistics();
             auto created = std::make_unique<compute_pipeline>(*ctx_, shader(name), options);
             found = pipelines_.emplace(std::move(key), std::move(created)).first;
         }

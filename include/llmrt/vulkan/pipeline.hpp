@@ -38,6 +38,7 @@ struct pipeline_options {
     uint32_t push_constant_bytes = 0;
     uint32_t subgroup_size = 0;             // 0: the device's choice; else required, with full subgroups
     const pipeline_cache* cache = nullptr;
+    bool capture_statistics = false;        // when the context has pipeline statistics
 };
 
 class compute_pipeline {
@@ -75,10 +76,30 @@ public:
             stage.flags = vk::PipelineShaderStageCreateFlagBits::eRequireFullSubgroups;
             if (info.can_require_subgroup_size) stage.pNext = &required;
         }
-        const vk::ComputePipelineCreateInfo pipeline_info(vk::PipelineCreateFlagBits::eDispatchBase, stage, *layout_);
+        const bool statistics = options.capture_statistics && ctx.has_pipeline_statistics();
+        vk::PipelineCreateFlags flags = vk::PipelineCreateFlagBits::eDispatchBase;
+        if (statistics) flags |= vk::PipelineCreateFlagBits::eCaptureStatisticsKHR;
+        const vk::ComputePipelineCreateInfo pipeline_info(flags, stage, *layout_);
         pipeline_ = options.cache ? LLMRT_VK_CHECK(vk::raii::Pipeline(ctx.device(), options.cache->raii(), pipeline_info))
                                   : LLMRT_VK_CHECK(vk::raii::Pipeline(ctx.device(), nullptr, pipeline_info));
+        if (statistics) {
+            const auto executables = ctx.device().getPipelineExecutablePropertiesKHR(vk::PipelineInfoKHR(*pipeline_));
+            for (uint32_t i = 0; i < executables.size(); ++i)
+                for (const auto& stat : ctx.device().getPipelineExecutableStatisticsKHR(vk::PipelineExecutableInfoKHR(*pipeline_, i))) {
+                    std::string value;
+                    switch (stat.format) {
+                        case vk::PipelineExecutableStatisticFormatKHR::eBool32: value = stat.value.b32 ? "true" : "false"; break;
+                        case vk::PipelineExecutableStatisticFormatKHR::eInt64: value = std::to_string(stat.value.i64); break;
+                        case vk::PipelineExecutableStatisticFormatKHR::eUint64: value = std::to_string(stat.value.u64); break;
+                        case vk::PipelineExecutableStatisticFormatKHR::eFloat64: value = std::to_string(stat.value.f64); break;
+                    }
+                    statistics_ += (statistics_.empty() ? "" : ", ") + std::string(stat.name.data()) + " " + value;
+                }
+        }
     }
+
+    // The driver's statistics ("Register Count 64, ..."), when captured; else empty.
+    const std::string& statistics() const noexcept { return statistics_; }
 
     vk::Pipeline handle() const noexcept { return *pipeline_; }
     vk::PipelineLayout layout() const noexcept { return *layout_; }
@@ -86,6 +107,7 @@ public:
 private:
     vk::raii::PipelineLayout layout_{nullptr};
     vk::raii::Pipeline pipeline_{nullptr};
+    std::string statistics_;
 };
 
 }  // namespace llmrt::vulkan

@@ -31,21 +31,21 @@ const uint BLOCK_VALUES = 32u;
 const uint SLICE_VALUES = 32u;
 
 struct weight_slice {
-    uvec4 magnitude[2];  // |value| of elements 0..15 and 16..31, one byte each
-    uvec4 negative[2];   // the same bytes where the code is negative, else 0
-    float scale;         // 2^(e−128)
+    uvec4 magnitude_low, magnitude_high;  // |value| of elements 0..15 and 16..31, one byte each
+    uvec4 negative_low, negative_high;    // the same bytes where the code is negative, else 0
+    float scale;                          // 2^(e−128)
 };
 #define activation_slice llmrt_act_32
 
-// |value| of the four codes in the low nibbles of each byte of `codes`, one per byte.
-uint mxfp4_magnitudes(uint codes) {
-    const uint l = codes & 0x03030303u;
-    const uint h = (codes >> 2u) & 0x01010101u;
-    const uint l_is_3 = l & (l >> 1u) & 0x01010101u;
+// |value| of the codes in the low nibble of each byte, four per word, one per byte.
+uvec4 mxfp4_magnitudes(uvec4 codes) {
+    const uvec4 l = codes & 0x03030303u;
+    const uvec4 h = (codes >> 2u) & 0x01010101u;
+    const uvec4 l_is_3 = l & (l >> 1u) & 0x01010101u;
     return l + ((h * 0xffu) & (l + 0x04040404u + (l_is_3 << 1u)));
 }
 
-uint mxfp4_sign_mask(uint codes) { return ((codes >> 3u) & 0x01010101u) * 0xffu; }
+uvec4 mxfp4_sign_masks(uvec4 codes) { return ((codes >> 3u) & 0x01010101u) * 0xffu; }
 
 weight_slice load_weight_slice(uint at, uint slice) {
     weight_slice w;
@@ -53,14 +53,11 @@ weight_slice load_weight_slice(uint at, uint slice) {
     // 2^(e−128): a normal float for e >= 2, the subnormals 2^-127 and 2^-128 below.
     w.scale = uintBitsToFloat(e >= 2u ? (e - 1u) << 23u : 0x00200000u << e);
     const uvec4 qs = llmrt_w128(at + MXFP4_OFFSET_QS);
-    for (uint half_ = 0u; half_ < 2u; ++half_) {
-        const uvec4 codes = (qs >> (4u * half_)) & 0x0f0f0f0fu;
-        for (uint i = 0u; i < 4u; ++i) {
-            const uint m = mxfp4_magnitudes(codes[i]);
-            w.magnitude[half_][i] = m;
-            w.negative[half_][i] = m & mxfp4_sign_mask(codes[i]);
-        }
-    }
+    const uvec4 low = qs & 0x0f0f0f0fu, high = (qs >> 4u) & 0x0f0f0f0fu;
+    w.magnitude_low = mxfp4_magnitudes(low);
+    w.magnitude_high = mxfp4_magnitudes(high);
+    w.negative_low = w.magnitude_low & mxfp4_sign_masks(low);
+    w.negative_high = w.magnitude_high & mxfp4_sign_masks(high);
     return w;
 }
 
@@ -69,8 +66,8 @@ activation_slice load_activation_slice(llmrt_q8_1_column col, uint block_pos, ui
 }
 
 float slice_dot(weight_slice w, activation_slice a) {
-    const int positive = llmrt_dot16(w.magnitude[0], a.q[0]) + llmrt_dot16(w.magnitude[1], a.q[1]);
-    const int negative = llmrt_dot16(w.negative[0], a.q[0]) + llmrt_dot16(w.negative[1], a.q[1]);
+    const int positive = llmrt_dot16(w.magnitude_low, a.q0) + llmrt_dot16(w.magnitude_high, a.q1);
+    const int negative = llmrt_dot16(w.negative_low, a.q0) + llmrt_dot16(w.negative_high, a.q1);
     return float(positive - 2 * negative) * (w.scale * a.d);
 }
 

@@ -35,10 +35,10 @@ const uint BLOCK_VALUES = 256u;
 const uint SLICE_VALUES = 64u;
 
 struct weight_slice {
-    uvec4 q[4];  // 2-bit values of group i, one per byte
-    int scale[4];
-    int min[4];
-    vec2 dm;     // d, dmin
+    uvec4 q0, q1, q2, q3;  // 2-bit values of group i, one per byte
+    ivec4 scale;
+    ivec4 min;
+    vec2 dm;               // d, dmin
 };
 #define activation_slice llmrt_act_4x16
 
@@ -49,12 +49,13 @@ weight_slice load_weight_slice(uint at, uint slice) {
     const uint sc = llmrt_gather_alternate_bytes(llmrt_w32(at + Q2_K_OFFSET_SCALES + 8u * n),
                                                  llmrt_w32(at + Q2_K_OFFSET_SCALES + 8u * n + 4u), h);
     weight_slice w;
-    for (uint i = 0u; i < 4u; ++i) {
-        w.q[i] = (qs >> (2u * i)) & 0x03030303u;
-        const uint b = llmrt_byte(sc, ((i & 1u) << 1u) | (i >> 1u));
-        w.scale[i] = int(b & 15u);
-        w.min[i] = int(b >> 4u);
-    }
+    w.q0 = qs & 0x03030303u;
+    w.q1 = (qs >> 2u) & 0x03030303u;
+    w.q2 = (qs >> 4u) & 0x03030303u;
+    w.q3 = (qs >> 6u) & 0x03030303u;
+    const uvec4 bytes = uvec4(sc & 0xffu, (sc >> 16u) & 0xffu, (sc >> 8u) & 0xffu, sc >> 24u);  // i = 0..3
+    w.scale = ivec4(bytes & 15u);
+    w.min = ivec4(bytes >> 4u);
     w.dm = unpackHalf2x16(llmrt_w32(at + Q2_K_OFFSET_D));
     return w;
 }
@@ -64,12 +65,10 @@ activation_slice load_activation_slice(llmrt_q8_1_column col, uint block_pos, ui
 }
 
 float slice_dot(weight_slice w, activation_slice a) {
-    float scaled = 0.0, mins = 0.0;
-    for (uint i = 0u; i < 4u; ++i) {
-        scaled += a.d[i] * float(w.scale[i] * llmrt_dot16(w.q[i], a.q[i]));
-        mins += a.d[i] * float(w.min[i] * a.sum[i]);
-    }
-    return w.dm.x * scaled - w.dm.y * mins;
+    const ivec4 dots = ivec4(llmrt_dot16(w.q0, a.q0), llmrt_dot16(w.q1, a.q1), llmrt_dot16(w.q2, a.q2),
+                             llmrt_dot16(w.q3, a.q3));
+    const vec4 scaled = a.d * vec4(w.scale * dots), mins = a.d * vec4(w.min * a.sum);
+    return w.dm.x * ((scaled.x + scaled.y) + (scaled.z + scaled.w)) - w.dm.y * ((mins.x + mins.y) + (mins.z + mins.w));
 }
 
 #endif

@@ -35,8 +35,8 @@ const uint BLOCK_VALUES = 256u;
 const uint SLICE_VALUES = 64u;
 
 struct weight_slice {
-    uvec4 v[4];    // q + 4 of group i, one per byte
-    int scale[4];  // sc − 32
+    uvec4 v0, v1, v2, v3;  // q + 4 of group i, one per byte
+    ivec4 scale;           // sc − 32
     float d;
 };
 #define activation_slice llmrt_act_4x16
@@ -53,10 +53,11 @@ weight_slice load_weight_slice(uint at, uint slice) {
     const uint high = (x & 0x00030003u) | (((x >> 2u) & 0x00030003u) << 8u);
     const uint sc = low | (high << 4u);
     weight_slice w;
-    for (uint i = 0u; i < 4u; ++i) {
-        w.v[i] = ((qs >> (2u * i)) & 0x03030303u) | (((hm >> i) & 0x01010101u) << 2u);
-        w.scale[i] = int(llmrt_byte(sc, ((i & 1u) << 1u) | (i >> 1u))) - 32;
-    }
+    w.v0 = (qs & 0x03030303u) | ((hm << 2u) & 0x04040404u);
+    w.v1 = ((qs >> 2u) & 0x03030303u) | ((hm << 1u) & 0x04040404u);
+    w.v2 = ((qs >> 4u) & 0x03030303u) | (hm & 0x04040404u);
+    w.v3 = ((qs >> 6u) & 0x03030303u) | ((hm >> 1u) & 0x04040404u);
+    w.scale = ivec4(sc & 0xffu, (sc >> 16u) & 0xffu, (sc >> 8u) & 0xffu, sc >> 24u) - 32;  // i = 0..3
     w.d = unpackHalf2x16(llmrt_w32(at + Q3_K_OFFSET_D)).x;
     return w;
 }
@@ -66,10 +67,10 @@ activation_slice load_activation_slice(llmrt_q8_1_column col, uint block_pos, ui
 }
 
 float slice_dot(weight_slice w, activation_slice a) {
-    float sum = 0.0;
-    for (uint i = 0u; i < 4u; ++i)
-        sum += a.d[i] * float(w.scale[i] * (llmrt_dot16(w.v[i], a.q[i]) - 4 * a.sum[i]));
-    return w.d * sum;
+    const ivec4 dots = ivec4(llmrt_dot16(w.v0, a.q0), llmrt_dot16(w.v1, a.q1), llmrt_dot16(w.v2, a.q2),
+                             llmrt_dot16(w.v3, a.q3));
+    const vec4 parts = a.d * vec4(w.scale * (dots - 4 * a.sum));
+    return w.d * ((parts.x + parts.y) + (parts.z + parts.w));
 }
 
 #endif

@@ -35,8 +35,8 @@ const uint BLOCK_VALUES = 256u;
 const uint SLICE_VALUES = 64u;
 
 struct weight_slice {
-    uvec4 v[4];  // q + 32 of group t, one per byte
-    int scale[4];
+    uvec4 v0, v1, v2, v3;  // q + 32 of group t, one per byte
+    ivec4 scale;
     float d;
 };
 #define activation_slice llmrt_act_4x16
@@ -50,11 +50,12 @@ weight_slice load_weight_slice(uint at, uint slice) {
     const uint sc = llmrt_gather_alternate_bytes(llmrt_w32(at + Q6_K_OFFSET_SCALES + 8u * c),
                                                  llmrt_w32(at + Q6_K_OFFSET_SCALES + 8u * c + 4u), h);
     weight_slice w;
-    w.v[0] = (ql0 & 0x0f0f0f0fu) | ((qh << 4u) & 0x30303030u);
-    w.v[1] = (ql1 & 0x0f0f0f0fu) | ((qh << 2u) & 0x30303030u);
-    w.v[2] = ((ql0 >> 4u) & 0x0f0f0f0fu) | (qh & 0x30303030u);
-    w.v[3] = ((ql1 >> 4u) & 0x0f0f0f0fu) | ((qh >> 2u) & 0x30303030u);
-    for (uint t = 0u; t < 4u; ++t) w.scale[t] = bitfieldExtract(int(sc), int(8u * (((t & 1u) << 1u) | (t >> 1u))), 8);
+    w.v0 = (ql0 & 0x0f0f0f0fu) | ((qh << 4u) & 0x30303030u);
+    w.v1 = (ql1 & 0x0f0f0f0fu) | ((qh << 2u) & 0x30303030u);
+    w.v2 = ((ql0 >> 4u) & 0x0f0f0f0fu) | (qh & 0x30303030u);
+    w.v3 = ((ql1 >> 4u) & 0x0f0f0f0fu) | ((qh >> 2u) & 0x30303030u);
+    // Signed bytes, t = 0..3 at byte positions 0, 2, 1, 3: shift each to the top, then down.
+    w.scale = ivec4(int(sc << 24u), int(sc << 8u), int(sc << 16u), int(sc)) >> 24;
     w.d = unpackHalf2x16(llmrt_w32(at + Q6_K_OFFSET_D)).x;
     return w;
 }
@@ -64,10 +65,10 @@ activation_slice load_activation_slice(llmrt_q8_1_column col, uint block_pos, ui
 }
 
 float slice_dot(weight_slice w, activation_slice a) {
-    float sum = 0.0;
-    for (uint t = 0u; t < 4u; ++t)
-        sum += a.d[t] * float(w.scale[t] * (llmrt_dot16(w.v[t], a.q[t]) - 32 * a.sum[t]));
-    return w.d * sum;
+    const ivec4 dots = ivec4(llmrt_dot16(w.v0, a.q0), llmrt_dot16(w.v1, a.q1), llmrt_dot16(w.v2, a.q2),
+                             llmrt_dot16(w.v3, a.q3));
+    const vec4 parts = a.d * vec4(w.scale * (dots - 32 * a.sum));
+    return w.d * ((parts.x + parts.y) + (parts.z + parts.w));
 }
 
 #endif

@@ -29,7 +29,7 @@ const uint BLOCK_VALUES = 32u;
 const uint SLICE_VALUES = 32u;
 
 struct weight_slice {
-    uvec4 q[2];
+    uvec4 q0, q1;
     float d;
 };
 #define activation_slice llmrt_act_32
@@ -37,8 +37,8 @@ struct weight_slice {
 weight_slice load_weight_slice(uint at, uint slice) {
     weight_slice w;
     w.d = unpackHalf2x16(llmrt_w32(at + Q8_0_OFFSET_D)).x;
-    w.q[0] = llmrt_w128(at + Q8_0_OFFSET_QS);
-    w.q[1] = llmrt_w128(at + Q8_0_OFFSET_QS + 16u);
+    w.q0 = llmrt_w128(at + Q8_0_OFFSET_QS);
+    w.q1 = llmrt_w128(at + Q8_0_OFFSET_QS + 16u);
     return w;
 }
 
@@ -47,7 +47,7 @@ activation_slice load_activation_slice(llmrt_q8_1_column col, uint block_pos, ui
 }
 
 float slice_dot(weight_slice w, activation_slice a) {
-    return float(llmrt_dot16(w.q[0], a.q[0]) + llmrt_dot16(w.q[1], a.q[1])) * (w.d * a.d);
+    return float(llmrt_dot16(w.q0, a.q0) + llmrt_dot16(w.q1, a.q1)) * (w.d * a.d);
 }
 
 #endif

@@ -1,0 +1,377 @@
+// llmrt-bench-mmvq-vulkan: how close the Vulkan mat-vec comes to the memory bandwidth.
+//
+// For every weight type, shape (rows × k) and number of columns: the median time of one mmvq
+// dispatch in steady state (GPU timestamps around each dispatch, warm-up dropped), on activations
+// already quantized to Q8_1, with W rotating among copies that together exceed the 50 MB L2 twice
+// over, so every dispatch reads W from memory. GB/s counts the bytes of W, of X (Q8_1: 36 bytes
+// per 32 values) and of Y (f32) over the time; the fraction is of 3.1 TB/s, the read bandwidth
+// measured on the H100. Prints a table, then JSON (also written to --json FILE).
+//
+//   llmrt-bench-mmvq-vulkan [--device NAME|INDEX] [--types q4_K,q8_0] [--shapes 4096x4096,...]
+//                           [--ncols 1,2,4,8] [--iters 50] [--json FILE]
+//                           [--sweep [--bench-shapes S]]  first try work-group shapes per type on
+//                                 --shapes, print the fastest, then run the table with them on S
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "llmrt/core/float_convert.hpp"
+#include "llmrt/quant/codec.hpp"
+#include "llmrt/quant/types.hpp"
+#include "llmrt/testing/generate.hpp"
+#include "llmrt/vulkan/vulkan.hpp"
+
+using namespace llmrt;
+namespace vk_ = llmrt::vulkan;
+
+namespace {
+
+constexpr double peak_bytes_per_s = 3.1e12;   // measured read bandwidth of the H100 (DESIGN.md)
+constexpr double l2_bytes = 50e6;
+
+struct options {
+    std::string device;
+    std::vector<std::string> types;
+    std::vector<std::pair<int64_t, int64_t>> shapes = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {128256, 4096}};
+    std::vector<int64_t> ncols = {1, 2, 4, 8};
+    int iters = 50;
+    std::string json;
+    bool sweep = false;
+    bool diagnose = false;
+    std::vector<std::pair<int64_t, int64_t>> bench_shapes;  // after a sweep: the shapes of the table
+};
+
+std::vector<std::string> split(const std::string& text, char sep) {
+    std::vector<std::string> parts;
+    std::stringstream in(text);
+    for (std::string part; std::getline(in, part, sep);)
+        if (!part.empty()) parts.push_back(part);
+    return parts;
+}
+
+options parse(int argc, char** argv) {
+    options o;
+    weight_types::for_each([&](auto tag) { o.types.push_back(decltype(tag)::type::name); });
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            check(i + 1 < argc, errc::invalid_argument, [&] { return a + " needs a value"; });
+            return argv[++i];
+        };
+        if (a == "--device") o.device = value();
+        else if (a == "--types") o.types = split(value(), ',');
+        else if (a == "--iters") o.iters = std::max(5, std::atoi(value().c_str()));
+        else if (a == "--json") o.json = value();
+        else if (a == "--sweep") o.sweep = true;
+        else if (a == "--diagnose") o.diagnose = true;
+        else if (a == "--bench-shapes") {
+            for (const auto& sh : split(value(), ',')) {
+                const auto rk = split(sh, 'x');
+                check(rk.size() == 2, errc::invalid_argument, [&] { return "shape '" + sh + "' is not ROWSxK"; });
+                o.bench_shapes.emplace_back(std::atoll(rk[0].c_str()), std::atoll(rk[1].c_str()));
+            }
+        }
+        else if (a == "--ncols") {
+            o.ncols.clear();
+            for (const auto& n : split(value(), ',')) o.ncols.push_back(std::atoll(n.c_str()));
+        } else if (a == "--shapes") {
+            o.shapes.clear();
+            for (const auto& s : split(value(), ',')) {
+                const auto rk = split(s, 'x');
+                check(rk.size() == 2, errc::invalid_argument, [&] { return "shape '" + s + "' is not ROWSxK"; });
+                o.shapes.emplace_back(std::atoll(rk[0].c_str()), std::atoll(rk[1].c_str()));
+            }
+        } else {
+            throw error(errc::invalid_argument, "unknown argument " + a + " (see the top of bench/mmvq_vulkan/mmvq_vulkan.cpp)");
+        }
+    }
+    return o;
+}
+
+// W's bytes: 8 MiB of random blocks with sane scales, repeated (timing does not depend on values).
+std::vector<uint8_t> weight_bytes(qtype t, int64_t rows, int64_t k) {
+    return dispatch<weight_types>(t, "bench", [&](auto tag) {
+        using B = typename decltype(tag)::type;
+        const std::size_t total = std::size_t(rows) * row_size(t, k);
+        const std::size_t pattern_blocks = std::min<std::size_t>(total / sizeof(B), (8u << 20) / sizeof(B));
+        std::vector<uint8_t> pattern(pattern_blocks * sizeof(B));
+        for (std::size_t i = 0; i < pattern.size(); ++i) pattern[i] = uint8_t(testing::random_bits(1, 1, i) >> 56);
+        for (std::size_t b = 0; b < pattern_blocks; ++b) {
+            B block;
+            std::memcpy(&block, pattern.data() + b * sizeof(B), sizeof(B));
+            if constexpr (requires(B& x) { x.e; }) block.e = uint8_t(120 + b % 11);
+            else block.d = fp32_to_fp16(0.001f + 0.009f * float(b % 97) / 97.0f);
+            if constexpr (requires(B& x) { x.dmin; }) block.dmin = fp32_to_fp16(0.002f);
+            std::memcpy(pattern.data() + b * sizeof(B), &block, sizeof(B));
+        }
+        std::vector<uint8_t> bytes(total);
+        for (std::size_t at = 0; at < total; at += pattern.size())
+            std::memcpy(bytes.data() + at, pattern.data(), std::min(pattern.size(), total - at));
+        return bytes;
+    });
+}
+
+// Median nanoseconds of record(cmd, i) over iters dispatches, each alone on the GPU (a barrier
+// before it), the first fifth dropped as warm-up.
+template <class Record>
+double median_ns(const vk_::context& ctx, int iters, Record&& record) {
+    const uint32_t queries = uint32_t(2 * iters);
+    vk::raii::QueryPool pool(ctx.device(), vk::QueryPoolCreateInfo({}, vk::QueryType::eTimestamp, queries));
+    ctx.run([&](vk::CommandBuffer cmd) {
+        cmd.resetQueryPool(*pool, 0, queries);
+        const vk::MemoryBarrier barrier(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eShaderRead,
+                                        vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eShaderRead);
+        for (int i = 0; i < iters; ++i) {
+            cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader, vk::PipelineStageFlagBits::eComputeShader, {},
+                                barrier, {}, {});
+            // Written once the previous dispatch has left the compute stage, so it times this one alone.
+            cmd.writeTimestamp(vk::PipelineStageFlagBits::eComputeShader, *pool, uint32_t(2 * i));
+            record(cmd, i);
+            cmd.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *pool, uint32_t(2 * i + 1));
+        }
+    });
+    const auto [result, stamps] =
+        pool.getResults<uint64_t>(0, queries, queries * sizeof(uint64_t), sizeof(uint64_t),
+                                  vk::QueryResultFlagBits::e64 | vk::QueryResultFlagBits::eWait);
+    check(result == vk::Result::eSuccess, errc::device_error, "bench: timestamp queries not ready");
+    std::vector<double> ns;
+    for (int i = iters / 5; i < iters; ++i)
+        ns.push_back(double(stamps[std::size_t(2 * i + 1)] - stamps[std::size_t(2 * i)]) * ctx.info().timestamp_period_ns);
+    std::sort(ns.begin(), ns.end());
+    return ns[ns.size() / 2];
+}
+
+// One type and shape: W copies, X quantized once, Y.
+struct setup {
+    qtype type;
+    int64_t rows, k, max_cols;
+    std::vector<std::unique_ptr<vk_::buffer>> w;
+    std::unique_ptr<vk_::buffer> x, scratch, y;
+    double w_bytes;
+
+    setup(vk_::context& ctx, vk_::mmvq& kernels, qtype t, int64_t rows_, int64_t k_, int64_t max_cols_)
+        : type(t), rows(rows_), k(k_), max_cols(max_cols_) {
+        const std::vector<uint8_t> bytes = weight_bytes(t, rows, k);
+        w_bytes = double(bytes.size());
+        const int copies = std::max(2, int(std::ceil(2 * l2_bytes / w_bytes)) + 1);
+        for (int c = 0; c < copies; ++c) w.push_back(std::make_unique<vk_::buffer>(ctx, bytes.size()));
+        w[0]->upload(bytes.data(), bytes.size());
+        ctx.run([&](vk::CommandBuffer cmd) {
+            for (int c = 1; c < copies; ++c) cmd.copyBuffer(w[0]->handle(), w[std::size_t(c)]->handle(), vk::BufferCopy(0, 0, w[0]->size()));
+        });
+        const std::vector<float> xs = testing::gaussian(k * max_cols, 2);
+        x = std::make_unique<vk_::buffer>(ctx, xs.size() * 4);
+        x->upload(xs.data(), xs.size() * 4);
+        scratch = std::make_unique<vk_::buffer>(ctx, vk_::q8_1_activation_layout(k, max_cols).bytes);
+        y = std::make_unique<vk_::buffer>(ctx, std::size_t(rows * max_cols) * 4);
+        ctx.run([&](vk::CommandBuffer cmd) {
+            kernels.record_quantize(cmd, {.k = k, .ncols = max_cols}, x->span(), scratch->span());
+        });
+    }
+
+    // Median ns of one mmvq dispatch with ncols columns (the first ncols of the quantized X).
+    double time(vk_::context& ctx, vk_::mmvq& kernels, int64_t ncols, int iters) {
+        // The scratch holds max_cols columns; ncols of them are one batch of a max_cols-wide layout
+        // only when ncols == max_cols, so quantize again for the narrower case.
+        ctx.run([&](vk::CommandBuffer cmd) {
+            kernels.record_quantize(cmd, {.k = k, .ncols = ncols}, x->span(), scratch->span());
+        });
+        return median_ns(ctx, iters, [&](vk::CommandBuffer cmd, int i) {
+            kernels.record_mmvq(cmd, type, {.rows = rows, .k = k, .ncols = ncols}, w[std::size_t(i) % w.size()]->span(),
+                                scratch->span(), y->span());
+        });
+    }
+
+    double bytes(int64_t ncols) const { return w_bytes + double(k * ncols) * 36.0 / 32.0 + double(rows * ncols) * 4.0; }
+};
+
+std::string tuning_text(const vk_::mmvq_tuning& t, int64_t ncols) {
+    char text[96];
+    std::snprintf(text, sizeof text, "wg%u sg%u ks%u spl%u rows%u %s", t.workgroup_size, t.subgroup_size, t.k_split,
+                  t.slices_per_lane, t.rows[ncols - 1], t.staged ? "staged" : "direct");
+    return text;
+}
+
+// TEMPORARY: where the time goes, by faking parts of the work (shaders/mmvq.comp, DIAGNOSTIC).
+void diagnose(vk_::context& ctx, const options& o) {
+    for (const std::string& type_name : o.types) {
+        const qtype t = qtype_from_name(type_name);
+        vk_::mmvq kernels(ctx);
+        std::vector<std::unique_ptr<setup>> setups;
+        for (auto [rows, k] : o.shapes) setups.push_back(std::make_unique<setup>(ctx, kernels, t, rows, k, 8));
+        for (bool staged : {true, false}) {
+            if (!staged && type_size(t) % 4 != 0) continue;
+            for (uint32_t rows1 : {1u, 4u})
+                for (uint32_t diag : {0u, 1u, 2u, 3u, 4u, 7u}) {
+                    vk_::mmvq_tuning c = kernels.tuning(t);
+                    c.workgroup_size = 128;
+                    c.k_split = 1;
+                    c.rows[0] = rows1;
+                    c.staged = staged;
+                    c.diagnostic = diag;
+                    try {
+                        kernels.set_tuning(t, c);
+                    } catch (const error& e) {
+                        continue;
+                    }
+                    std::string line;
+                    for (auto& s : setups) {
+                        const double ns = s->time(ctx, kernels, 1, o.iters);
+                        char cell[48];
+                        std::snprintf(cell, sizeof cell, " %7.1fus %4.0f%%", ns / 1e3, 100 * s->bytes(1) / (ns * 1e-9) / peak_bytes_per_s);
+                        line += cell;
+                    }
+                    std::printf("DIAG %-6s %-34s diag %u:%s\n", type_name.c_str(), tuning_text(c, 1).c_str(), diag, line.c_str());
+                    std::fflush(stdout);
+                }
+        }
+    }
+}
+
+std::map<qtype, vk_::mmvq_tuning> sweep(vk_::context& ctx, const options& o) {
+    std::map<qtype, vk_::mmvq_tuning> chosen;
+    std::printf("sweep: ncols 1 over work-group size, slices per lane, rows and staging; then rows for 2..8 columns\n");
+    for (const std::string& type_name : o.types) {
+        const qtype t = qtype_from_name(type_name);
+        vk_::mmvq kernels(ctx);
+        std::vector<std::unique_ptr<setup>> setups;
+        for (auto [rows, k] : o.shapes) setups.push_back(std::make_unique<setup>(ctx, kernels, t, rows, k, 8));
+        const vk_::mmvq_tuning base = kernels.tuning(t);
+        vk_::mmvq_tuning best = base;
+        double best_score = 0;
+        struct shape_choice {
+            uint32_t wg, k_split, spl, rows;
+        };
+        const shape_choice choices[] = {{128, 4, 1, 1}, {128, 2, 1, 1}, {128, 1, 1, 1}, {128, 1, 1, 2}, {128, 2, 1, 2},
+                                        {128, 4, 2, 1}, {128, 2, 2, 1}, {128, 1, 2, 1}, {256, 8, 1, 1}, {256, 4, 1, 1},
+                                        {256, 2, 1, 1}, {256, 1, 1, 1}, {64, 2, 1, 1}, {64, 1, 1, 1}, {64, 2, 2, 1},
+                                        {64, 1, 1, 2}};
+        for (const shape_choice& choice : choices)
+            for (bool staged : {true, false}) {
+                if (!staged && type_size(t) % 4 != 0) continue;
+                vk_::mmvq_tuning c = base;
+                c.workgroup_size = choice.wg * base.subgroup_size / 32;
+                c.k_split = choice.k_split;
+                c.slices_per_lane = choice.spl;
+                c.rows[0] = choice.rows;
+                c.staged = staged;
+                try {
+                    kernels.set_tuning(t, c);
+                } catch (const error& e) {
+                    std::printf("  %-6s %-34s skipped: %s\n", type_name.c_str(), tuning_text(c, 1).c_str(), e.what());
+                    continue;
+                }
+                double score = 0;  // mean fraction of peak over the shapes
+                std::string line;
+                for (auto& s : setups) {
+                    const double ns = s->time(ctx, kernels, 1, o.iters);
+                    const double fraction = s->bytes(1) / (ns * 1e-9) / peak_bytes_per_s;
+                    score += fraction / double(setups.size());
+                    char cell[48];
+                    std::snprintf(cell, sizeof cell, " %6.1fus %4.0f%%", ns / 1e3, 100 * fraction);
+                    line += cell;
+                }
+                std::printf("  %-6s %-34s%s  mean %4.1f%%  [%s]\n", type_name.c_str(), tuning_text(c, 1).c_str(), line.c_str(),
+                            100 * score, kernels.mmvq_pipeline(t, 1, false, staged).statistics().c_str());
+                std::fflush(stdout);
+                if (score > best_score) {
+                    best_score = score;
+                    best = c;
+                }
+            }
+        kernels.set_tuning(t, best);
+        // Rows per work-group for 2..3 columns from a trial at 2, 4..7 from 4, 8 from 8.
+        for (int64_t ncols : {2, 4, 8}) {
+            uint32_t best_rows = best.rows[ncols - 1];
+            double best_ns = 1e30;
+            for (uint32_t rows : {1u, 2u, 4u, 8u}) {
+                vk_::mmvq_tuning c = best;
+                c.rows[ncols - 1] = rows;
+                try {
+                    kernels.set_tuning(t, c);
+                } catch (const error&) {
+                    continue;
+                }
+                double ns = 0;
+                for (auto& s : setups) ns += s->time(ctx, kernels, ncols, o.iters);
+                std::printf("  %-6s ncols %lld rows %u: %.1fus summed over shapes\n", type_name.c_str(), (long long)ncols, rows,
+                            ns / 1e3);
+                if (ns < best_ns) {
+                    best_ns = ns;
+                    best_rows = rows;
+                }
+            }
+            const int64_t last = ncols == 2 ? 3 : ncols == 4 ? 7 : 8;
+            for (int64_t n = ncols; n <= last; ++n) best.rows[n - 1] = best_rows;
+            kernels.set_tuning(t, best);
+        }
+        std::printf("BEST %-6s wg %u k_split %u spl %u staged %d rows {%u,%u,%u,%u,%u,%u,%u,%u} mean %.1f%% at 1 column\n",
+                    type_name.c_str(), best.workgroup_size, best.k_split, best.slices_per_lane, int(best.staged), best.rows[0], best.rows[1],
+                    best.rows[2], best.rows[3], best.rows[4], best.rows[5], best.rows[6], best.rows[7], 100 * best_score);
+        std::fflush(stdout);
+        chosen[t] = best;
+    }
+    return chosen;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    const options o = parse(argc, argv);
+    vk_::context ctx({.device = o.device, .pipeline_statistics = o.sweep});
+    const vk_::device_info& dev = ctx.info();
+    std::printf("device: %s (vendor 0x%x, subgroup %u, integer dot %s)\n", dev.name.c_str(), dev.vendor_id,
+                dev.subgroup_size, dev.integer_dot_accelerated ? "accelerated" : "not accelerated");
+    if (o.diagnose) {
+        diagnose(ctx, o);
+        return 0;
+    }
+    std::map<qtype, vk_::mmvq_tuning> tunings;
+    if (o.sweep) tunings = sweep(ctx, o);
+    options bench = o;
+    if (!o.bench_shapes.empty()) bench.shapes = o.bench_shapes;
+
+    std::string json = "{\n  \"device\": \"" + dev.name + "\",\n  \"peak_bytes_per_s\": 3.1e12,\n  \"results\": [\n";
+    std::printf("\n%-6s %7s %6s %5s %10s %9s %7s   %s\n", "type", "rows", "k", "ncols", "us", "GB/s", "of 3.1", "tuning");
+    bool first = true;
+    for (const std::string& type_name : o.types) {
+        const qtype t = qtype_from_name(type_name);
+        vk_::mmvq kernels(ctx);
+        if (tunings.count(t)) kernels.set_tuning(t, tunings[t]);
+        for (auto [rows, k] : bench.shapes) {
+            const int64_t max_cols = *std::max_element(o.ncols.begin(), o.ncols.end());
+            setup s(ctx, kernels, t, rows, k, max_cols);
+            for (int64_t ncols : o.ncols) {
+                const double ns = s.time(ctx, kernels, ncols, o.iters);
+                const double gbps = s.bytes(ncols) / ns;  // bytes per ns = GB/s
+                const std::string tuning = tuning_text(kernels.tuning(t), ncols);
+                std::printf("%-6s %7lld %6lld %5lld %10.2f %9.1f %6.1f%%   %s\n", type_name.c_str(), (long long)rows,
+                            (long long)k, (long long)ncols, ns / 1e3, gbps, 100 * gbps * 1e9 / peak_bytes_per_s, tuning.c_str());
+                char record[320];
+                std::snprintf(record, sizeof record,
+                              "    {\"type\": \"%s\", \"rows\": %lld, \"k\": %lld, \"ncols\": %lld, \"us\": %.3f, \"gbps\": %.1f, "
+                              "\"fraction_of_peak\": %.4f, \"tuning\": \"%s\"}",
+                              type_name.c_str(), (long long)rows, (long long)k, (long long)ncols, ns / 1e3, gbps,
+                              gbps * 1e9 / peak_bytes_per_s, tuning.c_str());
+                json += std::string(first ? "" : ",\n") + record;
+                first = false;
+            }
+            std::fflush(stdout);
+        }
+    }
+    json += "\n  ]\n}\n";
+    std::printf("\n%s", json.c_str());
+    if (!o.json.empty()) std::ofstream(o.json) << json;
+    return 0;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "llmrt-bench-mmvq-vulkan: %s\n", e.what());
+    return 1;
+}
