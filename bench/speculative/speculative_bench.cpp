@@ -22,6 +22,7 @@
 #include <span>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -113,6 +114,43 @@ double prompt_seconds(Model& target, const std::vector<int32_t>& prompt, const s
     return now() - start;
 }
 
+// What a forward call costs, which bounds what speculation can gain: verifying n draft tokens is one
+// target call of n + 1 tokens in place of up to n + 1 calls of one, and each draft token costs a
+// draft call of one.
+struct call_costs {
+    int32_t batch = 0;                          // n_max + 1: the longest verification
+    double target_one = 0.0, target_batch = 0.0;  // seconds per call of 1 and of `batch` tokens
+    double draft_one = 0.0;
+};
+
+// The fastest of `reps` calls at position `at` (the cache refilled up to there first).
+template <class Model>
+double call_seconds(Model& m, int32_t at, int32_t tokens, int32_t reps, const std::function<double()>& now) {
+    const std::vector<int32_t> filler(std::size_t(at + tokens), 300);
+    m.truncate(0);
+    m.eval(std::span<const int32_t>(filler).first(std::size_t(at)), 0, {});
+    std::vector<float> logits(std::size_t(tokens) * std::size_t(m.vocab_size()));
+    double best = 0.0;
+    for (int32_t r = 0; r < reps; ++r) {
+        m.truncate(at);
+        const double start = now();
+        m.eval(std::span<const int32_t>(filler).subspan(std::size_t(at), std::size_t(tokens)), at, logits);
+        const double s = now() - start;
+        best = r == 0 ? s : std::min(best, s);
+    }
+    return best;
+}
+
+template <class Model>
+call_costs measure_costs(Model& target, Model& draft, int32_t batch, int32_t reps, const spec::run_config& config) {
+    const std::function<double()> now = config.clock ? config.clock : [] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    };
+    const int32_t at = 64;  // a position typical of the runs
+    return {batch, call_seconds(target, at, 1, reps, now), call_seconds(target, at, batch, reps, now),
+            call_seconds(draft, at, 1, reps, now)};
+}
+
 template <class Model>
 measurement measure(Model& target, Model& draft, const workload& w, const arguments& a) {
     measurement m{w.name, spec::drafters_name(w.config), w.prompt->size(), 0.0, {}, {}, true};
@@ -167,10 +205,13 @@ std::string json_escape(const std::string& s) {
     return out;
 }
 
-void write_json(std::FILE* f, const std::vector<measurement>& results, const std::string& backend, const arguments& a,
-                const llmrt::model::llama_shape& shape) {
+void write_json(std::FILE* f, const std::vector<measurement>& results, const call_costs& costs, const std::string& backend,
+                const arguments& a, const llmrt::model::llama_shape& shape) {
     std::fprintf(f, "{\n  \"backend\": \"%s\",\n  \"clock\": \"%s\",\n  \"tokens\": %d,\n  \"reps\": %d,\n",
                  json_escape(backend).c_str(), a.clock.c_str(), a.n, a.reps);
+    std::fprintf(f,
+                 "  \"call_seconds\": {\"target_1\": %.6f, \"target_batch\": %.6f, \"batch\": %d, \"draft_1\": %.6f},\n",
+                 costs.target_one, costs.target_batch, costs.batch, costs.draft_one);
     std::fprintf(f,
                  "  \"model\": {\"target_type\": \"%s\", \"draft_type\": \"%s\", \"n_vocab\": %d, \"n_embd\": %d, "
                  "\"n_layer\": %d, \"n_head\": %d, \"n_head_kv\": %d, \"n_ff\": %d},\n  \"results\": [\n",
@@ -250,6 +291,12 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
                 "%d words x %d\n",
                 a.n, a.reps, a.clock == "cpu" ? "process CPU" : "wall", base.policy.n_max, a.period, a.repeats);
 
+    const call_costs costs = measure_costs(target, draft, base.policy.n_max + 1, 5 * a.reps, base);
+    std::printf("cost:    target %.2f ms for 1 token, %.2f ms for %d (%.1fx one); draft %.2f ms for 1 token (%.2fx the "
+                "target's)\n",
+                costs.target_one * 1e3, costs.target_batch * 1e3, costs.batch, costs.target_batch / costs.target_one,
+                costs.draft_one * 1e3, costs.draft_one / costs.target_one);
+
     std::vector<measurement> results;
     for (const auto& w : workloads) {
         results.push_back(measure(target, draft, w, a));
@@ -259,11 +306,11 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
     print_table(results);
 
     if (a.json_path == "-") {
-        write_json(stdout, results, description, a, shape);
+        write_json(stdout, results, costs, description, a, shape);
     } else {
         std::FILE* f = std::fopen(a.json_path.c_str(), "w");
         if (!f) throw error(errc::io_error, "cannot write " + a.json_path);
-        write_json(f, results, description, a, shape);
+        write_json(f, results, costs, description, a, shape);
         std::fclose(f);
         std::printf("wrote %s\n", a.json_path.c_str());
     }

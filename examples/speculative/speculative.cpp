@@ -124,6 +124,7 @@ arguments parse(int argc, char** argv) {
     if (a.no_draft && !a.ngram)
         throw llmrt::error(llmrt::errc::invalid_argument,
                            "nothing would draft: give --draft, or --ngram for the n-gram drafter alone");
+    if (a.n_max < 1) throw llmrt::error(llmrt::errc::invalid_argument, "--n-max needs at least 1");
     if (a.repeat < 1) throw llmrt::error(llmrt::errc::invalid_argument, "--repeat needs at least 1");
     if (a.p_min > 1.0f) throw llmrt::error(llmrt::errc::invalid_argument, "--p-min needs a probability in [0, 1]");
     return a;
