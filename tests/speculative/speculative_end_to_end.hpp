@@ -194,7 +194,7 @@ TEST_CASE_TEMPLATE_DEFINE("sampling with point-mass drafts gives the token strea
         auto g = chained_generator(*m.target, *m.draft, params, sample::sampling_params::greedy());
         const sample::generation_result r = g.generate(prompt, 128);
         INFO("first difference at token ", first_difference(r.tokens, expected), " of ", expected.size());
-    CHECK(r.tokens == expected);
+        CHECK(r.tokens == expected);
         check_drafters_worked(g.stats(), false);
     }
 }
