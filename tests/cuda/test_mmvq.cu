@@ -124,6 +124,40 @@ TEST_CASE_TEMPLATE("mmvq matches the CPU reference and each column's bits do not
     }
 }
 
+TEST_CASE_TEMPLATE("mmvq gives the same bits whether W's rows come through a tensor map or row by row", B,
+                   LLMRT_WEIGHT_TYPES) {
+    // k = 2048 makes every type's rows a multiple of 16 bytes, so a 16-byte aligned dense W is
+    // loaded as tensor-map boxes; the same rows at an odd offset with padded rows are not, and go
+    // through the per-row copies.
+    LLMRT_CUDA_TEST_NEEDS_DEVICE();
+    const int64_t rows = 33, k = 2048, align = cuda::device_codec<B>::align;
+    const int64_t row_bytes = int64_t(llmrt::row_size(B::id, k));
+    REQUIRE(row_bytes % 16 == 0);
+    const int64_t odd_stride = row_bytes + (align < 16 ? align : 16 + 16);
+    const int64_t odd_offset = align < 16 ? align : 0;
+    const std::vector<uint8_t> dense = random_matrix<B>(rows, k, row_bytes, 4242);
+    const std::vector<uint8_t> padded = random_matrix<B>(rows, k, odd_stride, 4242);
+    REQUIRE(dense_rows(padded, rows, row_bytes, odd_stride) == dense);
+    const std::vector<float> x = llmrt::testing::generate(distribution::gaussian, k * cuda::mmvq_max_cols, 4343);
+    device_buffer d_dense(dense.size()), d_padded(padded.size() + 64), d_x(x.size() * sizeof(float));
+    device_buffer d_y(std::size_t(rows) * cuda::mmvq_max_cols * sizeof(float));
+    device_buffer scratch(cuda::activation_scratch_bytes(k, cuda::mmvq_max_cols));
+    d_dense.upload(dense);
+    d_padded.upload(padded, std::size_t(odd_offset));
+    d_x.upload(x);
+    for (const int64_t ncols : {int64_t(1), int64_t(3), int64_t(8)}) {
+        CAPTURE(ncols);
+        const run_result a = run_mmvq(B::id, d_dense, 0, rows, k, row_bytes, d_x, ncols, d_y, scratch);
+        const run_result b = run_mmvq(B::id, d_padded, odd_offset, rows, k, odd_stride, d_x, ncols, d_y, scratch);
+        REQUIRE(a.unwritten.empty());
+        REQUIRE(b.unwritten.empty());
+        CHECK(bits_equal(a.y.data(), b.y.data(), a.y.size()));
+        const std::vector<float> ref = llmrt::testing::reference_matvec(B::id, dense.data(), x.data(), rows, k, ncols);
+        const llmrt::testing::error_report report = llmrt::testing::compare(a.y.data(), ref.data(), rows * ncols);
+        CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound), report.describe(a.y.data(), ref.data()));
+    }
+}
+
 TEST_CASE_TEMPLATE("the batched form broadcasts W across activation batches and matches separate launches", B,
                    LLMRT_WEIGHT_TYPES) {
     LLMRT_CUDA_TEST_NEEDS_DEVICE();

@@ -21,8 +21,11 @@
 // partial sums meet in shared memory in a fixed order. No atomics.
 #pragma once
 
+#include <cuda.h>  // CUtensorMap (a header-only use: the encoder is reached through the runtime)
 #include <cuda_runtime.h>
+#include <cudaTypedefs.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -48,31 +51,43 @@ namespace detail {
 constexpr int mmvq_tile_rows = 16;         // rows per warp
 constexpr int mmvq_step_elements = 256;    // k per pipeline step
 constexpr int mmvq_max_split = 4;          // warps per CTA, splitting k
-constexpr int mmvq_warp_smem_budget = 16 * 1024;
 constexpr int mmvq_max_stages = 8;
 constexpr int mmvq_mma_min_cols = 4;       // from this many columns on, the tensor-core form
 constexpr int64_t mmvq_target_warps = 1024;  // about 8 warps per SM of an H100
+constexpr int64_t mmvq_warps_per_sm = 24;    // what the ring depth is sized for on large problems
+constexpr int64_t mmvq_smem_per_sm = 200 * 1024;
+constexpr int64_t mmvq_max_cta_smem = 200 * 1024;
 
 constexpr int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
-// Shared-memory layout of one warp: `stages` ring slots, each 16 rows of one step's weight bytes
-// (row r at r·pitch, starting at the address's offset modulo 16: the copies move the aligned
-// 16-byte span around them) then the step's 8 activation records.
+// Shared-memory layout of one warp: a ring of `stages` slots (chosen per launch, from the shape),
+// each 16 rows of one step's weight bytes (row r at r·pitch, starting at the address's offset
+// modulo 16: the copies move the aligned 16-byte span around them) then the step's 8 activation
+// records.
 template <class B, int NCols>
 struct mmvq_layout {
     static_assert(mmvq_step_elements % B::block_size == 0, "mmvq: a step must hold whole weight blocks");
     static_assert(NCols >= 1 && NCols <= mmvq_max_cols, "mmvq: NCols must be 1..8");
     static constexpr int blocks_per_step = mmvq_step_elements / int(B::block_size);
     static constexpr int step_bytes = int(sizeof(B)) * blocks_per_step;
-    static constexpr int span_chunks = (step_bytes + 15) / 16 + 1;  // 16-byte chunks of a span, any start
-    static constexpr int pitch = 16 * ((span_chunks + 1) | 1);     // odd multiple of 16: no bank conflicts
-    static constexpr int weight_bytes = mmvq_tile_rows * pitch;
+    // Per-row copies (any alignment): the aligned 16-byte span around a step, plus slack for
+    // the decoders' word reads; an odd multiple of 16 keeps lanes of different rows off each
+    // other's banks.
+    static constexpr int span_chunks = (step_bytes + 15) / 16 + 1;
+    static constexpr int row_pitch = 16 * ((span_chunks + 1) | 1);
+    // Tensor-map copies: a 16-row box starting at the 16-byte aligned address at or below the
+    // step (a box must start 16-byte aligned), its rows an odd multiple of 16 bytes covering the
+    // step, in 1-byte elements, or 2-byte ones where a step exceeds the box limit of 256 elements.
+    static constexpr int box_span = step_bytes % 16 == 0 ? step_bytes : step_bytes + 15;
+    static constexpr int box_bytes = 16 * (((box_span + 15) / 16) | 1);
+    static constexpr int box_element_bytes = box_bytes <= 256 ? 1 : 2;
+    static_assert(box_bytes / box_element_bytes <= 256, "mmvq: a step must fit a tensor-map box");
+    static_assert(step_bytes % box_element_bytes == 0, "mmvq: a step must be whole box elements");
+    static constexpr int weight_bytes = (mmvq_tile_rows * (row_pitch > box_bytes ? row_pitch : box_bytes) + 127) / 128 * 128;
     static constexpr int record_bytes = int(activation_record_bytes(NCols));
-    static constexpr int stage_bytes = weight_bytes + 8 * record_bytes;
-    static constexpr int stages = clamp_int(mmvq_warp_smem_budget / stage_bytes, 2, mmvq_max_stages);
-    static constexpr int warp_smem_bytes = stages * stage_bytes;
+    static constexpr int stage_bytes = (weight_bytes + 8 * record_bytes + 127) / 128 * 128;
     static constexpr bool tensor_cores = NCols >= mmvq_mma_min_cols;
-    static_assert(warp_smem_bytes >= mmvq_tile_rows * NCols * 4, "mmvq: the partial sums reuse a warp's ring");
+    static_assert(2 * stage_bytes >= mmvq_tile_rows * NCols * 4, "mmvq: the partial sums reuse a warp's ring");
 };
 
 struct mmvq_params {
@@ -91,32 +106,39 @@ struct mmvq_params {
     int32_t nblocks32;  // k / 32
     int32_t nsteps;     // ceil(k / 256)
     int32_t ratio2, ratio3;  // activation batches per W batch
+    int32_t stages;          // ring slots per warp, 2..8
+    int32_t tensor_map;      // 1: W's rows come through the tensor map, 0: per-row bulk copies
 };
 
 }  // namespace detail
 
 // The kernel: one CTA per 16 rows and batch, grid (ceil(rows/16), batch2, batch3), blockDim
 // (32, split) with split warps dividing k, dynamic shared memory
-// split · detail::mmvq_layout<B, NCols>::warp_smem_bytes. Launch it through mmvq / mmvq_prepared.
+// split · p.stages · detail::mmvq_layout<B, NCols>::stage_bytes. Launch it through mmvq / mmvq_prepared.
 template <class B, int NCols>
-__global__ void __launch_bounds__(32 * detail::mmvq_max_split, 4) mmvq_kernel(const detail::mmvq_params p) {
+__global__ void __launch_bounds__(32 * detail::mmvq_max_split, 4)
+    mmvq_kernel(const detail::mmvq_params p, const __grid_constant__ CUtensorMap weights) {
     using namespace detail;
     using layout = mmvq_layout<B, NCols>;
     using codec = device_codec<B>;
-    extern __shared__ __align__(16) uint8_t smem[];
+    extern __shared__ __align__(128) uint8_t smem[];
     const int lane = int(threadIdx.x), warp = int(threadIdx.y), split = int(blockDim.y);
     const int row0 = int(blockIdx.x) * mmvq_tile_rows;
 
     const uint8_t* w = p.w;
     bool expert_valid = true;
+    int w2, w3;  // W's batch indices
     if (p.ids != nullptr) {
         ptx::wait_for_prerequisite_grids();  // the ids may come from the previous kernel
         const int32_t expert = p.ids[int64_t(blockIdx.z) * p.ids_token_stride + blockIdx.y];
         expert_valid = expert >= 0 && expert < p.n_experts;
-        w += int64_t(expert_valid ? expert : 0) * p.w_stride2;
+        w2 = expert_valid ? expert : 0;
+        w3 = 0;
     } else {
-        w += int64_t(blockIdx.y / unsigned(p.ratio2)) * p.w_stride2 + int64_t(blockIdx.z / unsigned(p.ratio3)) * p.w_stride3;
+        w2 = int(blockIdx.y / unsigned(p.ratio2));
+        w3 = int(blockIdx.z / unsigned(p.ratio3));
     }
+    w += int64_t(w2) * p.w_stride2 + int64_t(w3) * p.w_stride3;
     const uint8_t* x = p.x + int64_t(blockIdx.y) * p.x_stride2 + int64_t(blockIdx.z) * p.x_stride3;
     float* y = p.y + int64_t(blockIdx.y) * p.y_stride2 + int64_t(blockIdx.z) * p.y_stride3;
 
@@ -133,67 +155,86 @@ __global__ void __launch_bounds__(32 * detail::mmvq_max_split, 4) mmvq_kernel(co
 
     const int step_begin = int(int64_t(warp) * p.nsteps / split);
     const int nsteps = int(int64_t(warp + 1) * p.nsteps / split) - step_begin;
-    uint8_t* const ring = smem + warp * layout::warp_smem_bytes;
+    const int stages = p.stages;
+    const int warp_smem_bytes = stages * layout::stage_bytes;
+    uint8_t* const ring = smem + warp * warp_smem_bytes;
     __shared__ uint64_t slot_barriers[mmvq_max_split][mmvq_max_stages];
     uint64_t* const barriers = slot_barriers[warp];
     if (lane == 0)
-        for (int s = 0; s < layout::stages; ++s) ptx::mbarrier_init(&barriers[s], 1);
+        for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&barriers[s], 1);
     __syncwarp();
 
-    // Lane r < 16 copies row r of every step, lane 16 the activation records: one bulk copy each
-    // per step, of the aligned 16-byte span around the bytes. A row whose end is not 16-byte
-    // aligned gets its last few bytes by plain loads, so no read passes a row's last block.
-    const bool copies_row = lane < mmvq_tile_rows && row0 + lane < p.rows;
+    // Weights: with a tensor map, lane 0 loads the step's 16 rows as one box (zeros past a row's
+    // end or the last row); otherwise lane r < 16 copies row r as the aligned 16-byte span around
+    // the step's bytes, and a row whose end is not 16-byte aligned gets its last few bytes by
+    // plain loads, so no read passes a row's last block. Lane 16 copies the activation records.
+    const bool by_tensor_map = p.tensor_map != 0;
+    const bool copies_row = !by_tensor_map && lane < mmvq_tile_rows && row0 + lane < p.rows;
     const uint8_t* const row_begin = w + int64_t(row0 + lane) * p.w_row_stride;
     const uint8_t* const row_end = row_begin + p.w_row_bytes;
     const uint8_t* const row_aligned_end = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(row_end) & ~uintptr_t(15));
-    auto issue_weights = [&](int i) {
-        if (!copies_row) return;
-        const int step = step_begin + i;
-        uint64_t* barrier = &barriers[i % layout::stages];
-        uint8_t* dst = ring + (i % layout::stages) * layout::stage_bytes + lane * layout::pitch;
-        const uint8_t* src = row_begin + int64_t(step) * layout::step_bytes;
-        const int nblocks = min(layout::blocks_per_step, p.nblocks - step * layout::blocks_per_step);
-        const uint8_t* first = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(src) & ~uintptr_t(15));
-        const uint8_t* last = reinterpret_cast<const uint8_t*>(
-            (reinterpret_cast<uintptr_t>(src + nblocks * int(sizeof(B))) + 15) & ~uintptr_t(15));
-        const uint8_t* bulk_end = last < row_aligned_end ? last : row_aligned_end;
-        if (bulk_end > first) {
-            const unsigned bytes = unsigned(bulk_end - first);
-            ptx::mbarrier_expect_bytes(barrier, bytes);
-            ptx::bulk_copy_to_shared(dst, first, bytes, barrier);
+    auto issue = [&](int step, int slot) {
+        uint8_t* const slot_base = ring + slot * layout::stage_bytes;
+        uint64_t* const barrier = &barriers[slot];
+        if (by_tensor_map) {
+            if (lane == 0) {
+                ptx::mbarrier_expect_bytes(barrier, unsigned(mmvq_tile_rows * layout::box_bytes));
+                ptx::tensor_copy_to_shared(slot_base, &weights,
+                                           ((step * layout::step_bytes) & ~15) / layout::box_element_bytes, row0, w2,
+                                           w3, barrier);
+            }
+        } else if (copies_row) {
+            uint8_t* dst = slot_base + lane * layout::row_pitch;
+            const uint8_t* src = row_begin + int64_t(step) * layout::step_bytes;
+            const int nblocks = min(layout::blocks_per_step, p.nblocks - step * layout::blocks_per_step);
+            const uint8_t* first = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(src) & ~uintptr_t(15));
+            const uint8_t* last = reinterpret_cast<const uint8_t*>(
+                (reinterpret_cast<uintptr_t>(src + nblocks * int(sizeof(B))) + 15) & ~uintptr_t(15));
+            const uint8_t* bulk_end = last < row_aligned_end ? last : row_aligned_end;
+            if (bulk_end > first) {
+                const unsigned bytes = unsigned(bulk_end - first);
+                ptx::mbarrier_expect_bytes(barrier, bytes);
+                ptx::bulk_copy_to_shared(dst, first, bytes, barrier);
+            }
+            for (const uint8_t* q = bulk_end > first ? bulk_end : first; q < row_end && q < last; ++q) dst[q - first] = *q;
         }
-        for (const uint8_t* q = bulk_end > first ? bulk_end : first; q < row_end && q < last; ++q) dst[q - first] = *q;
     };
-    auto issue_records = [&](int i) {
+    auto issue_records = [&](int step, int slot) {
         if (lane != mmvq_tile_rows) return;
-        const int step = step_begin + i;
         const int nrecords = min(8, p.nblocks32 - 8 * step);
-        uint64_t* barrier = &barriers[i % layout::stages];
+        uint64_t* barrier = &barriers[slot];
         const unsigned bytes = unsigned(nrecords * layout::record_bytes);
         ptx::mbarrier_expect_bytes(barrier, bytes);
-        ptx::bulk_copy_to_shared(ring + (i % layout::stages) * layout::stage_bytes + layout::weight_bytes,
+        ptx::bulk_copy_to_shared(ring + slot * layout::stage_bytes + layout::weight_bytes,
                                  x + int64_t(8 * step) * layout::record_bytes, bytes, barrier);
     };
-    // The slot's phase completes once lane 0 has arrived (after every lane's copies are issued
-    // and their bytes announced) and all those bytes have landed.
-    auto close_slot = [&](int i) {
+    // A slot's phase completes once lane 0 has arrived (after every lane's copies are issued and
+    // their bytes announced) and all those bytes have landed.
+    auto close_slot = [&](int slot) {
         __syncwarp();
-        if (lane == 0) ptx::mbarrier_arrive(&barriers[i % layout::stages]);
+        if (lane == 0) ptx::mbarrier_arrive(&barriers[slot]);
     };
 
     // The weights do not depend on the previous kernel: start them before waiting for it.
-#pragma unroll
-    for (int i = 0; i < layout::stages; ++i)
-        if (i < nsteps) issue_weights(i);
+    for (int i = 0; i < stages && i < nsteps; ++i) issue(step_begin + i, i);
     ptx::wait_for_prerequisite_grids();
     ptx::allow_dependent_grids();
-#pragma unroll
-    for (int i = 0; i < layout::stages; ++i)
-        if (i < nsteps) {
-            issue_records(i);
-            close_slot(i);
-        }
+    for (int i = 0; i < stages && i < nsteps; ++i) {
+        issue_records(step_begin + i, i);
+        close_slot(i);
+    }
+
+    // Where this lane's rows start inside a slot: row offset plus the misalignment of the step's
+    // bytes (both copy paths start at the aligned address below them), which only changes from
+    // step to step when a step is not a multiple of 16 bytes.
+    const int pitch = by_tensor_map ? layout::box_bytes : layout::row_pitch;
+    const int my_row_a = layout::tensor_cores ? (lane >> 2) : (lane & 15);
+    const int my_row_b = my_row_a + 8;
+    const unsigned mis_a = unsigned(reinterpret_cast<uintptr_t>(w + int64_t(row0 + my_row_a) * p.w_row_stride) +
+                                    uintptr_t(step_begin) * layout::step_bytes) & 15u;
+    const unsigned mis_b = unsigned(reinterpret_cast<uintptr_t>(w + int64_t(row0 + my_row_b) * p.w_row_stride) +
+                                    uintptr_t(step_begin) * layout::step_bytes) & 15u;
+    constexpr unsigned mis_step = unsigned(layout::step_bytes) & 15u;
 
     // Accumulators of the canonical order: [half of the step][row lo/hi][column pair] for the
     // tensor-core form, [column] of this lane's half for the dp4a form.
@@ -202,31 +243,33 @@ __global__ void __launch_bounds__(32 * detail::mmvq_max_split, 4) mmvq_kernel(co
 #pragma unroll
     for (int c = 0; c < NCols; ++c) acc_lane[c] = 0.0f;
 
+    int slot = 0;
+    unsigned parity = 0;
     for (int i = 0; i < nsteps; ++i) {
-        ptx::mbarrier_wait(&barriers[i % layout::stages], unsigned(i / layout::stages) & 1u);
+        ptx::mbarrier_wait(&barriers[slot], parity);
         const int step = step_begin + i;
-        const uint8_t* slot = ring + (i % layout::stages) * layout::stage_bytes;
-        const uint8_t* records = slot + layout::weight_bytes;
+        const uint8_t* slot_base = ring + slot * layout::stage_bytes;
+        const uint8_t* records = slot_base + layout::weight_bytes;
         const int nvalid32 = min(8, p.nblocks32 - 8 * step);
-        auto row_in_slot = [&](int r) {
-            const uintptr_t address = reinterpret_cast<uintptr_t>(w + int64_t(row0 + r) * p.w_row_stride) +
-                                      uintptr_t(step) * layout::step_bytes;
-            return slot + r * layout::pitch + unsigned(address & 15u);
-        };
+        const unsigned shift = mis_step * unsigned(i);
+        const uint8_t* row_a = slot_base + my_row_a * pitch + ((mis_a + shift) & 15u);
         if constexpr (layout::tensor_cores) {
-            const int g = lane >> 2;
-            codec::template mma_step<NCols>(row_in_slot(g), row_in_slot(g + 8), nvalid32, records, lane, acc_mma);
+            const uint8_t* row_b = slot_base + my_row_b * pitch + ((mis_b + shift) & 15u);
+            codec::template mma_step<NCols>(row_a, row_b, nvalid32, records, lane, acc_mma);
         } else {
-            const int r = lane & 15, part = lane >> 4;
+            const int part = lane >> 4;
             const int nvalid = max(0, min(4, nvalid32 - 4 * part));
-            codec::template dot_part<NCols>(row_in_slot(r), part, nvalid, records + 4 * part * layout::record_bytes,
-                                            acc_lane);
+            codec::template dot_part<NCols>(row_a, part, nvalid, records + 4 * part * layout::record_bytes, acc_lane);
         }
         __syncwarp();  // every lane is done with the slot before it is refilled
-        if (i + layout::stages < nsteps) {
-            issue_weights(i + layout::stages);
-            issue_records(i + layout::stages);
-            close_slot(i + layout::stages);
+        if (i + stages < nsteps) {
+            issue(step + stages, slot);
+            issue_records(step + stages, slot);
+            close_slot(slot);
+        }
+        if (++slot == stages) {
+            slot = 0;
+            parity ^= 1u;
         }
     }
 
@@ -254,7 +297,7 @@ __global__ void __launch_bounds__(32 * detail::mmvq_max_split, 4) mmvq_kernel(co
         if (row0 + r >= p.rows) continue;
         float sum = reinterpret_cast<const float*>(smem)[idx];
         for (int other = 1; other < split; ++other)
-            sum = __fadd_rn(sum, reinterpret_cast<const float*>(smem + other * layout::warp_smem_bytes)[idx]);
+            sum = __fadd_rn(sum, reinterpret_cast<const float*>(smem + other * warp_smem_bytes)[idx]);
         y[c * p.y_col_stride + row0 + r] = sum;
     }
 }
@@ -307,14 +350,17 @@ inline std::size_t mmvq_id_scratch_bytes(const input_columns& x) {
 
 namespace detail {
 
-inline void check_device_supports_mmvq() {
-    int device = 0, major = 0;
+// Refuses devices below sm_90; returns the number of SMs.
+inline int check_device_supports_mmvq() {
+    int device = 0, major = 0, sms = 0;
     LLMRT_CUDA_CHECK(cudaGetDevice(&device));
     LLMRT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     check(major >= 9, errc::missing_feature, [&] {
         return "cuda::mmvq needs compute capability 9.0 or newer (bulk copies, mbarrier transactions); device " +
                std::to_string(device) + " has " + std::to_string(major) + ".x";
     });
+    LLMRT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return sms;
 }
 
 // W's layout as the kernel needs it: rows aligned for the type's device codec.
@@ -340,10 +386,63 @@ void check_weights(const qmatrix_view& w, const char* operation, const std::stri
     });
 }
 
+// cuTensorMapEncodeTiled, reached through the runtime so that nothing links libcuda directly.
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+    static const PFN_cuTensorMapEncodeTiled_v12000 encoder = [] {
+        void* fn = nullptr;
+        cudaDriverEntryPointQueryResult found{};
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
+                cudaSuccess ||
+            found != cudaDriverEntryPointSuccess)
+            return PFN_cuTensorMapEncodeTiled_v12000(nullptr);
+        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+    }();
+    return encoder;
+}
+
+// A 4-d tensor map over W's bytes (row bytes, rows, W batch 2, W batch 3) whose box is the 16 rows
+// of one step. False where TMA cannot describe W (address or a stride not a multiple of 16
+// bytes): the kernel then copies row by row.
+template <class B>
+bool make_weight_tensor_map(CUtensorMap& map, const void* data, int64_t row_bytes, int64_t rows, int64_t batch2,
+                            int64_t batch3, int64_t row_stride, int64_t stride2, int64_t stride3) {
+    using layout = mmvq_layout<B, 1>;
+    constexpr int element = layout::box_element_bytes;
+    const bool describable = reinterpret_cast<uintptr_t>(data) % 16 == 0 && row_stride % 16 == 0 &&
+                             stride2 % 16 == 0 && stride3 % 16 == 0 && row_bytes % element == 0 &&
+                             stride3 < (int64_t(1) << 40) && rows < (int64_t(1) << 31);
+    PFN_cuTensorMapEncodeTiled_v12000 encode = describable ? tensor_map_encoder() : nullptr;
+    if (encode == nullptr) return false;
+    const cuuint64_t dims[4] = {cuuint64_t(row_bytes / element), cuuint64_t(rows), cuuint64_t(batch2), cuuint64_t(batch3)};
+    const cuuint64_t strides[3] = {cuuint64_t(row_stride), cuuint64_t(stride2), cuuint64_t(stride3)};
+    const cuuint32_t box[4] = {cuuint32_t(layout::box_bytes / element), cuuint32_t(mmvq_tile_rows), 1, 1};
+    const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+    return encode(&map, element == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
+                  const_cast<void*>(data), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// The ring depth: every step of a warp in flight when the whole problem fits the SMs' shared
+// memory, else as deep as mmvq_warps_per_sm warps per SM allow (at least double buffering).
+// It changes only how far ahead the copies run, never the result.
 template <class B, int NCols>
-void launch_mmvq_kernel(const mmvq_params& p, dim3 grid, int split, cudaStream_t stream, const launch_options& options) {
+int mmvq_stages(int64_t warps, int64_t steps_per_warp, int split, int sms) {
     using layout = mmvq_layout<B, NCols>;
-    const std::size_t smem = std::size_t(split) * layout::warp_smem_bytes;
+    const int64_t warps_per_sm = std::min<int64_t>(mmvq_warps_per_sm, (warps + sms - 1) / std::max(sms, 1));
+    const int64_t budget = std::min<int64_t>(mmvq_smem_per_sm / std::max<int64_t>(warps_per_sm, 1),
+                                             mmvq_max_cta_smem / split);
+    const int64_t fit = budget / layout::stage_bytes;
+    return clamp_int(int(std::min<int64_t>({fit, steps_per_warp, mmvq_max_stages})), 2, mmvq_max_stages);
+}
+
+template <class B, int NCols>
+void launch_mmvq_kernel(mmvq_params p, const CUtensorMap& map, dim3 grid, int split, int sms, cudaStream_t stream,
+                        const launch_options& options) {
+    using layout = mmvq_layout<B, NCols>;
+    const int64_t warps = int64_t(grid.x) * grid.y * grid.z * split;
+    p.stages = mmvq_stages<B, NCols>(warps, (p.nsteps + split - 1) / split, split, sms);
+    const std::size_t smem = std::size_t(split) * p.stages * layout::stage_bytes;
     if (smem > 48 * 1024) {
         // The opt-in above 48 KB is a per-device function attribute: set it once per device.
         static std::atomic<uint64_t> configured_devices{0};
@@ -351,12 +450,13 @@ void launch_mmvq_kernel(const mmvq_params& p, dim3 grid, int split, cudaStream_t
         LLMRT_CUDA_CHECK(cudaGetDevice(&device));
         const uint64_t bit = device < 64 ? (uint64_t(1) << device) : 0;
         if (bit == 0 || (configured_devices.load() & bit) == 0) {
+            const int most = int(std::min<int64_t>(mmvq_max_cta_smem, int64_t(mmvq_max_split) * mmvq_max_stages * layout::stage_bytes));
             LLMRT_CUDA_CHECK(cudaFuncSetAttribute(mmvq_kernel<B, NCols>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  int(mmvq_max_split * layout::warp_smem_bytes)));
+                                                  std::max(most, int(smem))));
             configured_devices.fetch_or(bit);
         }
     }
-    launch(mmvq_kernel<B, NCols>, grid, dim3(32, unsigned(split)), smem, stream, options, p);
+    launch(mmvq_kernel<B, NCols>, grid, dim3(32, unsigned(split)), smem, stream, options, p, map);
 }
 
 inline std::string mmvq_shapes(const qmatrix_view& w, const std::string& x, const output_columns& y) {
@@ -400,7 +500,7 @@ void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const out
           [&] { return std::string(op) + ": " + shapes + ": null pointer or k = 0"; });
     check(reinterpret_cast<uintptr_t>(x.data) % 16 == 0, errc::invalid_argument,
           [&] { return std::string(op) + ": the prepared activations must be 16-byte aligned"; });
-    check_device_supports_mmvq();
+    const int sms = check_device_supports_mmvq();
     mmvq_params p{};
     p.w = static_cast<const uint8_t*>(w.data);
     p.w_row_stride = w.row_stride_or_dense();
@@ -423,7 +523,10 @@ void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const out
     const int64_t tiles = (w.rows + mmvq_tile_rows - 1) / mmvq_tile_rows;
     const int split = mmvq_split(tiles * x.batch2 * x.batch3, p.nsteps);
     const dim3 grid(unsigned(tiles), unsigned(x.batch2), unsigned(x.batch3));
-    launch_mmvq_kernel<B, NCols>(p, grid, split, stream, options);
+    CUtensorMap map{};
+    p.tensor_map = make_weight_tensor_map<B>(map, w.data, p.w_row_bytes, w.rows, w.batch2, w.batch3, p.w_row_stride,
+                                             p.w_stride2, p.w_stride3);
+    launch_mmvq_kernel<B, NCols>(p, map, grid, split, sms, stream, options);
 }
 
 }  // namespace detail
@@ -526,7 +629,7 @@ inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const e
         check(experts.k > 0 && experts.data && ids.data && y.data, errc::invalid_argument,
               [&] { return std::string(op) + ": " + shapes + ": null pointer or k = 0"; });
         check(experts.batch2 <= 0x7fffffff, errc::shape_mismatch, "cuda::mmvq_id: too many experts");
-        detail::check_device_supports_mmvq();
+        const int sms = detail::check_device_supports_mmvq();
         // Every activation column as a batch of one column: (token, column) -> batch.
         input_columns columns = x;
         columns.ncols = 1;
@@ -562,7 +665,10 @@ inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const e
         const int64_t tiles = (experts.rows + detail::mmvq_tile_rows - 1) / detail::mmvq_tile_rows;
         const int split = detail::mmvq_split(tiles * ids.n_used * ids.n_tokens, p.nsteps);
         const dim3 grid(unsigned(tiles), unsigned(ids.n_used), unsigned(ids.n_tokens));
-        detail::launch_mmvq_kernel<B, 1>(p, grid, split, stream, options);
+        CUtensorMap map{};
+        p.tensor_map = detail::make_weight_tensor_map<B>(map, experts.data, p.w_row_bytes, experts.rows, experts.batch2,
+                                                         1, p.w_row_stride, p.w_stride2, experts.batch2 * p.w_stride2);
+        detail::launch_mmvq_kernel<B, 1>(p, map, grid, split, sms, stream, options);
     });
 }
 

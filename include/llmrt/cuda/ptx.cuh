@@ -105,6 +105,23 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
 #endif
 }
 
+// Loads the box at coordinates (x, y, z, w) of the 4-d tensor map into shared memory (128-byte
+// aligned dst); the barrier's transaction count drops by the box's bytes when it lands. Parts of
+// the box outside the tensor read as zeros.
+__device__ __forceinline__ void tensor_copy_to_shared(void* dst, const void* tensor_map, int x, int y, int z, int w,
+                                                      uint64_t* barrier) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+        "[%6];\n" ::"r"(shared_address(dst)),
+        "l"(tensor_map), "r"(x), "r"(y), "r"(z), "r"(w), "r"(shared_address(barrier))
+        : "memory");
+#else
+    (void)dst, (void)tensor_map, (void)x, (void)y, (void)z, (void)w, (void)barrier;
+    __trap();
+#endif
+}
+
 // ---- Programmatic dependent launch (sm_90; no-ops where the launch did not ask for it). ----
 
 // Blocks until the grids this one depends on have completed and their writes are visible.
@@ -153,6 +170,14 @@ __device__ __forceinline__ void mma_s8_m16n8k16(int (&c)[4], uint32_t a0, uint32
 }
 
 // ---- Bytes and words. ----
+
+// c + Σ a_byte·b_byte with a's bytes unsigned and b's signed: weights masked in place (q·4^i
+// up to 255) multiply the int8 activations without first being shifted down.
+__device__ __forceinline__ int dp4a_u8s8(uint32_t a, int b, int c) {
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
 
 // __byte_perm: byte i of the result is byte (selector nibble i) of the 8 bytes {hi:lo}.
 __device__ __forceinline__ uint32_t byte_perm(uint32_t lo, uint32_t hi, uint32_t selector) {

@@ -57,9 +57,11 @@ struct device_codec<q2_K> {
         for (int c = 0; c < NCols; ++c) sd[c] = sm[c] = 0.0f;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
+            // The quants stay at bit 2i of their bytes (q·4^i <= 192): the sums carry a factor 4^i
+            // that one shift removes, exactly.
             uint32_t v[8];
 #pragma unroll
-            for (int j = 0; j < 8; ++j) v[j] = quants(q[j], i);
+            for (int j = 0; j < 8; ++j) v[j] = q[j] & (0x03030303u << (2 * i));
             const uint32_t s = scales[i >> 1] >> (16 * (i & 1));  // bytes: sub-block 2b, 2b + 1
             const int sc_a = s & 15, m_a = (s >> 4) & 15, sc_b = (s >> 8) & 15, m_b = (s >> 12) & 15;
             const uint8_t* record = records + i * rec::bytes;
@@ -70,11 +72,11 @@ struct device_codec<q2_K> {
                 int sa = 0, sb = 0;
 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
-                    sa = __dp4a(int(v[j]), x[j], sa);
-                    sb = __dp4a(int(v[4 + j]), x[4 + j], sb);
+                    sa = ptx::dp4a_u8s8(v[j], x[j], sa);
+                    sb = ptx::dp4a_u8s8(v[4 + j], x[4 + j], sb);
                 }
                 const q8_1_aux xa = rec::aux(record, c);
-                const int I = sc_a * sa + sc_b * sb;
+                const int I = (sc_a * sa + sc_b * sb) >> (2 * i);
                 const int M = m_a * xa.sum_lo + m_b * xa.sum_hi;
                 sd[c] = detail::fma_rn(xa.d, detail::to_float(I), sd[c]);
                 sm[c] = detail::fma_rn(xa.d, detail::to_float(M), sm[c]);

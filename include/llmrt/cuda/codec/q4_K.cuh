@@ -67,9 +67,10 @@ struct device_codec<q4_K> {
         for (int c = 0; c < NCols; ++c) sd[c] = sm[c] = 0.0f;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
+            // High nibbles stay in place (16·q <= 240): one shift of the scaled sum removes the 16.
             uint32_t v[8];
 #pragma unroll
-            for (int k = 0; k < 8; ++k) v[k] = (q[8 * (i / 2) + k] >> (4 * (i % 2))) & 0x0f0f0f0fu;
+            for (int k = 0; k < 8; ++k) v[k] = q[8 * (i / 2) + k] & (0x0f0f0f0fu << (4 * (i % 2)));
             const int sc = detail::byte_of(scales, i);
             const float m = detail::to_float(detail::byte_of(mins, i));
             const uint8_t* record = records + i * rec::bytes;
@@ -79,9 +80,9 @@ struct device_codec<q4_K> {
                 rec::quants(record, c, x);
                 int sum = 0;
 #pragma unroll
-                for (int k = 0; k < 8; ++k) sum = __dp4a(int(v[k]), x[k], sum);
+                for (int k = 0; k < 8; ++k) sum = ptx::dp4a_u8s8(v[k], x[k], sum);
                 const q8_1_aux xa = rec::aux(record, c);
-                sd[c] = detail::fma_rn(xa.d, detail::to_float(sc * sum), sd[c]);
+                sd[c] = detail::fma_rn(xa.d, detail::to_float((sc * sum) >> (4 * (i % 2))), sd[c]);
                 sm[c] = detail::fma_rn(m, xa.d_sum, sm[c]);
             }
         }
