@@ -25,10 +25,6 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_memory_scope_semantics : require
 
-// TEMPORARY (tuning): bit 0 fakes activation quants, bit 1 activation records, bit 2 weights.
-layout(constant_id = 7) const uint DIAGNOSTIC = 0;
-#define LLMRT_DIAGNOSTIC DIAGNOSTIC
-
 #include "llmrt/buffers.glsl"
 #include "llmrt/int_dot.glsl"
 #include "llmrt/q8_1_activations.glsl"
@@ -94,7 +90,6 @@ shared float partial_sums[K_SPLIT > 1u ? SUBGROUPS * PARTIALS : 1u];
 uint64_t direct_block;
 
 uint llmrt_w32(uint byte_offset) {
-    if ((DIAGNOSTIC & 4u) != 0u) return byte_offset * 0x01010101u;
     if (STAGED == 0u) return llmrt_ro_u32(direct_block + byte_offset).v[0];
     const uint i = byte_offset >> 2u, shift = 8u * (byte_offset & 3u);
     const uint lo = tile_word(i);
@@ -103,7 +98,6 @@ uint llmrt_w32(uint byte_offset) {
 }
 
 uvec4 llmrt_w128(uint byte_offset) {
-    if ((DIAGNOSTIC & 4u) != 0u) return uvec4(byte_offset, byte_offset * 3u, byte_offset * 5u, byte_offset * 7u);
     if (STAGED == 0u) {
         const uint64_t at = direct_block + byte_offset;
         if (BLOCK_BYTES % 16u == 0u) return llmrt_ro_u128(at).v[0];  // blocks and strides 16-byte aligned
@@ -171,8 +165,7 @@ void main() {
         }                                                                                          \
     }
 
-    if ((DIAGNOSTIC & 4u) != 0u) {
-    } else if (STAGED != 0u && member < nchunks) { LLMRT_FETCH(member) }
+    if (STAGED != 0u && member < nchunks) { LLMRT_FETCH(member) }
     for (uint chunk = member; chunk < nchunks; chunk += K_SPLIT) {
         uint offset[ROWS];
         for (uint r = 0u; r < ROWS; ++r) offset[r] = 4u * (region0 + r * REGION_WORDS) + fetched_offset[r];
@@ -184,7 +177,7 @@ void main() {
                     if (unit < fetched_units[r]) tile[(region0 + r * REGION_WORDS) / 4u + unit] = fetched[r * LOADS_PER_LANE + j];
                 }
             subgroup_shared_barrier();  // the chunk is in shared memory
-            if (chunk + K_SPLIT < nchunks && (DIAGNOSTIC & 4u) == 0u) { LLMRT_FETCH(chunk + K_SPLIT) }
+            if (chunk + K_SPLIT < nchunks) { LLMRT_FETCH(chunk + K_SPLIT) }
         }
 
         const uint first_block = chunk * CHUNK_BLOCKS;

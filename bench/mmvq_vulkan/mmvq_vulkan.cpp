@@ -1,14 +1,14 @@
 // llmrt-bench-mmvq-vulkan: how close the Vulkan mat-vec comes to the memory bandwidth.
 //
 // For every weight type, shape (rows × k) and number of columns: the median time of one mmvq
-// dispatch in steady state (GPU timestamps around each dispatch, warm-up dropped), on activations
+// dispatch in steady state (GPU timestamps around each dispatch, after 20 ms of warm-up), on activations
 // already quantized to Q8_1, with W rotating among copies that together exceed the 50 MB L2 twice
 // over, so every dispatch reads W from memory. GB/s counts the bytes of W, of X (Q8_1: 36 bytes
 // per 32 values) and of Y (f32) over the time; the fraction is of 3.1 TB/s, the read bandwidth
 // measured on the H100. Prints a table, then JSON (also written to --json FILE).
 //
 //   llmrt-bench-mmvq-vulkan [--device NAME|INDEX] [--types q4_K,q8_0] [--shapes 4096x4096,...]
-//                           [--ncols 1,2,4,8] [--iters 50] [--json FILE]
+//                           [--ncols 1,2,4,8] [--iters 100] [--json FILE]
 //                           [--sweep [--bench-shapes S]]  first try work-group shapes per type on
 //                                 --shapes, print the fastest, then run the table with them on S
 #include <algorithm>
@@ -42,10 +42,9 @@ struct options {
     std::vector<std::string> types;
     std::vector<std::pair<int64_t, int64_t>> shapes = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {128256, 4096}};
     std::vector<int64_t> ncols = {1, 2, 4, 8};
-    int iters = 50;
+    int iters = 100;
     std::string json;
     bool sweep = false;
-    bool diagnose = false;
     std::vector<std::pair<int64_t, int64_t>> bench_shapes;  // after a sweep: the shapes of the table
 };
 
@@ -71,7 +70,6 @@ options parse(int argc, char** argv) {
         else if (a == "--iters") o.iters = std::max(5, std::atoi(value().c_str()));
         else if (a == "--json") o.json = value();
         else if (a == "--sweep") o.sweep = true;
-        else if (a == "--diagnose") o.diagnose = true;
         else if (a == "--bench-shapes") {
             for (const auto& sh : split(value(), ',')) {
                 const auto rk = split(sh, 'x');
@@ -119,34 +117,40 @@ std::vector<uint8_t> weight_bytes(qtype t, int64_t rows, int64_t k) {
     });
 }
 
-// Median nanoseconds of record(cmd, i) over iters dispatches, each alone on the GPU (a barrier
-// before it), the first fifth dropped as warm-up.
+// Median nanoseconds of record(cmd, i) in steady state: one command buffer runs the dispatch
+// for about 20 ms untimed (clocks and caches settle), then `iters` more, each alone on the GPU
+// (a barrier before it) between two timestamps.
 template <class Record>
 double median_ns(const vk_::context& ctx, int iters, Record&& record) {
-    const uint32_t queries = uint32_t(2 * iters);
-    vk::raii::QueryPool pool(ctx.device(), vk::QueryPoolCreateInfo({}, vk::QueryType::eTimestamp, queries));
-    ctx.run([&](vk::CommandBuffer cmd) {
-        cmd.resetQueryPool(*pool, 0, queries);
-        const vk::MemoryBarrier barrier(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eShaderRead,
-                                        vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eShaderRead);
-        for (int i = 0; i < iters; ++i) {
-            cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader, vk::PipelineStageFlagBits::eComputeShader, {},
-                                barrier, {}, {});
-            // Written once the previous dispatch has left the compute stage, so it times this one alone.
-            cmd.writeTimestamp(vk::PipelineStageFlagBits::eComputeShader, *pool, uint32_t(2 * i));
-            record(cmd, i);
-            cmd.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *pool, uint32_t(2 * i + 1));
-        }
-    });
-    const auto [result, stamps] =
-        pool.getResults<uint64_t>(0, queries, queries * sizeof(uint64_t), sizeof(uint64_t),
-                                  vk::QueryResultFlagBits::e64 | vk::QueryResultFlagBits::eWait);
-    check(result == vk::Result::eSuccess, errc::device_error, "bench: timestamp queries not ready");
-    std::vector<double> ns;
-    for (int i = iters / 5; i < iters; ++i)
-        ns.push_back(double(stamps[std::size_t(2 * i + 1)] - stamps[std::size_t(2 * i)]) * ctx.info().timestamp_period_ns);
-    std::sort(ns.begin(), ns.end());
-    return ns[ns.size() / 2];
+    auto run = [&](int warmup, int timed) {
+        const uint32_t queries = uint32_t(2 * timed);
+        vk::raii::QueryPool pool(ctx.device(), vk::QueryPoolCreateInfo({}, vk::QueryType::eTimestamp, queries));
+        ctx.run([&](vk::CommandBuffer cmd) {
+            cmd.resetQueryPool(*pool, 0, queries);
+            const vk::MemoryBarrier barrier(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eShaderRead,
+                                            vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eShaderRead);
+            for (int i = 0; i < warmup + timed; ++i) {
+                cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader, vk::PipelineStageFlagBits::eComputeShader, {},
+                                    barrier, {}, {});
+                const int t = i - warmup;
+                if (t >= 0) cmd.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *pool, uint32_t(2 * t));
+                record(cmd, i);
+                if (t >= 0) cmd.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *pool, uint32_t(2 * t + 1));
+            }
+        });
+        const auto [result, stamps] =
+            pool.getResults<uint64_t>(0, queries, queries * sizeof(uint64_t), sizeof(uint64_t),
+                                      vk::QueryResultFlagBits::e64 | vk::QueryResultFlagBits::eWait);
+        check(result == vk::Result::eSuccess, errc::device_error, "bench: timestamp queries not ready");
+        std::vector<double> ns;
+        for (int i = 0; i < timed; ++i)
+            ns.push_back(double(stamps[std::size_t(2 * i + 1)] - stamps[std::size_t(2 * i)]) * ctx.info().timestamp_period_ns);
+        std::sort(ns.begin(), ns.end());
+        return ns[ns.size() / 2];
+    };
+    const double estimate = run(20, 10);
+    const int warmup = int(std::clamp(20e6 / std::max(estimate, 1.0), 20.0, 20000.0));
+    return run(warmup, iters);
 }
 
 // One type and shape: W copies, X quantized once, Y.
@@ -200,42 +204,6 @@ std::string tuning_text(const vk_::mmvq_tuning& t, int64_t ncols) {
     return text;
 }
 
-// TEMPORARY: where the time goes, by faking parts of the work (shaders/mmvq.comp, DIAGNOSTIC).
-void diagnose(vk_::context& ctx, const options& o) {
-    for (const std::string& type_name : o.types) {
-        const qtype t = qtype_from_name(type_name);
-        vk_::mmvq kernels(ctx);
-        std::vector<std::unique_ptr<setup>> setups;
-        for (auto [rows, k] : o.shapes) setups.push_back(std::make_unique<setup>(ctx, kernels, t, rows, k, 8));
-        for (bool staged : {true, false}) {
-            if (!staged && type_size(t) % 4 != 0) continue;
-            for (uint32_t rows1 : {1u, 4u})
-                for (uint32_t diag : {0u, 1u, 2u, 3u, 4u, 7u}) {
-                    vk_::mmvq_tuning c = kernels.tuning(t);
-                    c.workgroup_size = 128;
-                    c.k_split = 1;
-                    c.rows[0] = rows1;
-                    c.staged = staged;
-                    c.diagnostic = diag;
-                    try {
-                        kernels.set_tuning(t, c);
-                    } catch (const error& e) {
-                        continue;
-                    }
-                    std::string line;
-                    for (auto& s : setups) {
-                        const double ns = s->time(ctx, kernels, 1, o.iters);
-                        char cell[48];
-                        std::snprintf(cell, sizeof cell, " %7.1fus %4.0f%%", ns / 1e3, 100 * s->bytes(1) / (ns * 1e-9) / peak_bytes_per_s);
-                        line += cell;
-                    }
-                    std::printf("DIAG %-6s %-34s diag %u:%s\n", type_name.c_str(), tuning_text(c, 1).c_str(), diag, line.c_str());
-                    std::fflush(stdout);
-                }
-        }
-    }
-}
-
 std::map<qtype, vk_::mmvq_tuning> sweep(vk_::context& ctx, const options& o) {
     std::map<qtype, vk_::mmvq_tuning> chosen;
     std::printf("sweep: ncols 1 over work-group size, slices per lane, rows and staging; then rows for 2..8 columns\n");
@@ -250,10 +218,10 @@ std::map<qtype, vk_::mmvq_tuning> sweep(vk_::context& ctx, const options& o) {
         struct shape_choice {
             uint32_t wg, k_split, spl, rows;
         };
-        const shape_choice choices[] = {{128, 4, 1, 1}, {128, 2, 1, 1}, {128, 1, 1, 1}, {128, 1, 1, 2}, {128, 2, 1, 2},
-                                        {128, 4, 2, 1}, {128, 2, 2, 1}, {128, 1, 2, 1}, {256, 8, 1, 1}, {256, 4, 1, 1},
-                                        {256, 2, 1, 1}, {256, 1, 1, 1}, {64, 2, 1, 1}, {64, 1, 1, 1}, {64, 2, 2, 1},
-                                        {64, 1, 1, 2}};
+        const shape_choice choices[] = {{128, 1, 1, 1}, {128, 2, 1, 1}, {128, 4, 1, 1}, {128, 1, 1, 2}, {128, 2, 1, 2},
+                                        {128, 1, 2, 1}, {128, 2, 2, 1}, {128, 4, 2, 1}, {128, 1, 1, 4}, {256, 1, 1, 1},
+                                        {256, 2, 1, 1}, {256, 4, 1, 1}, {64, 1, 1, 1}, {64, 2, 1, 1}, {64, 1, 1, 2},
+                                        {128, 1, 4, 1}};
         for (const shape_choice& choice : choices)
             for (bool staged : {true, false}) {
                 if (!staged && type_size(t) % 4 != 0) continue;
@@ -330,10 +298,6 @@ int main(int argc, char** argv) try {
     const vk_::device_info& dev = ctx.info();
     std::printf("device: %s (vendor 0x%x, subgroup %u, integer dot %s)\n", dev.name.c_str(), dev.vendor_id,
                 dev.subgroup_size, dev.integer_dot_accelerated ? "accelerated" : "not accelerated");
-    if (o.diagnose) {
-        diagnose(ctx, o);
-        return 0;
-    }
     std::map<qtype, vk_::mmvq_tuning> tunings;
     if (o.sweep) tunings = sweep(ctx, o);
     options bench = o;

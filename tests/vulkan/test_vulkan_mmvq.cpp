@@ -244,6 +244,8 @@ TEST_CASE("reading aligned weights in place gives the staged result bit for bit"
         vulkan::mmvq_tuning tuning = direct.tuning(t);
         tuning.staged = false;
         direct.set_tuning(t, tuning);
+        tuning.staged = true;
+        staged.set_tuning(t, tuning);
         for (int64_t ncols : {1, 3}) {
             const int64_t rows = 29, k = long_k(t);
             const std::vector<uint8_t> w = testing::random_weights(t, rows, k, 11);

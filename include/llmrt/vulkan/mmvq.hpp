@@ -73,18 +73,48 @@ struct mmvq_tuning {
     // (types whose blocks are a multiple of 4 bytes, when the strides keep that alignment; other
     // shapes fall back to staging, with the same results bit for bit).
     bool staged = true;
-    uint32_t diagnostic = 0;  // TEMPORARY: see shaders/mmvq.comp
 };
 
-// Chosen per device: NVIDIA (subgroups of 32) runs four subgroups per work-group; other devices
-// (lavapipe's subgroups of 8 included) the same shape scaled to their subgroup size.
+namespace detail {
+
+// Shapes for NVIDIA (subgroups of 32), picked with llmrt-bench-mmvq-vulkan --sweep on an H100
+// (driver 580; bench/RESULTS.md has the numbers and how far that sweep can be trusted): one team
+// per row (the 2-subgroup k split for q5_K); blocks of a multiple of 4 bytes read in place, the
+// others staged through shared memory.
+struct tuned_shape {
+    qtype type;
+    uint32_t workgroup_size, k_split, slices_per_lane;
+    bool staged;
+    uint32_t rows[mmvq_max_columns];
+};
+inline constexpr tuned_shape nvidia_shapes[] = {
+    {qtype::q8_0, 128, 1, 1, true, {1, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::q2_K, 128, 1, 1, false, {2, 4, 4, 4, 4, 4, 4, 4}},
+    {qtype::q3_K, 256, 1, 1, true, {1, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::q4_K, 128, 1, 1, false, {2, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::q5_K, 128, 2, 1, false, {2, 4, 4, 2, 2, 2, 2, 2}},
+    {qtype::q6_K, 64, 1, 1, true, {1, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::mxfp4, 128, 1, 2, true, {1, 2, 2, 2, 2, 2, 2, 2}},
+};
+
+}  // namespace detail
+
+// Chosen per device: on NVIDIA with subgroups of 32 the measured shapes above; elsewhere
+// (lavapipe's subgroups of 8 included) four subgroups per work-group splitting k.
 inline mmvq_tuning default_tuning(const device_info& device, qtype type) {
     mmvq_tuning t;
     t.subgroup_size = device.subgroup_size;
     t.workgroup_size = std::min<uint32_t>(4 * device.subgroup_size, device.max_workgroup_size);
-    // The 256-value types cut a block into 4 or 8 slices; the 32-value types are one slice per
-    // block, so a lane takes one slice per chunk in both cases unless the device says otherwise.
-    (void)type;
+    if (device.maker == vendor::nvidia && device.subgroup_size == 32) {
+        for (const detail::tuned_shape& shape : detail::nvidia_shapes) {
+            if (shape.type != type) continue;
+            t.workgroup_size = shape.workgroup_size;
+            t.k_split = shape.k_split;
+            t.slices_per_lane = shape.slices_per_lane;
+            t.staged = shape.staged;
+            for (int64_t i = 0; i < mmvq_max_columns; ++i) t.rows[i] = shape.rows[i];
+        }
+    }
     return t;
 }
 
@@ -320,7 +350,7 @@ public:
         const mmvq_tuning t = tuning(type);
         const std::string name = std::string(id ? "mmvq_id_" : "mmvq_") + f.name;
         const std::vector<uint32_t> constants = {t.workgroup_size, t.subgroup_size, t.rows[ncols - 1], uint32_t(ncols),
-                                                 t.slices_per_lane, staged ? 1u : 0u, t.k_split, t.diagnostic};
+                                                 t.slices_per_lane, staged ? 1u : 0u, t.k_split};
         return pipeline(name, constants, sizeof(detail::mmvq_push), t.subgroup_size);
     }
 

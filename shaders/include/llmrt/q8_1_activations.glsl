@@ -31,17 +31,11 @@ llmrt_q8_1_column llmrt_q8_1_column_at(uint64_t qs_region, uint64_t records_regi
 
 // The 16 quants at value pos (a multiple of 16).
 uvec4 llmrt_q8_1_quants16(llmrt_q8_1_column c, uint pos) {
-#ifdef LLMRT_DIAGNOSTIC
-    if ((LLMRT_DIAGNOSTIC & 1u) != 0u) return uvec4(pos, pos * 3u, pos * 5u, pos * 7u);
-#endif
     return llmrt_ro_u128(c.qs).v[pos >> 4u];
 }
 
 // The record of the Q8_1 block holding value pos: .x = fp16 d | fp16 s << 16, .y = the two sums.
 uvec2 llmrt_q8_1_record(llmrt_q8_1_column c, uint pos) {
-#ifdef LLMRT_DIAGNOSTIC
-    if ((LLMRT_DIAGNOSTIC & 2u) != 0u) return uvec2(0x3c00u, pos);
-#endif
     return llmrt_ro_u64(c.records).v[pos >> 5u];
 }
 

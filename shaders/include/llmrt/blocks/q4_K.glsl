@@ -36,9 +36,9 @@ const uint BLOCK_VALUES = 256u;
 const uint SLICE_VALUES = 32u;
 
 struct weight_slice {
-    uvec4 q0, q1;  // values of sub-block 2c and 2c + 1, one per byte
-    vec2 scale;    // d·sc
-    vec2 min;      // dmin·m
+    uvec4 q[2];  // values of sub-block 2c (q[0]) and 2c + 1 (q[1]), one per byte
+    vec2 scale;  // d·sc of the two sub-blocks
+    vec2 min;    // dmin·m of the two sub-blocks
 };
 #define activation_slice llmrt_act_2x16
 
@@ -50,8 +50,8 @@ weight_slice load_weight_slice(uint at, uint slice) {
     const uvec2 sm = k4_scale_min_pair(s, c);
     const uvec4 qs = llmrt_w128(at + Q4_K_OFFSET_QS + 32u * c + 16u * h);
     weight_slice w;
-    w.q0 = qs & 0x0f0f0f0fu;
-    w.q1 = (qs >> 4u) & 0x0f0f0f0fu;
+    w.q[0] = qs & 0x0f0f0f0fu;
+    w.q[1] = (qs >> 4u) & 0x0f0f0f0fu;
     w.scale = dm.x * vec2(float(sm.x & 0xffu), float(sm.x >> 8u));
     w.min = dm.y * vec2(float(sm.y & 0xffu), float(sm.y >> 8u));
     return w;
@@ -62,7 +62,7 @@ activation_slice load_activation_slice(llmrt_q8_1_column col, uint block_pos, ui
 }
 
 float slice_dot(weight_slice w, activation_slice a) {
-    const vec2 dots = vec2(float(llmrt_dot16(w.q0, a.q0)), float(llmrt_dot16(w.q1, a.q1)));
+    const vec2 dots = vec2(float(llmrt_dot16(w.q[0], a.q0)), float(llmrt_dot16(w.q[1], a.q1)));
     const vec2 parts = a.d * (w.scale * dots - w.min * vec2(a.sum));
     return parts.x + parts.y;
 }
