@@ -9,6 +9,7 @@
 // Prints a table, then writes JSON (--json FILE, default mmvq_cuda.json).
 //
 //   llmrt-bench-mmvq-cuda [--json FILE] [--types q4_K,q8_0] [--shapes 4096x4096,...] [--ncols 1,8]
+//                         [--copies per-row]   (per-row bulk copies instead of tensor-map boxes)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -67,6 +68,23 @@ __global__ void fix_scales(uint8_t* w, int64_t blocks) {
     }
 }
 
+// The practical ceiling at each size: a read-only kernel over the same bytes (16-byte loads,
+// 4 in flight per thread, one word written per block so nothing is optimised away).
+__global__ void read_only(const uint4* p, int64_t n, uint32_t* sink) {
+    uint32_t acc = 0;
+    const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+    int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        const uint4 a = __ldcs(p + i), b = __ldcs(p + i + stride), c = __ldcs(p + i + 2 * stride), d = __ldcs(p + i + 3 * stride);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    }
+    for (; i < n; i += stride) {
+        const uint4 a = __ldcs(p + i);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w;
+    }
+    if (acc == 0x12345678u) sink[blockIdx.x] = acc;
+}
+
 void check(cudaError_t e, const char* what) {
     if (e != cudaSuccess) {
         std::fprintf(stderr, "%s failed: %s\n", what, cudaGetErrorString(e));
@@ -80,6 +98,7 @@ struct measurement {
     int ncols;
     double us_pdl, us_plain, us_pair, gbs, fraction;
     double nmse;
+    double read_fraction;  // the read-only kernel over the same weights
 };
 
 // Median over `replays` of (graph replay time / launches), the graph holding `launches` calls of
@@ -128,6 +147,8 @@ std::vector<std::string> split_list(const std::string& s) {
     return out;
 }
 
+bool per_row_copies = false;
+
 template <class B>
 void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_list, std::vector<measurement>& out) {
     for (const shape s : shapes) {
@@ -150,6 +171,17 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
         const std::size_t scratch_bytes = cuda::activation_scratch_bytes(s.k, max_cols);
         check(cudaMalloc(&scratch, scratch_bytes), "cudaMalloc scratch");
         check(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy x");
+
+        // The read-only roofline over the same rotating buffers.
+        uint32_t* sink = nullptr;
+        check(cudaMalloc(&sink, 132 * 8 * sizeof(uint32_t)), "cudaMalloc sink");
+        const int read_launches = int(std::clamp<int64_t>(int64_t(2e8 / double(matrix_bytes)), 2 * nbuf + 4, 400));
+        const double us_read = time_graph(read_launches, 7, [&](int i, cudaStream_t stream) {
+            read_only<<<132 * 8, 512, 0, stream>>>(reinterpret_cast<const uint4*>(w + (i % nbuf) * slot_bytes),
+                                                  matrix_bytes / 16, sink);
+        });
+        const double read_fraction = double(matrix_bytes) / (us_read * 1e-6) / read_bandwidth;
+        cudaFree(sink);
 
         double us_one = 0;
         for (const int ncols : ncols_list) {
@@ -188,6 +220,7 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
                     wi.data = w + (i % nbuf) * slot_bytes;
                     cuda::launch_options o;
                     o.programmatic_dependent_launch = pdl;
+                    o.allow_tensor_map = !per_row_copies;
                     cuda::mmvq_prepared(wi, prepared, yv, stream, o);
                 };
             };
@@ -198,6 +231,7 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
                 wi.data = w + (i % nbuf) * slot_bytes;
                 cuda::launch_options o;
                 o.programmatic_dependent_launch = true;
+                o.allow_tensor_map = !per_row_copies;
                 cuda::mmvq(wi, xv, yv, scratch, scratch_bytes, stream, o);
             });
             const double us = std::min(us_pdl, us_plain);
@@ -205,11 +239,11 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
             const double bytes = double(matrix_bytes) + double(cuda::activation_scratch_bytes(s.k, ncols)) +
                                  4.0 * double(s.rows) * ncols;
             measurement m{B::name, s, ncols, us_pdl, us_plain, us_pair, bytes / (us * 1e-6) / 1e9,
-                          bytes / (us * 1e-6) / read_bandwidth, nmse};
+                          bytes / (us * 1e-6) / read_bandwidth, nmse, read_fraction};
             out.push_back(m);
-            std::printf("%-6s %6lldx%-6lld %2d | %8.2f %8.2f %8.2f | %7.0f %5.1f%% | %5.2fx | nmse %.1e\n", B::name,
-                        (long long)s.rows, (long long)s.k, ncols, us_pdl, us_plain, us_pair, m.gbs, 100 * m.fraction,
-                        us_one > 0 ? us / us_one : 0.0, nmse);
+            std::printf("%-6s %6lldx%-6lld %2d | %8.2f %8.2f %8.2f | %7.0f %5.1f%% | %5.2fx | %5.1f%% | nmse %.1e\n",
+                        B::name, (long long)s.rows, (long long)s.k, ncols, us_pdl, us_plain, us_pair, m.gbs,
+                        100 * m.fraction, us_one > 0 ? us / us_one : 0.0, 100 * read_fraction, nmse);
             std::fflush(stdout);
         }
         cudaFree(w);
@@ -229,6 +263,7 @@ int main(int argc, char** argv) {
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--json") json_path = value;
+        else if (flag == "--copies") per_row_copies = value == "per-row";
         else if (flag == "--types") types = split_list(value);
         else if (flag == "--ncols") {
             ncols.clear();
@@ -240,7 +275,8 @@ int main(int argc, char** argv) {
                 shapes.push_back({std::atoll(sh.substr(0, x).c_str()), std::atoll(sh.substr(x + 1).c_str())});
             }
         } else {
-            std::fprintf(stderr, "usage: %s [--json FILE] [--types a,b] [--shapes RxK,...] [--ncols 1,8]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--json FILE] [--types a,b] [--shapes RxK,...] [--ncols 1,8] [--copies per-row]\n",
+                         argv[0]);
             return 2;
         }
     }
@@ -253,7 +289,7 @@ int main(int argc, char** argv) {
     check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
     std::printf("device: %s, %d SMs, L2 %d MB; bandwidth reference %.1f TB/s\n", prop.name, prop.multiProcessorCount,
                 prop.l2CacheSize >> 20, read_bandwidth / 1e12);
-    std::printf("type   rows x k     nc | us (pdl) us plain us q+mmvq | GB/s   of 3.1 | vs nc1 | check\n");
+    std::printf("type   rows x k     nc | us (pdl) us plain us q+mmvq | GB/s   of 3.1 | vs nc1 | read-only | check\n");
 
     std::vector<measurement> results;
     for (const std::string& t : types) {
@@ -275,9 +311,9 @@ int main(int argc, char** argv) {
         std::fprintf(f,
                      "    {\"type\": \"%s\", \"rows\": %lld, \"k\": %lld, \"ncols\": %d, \"us_per_launch_pdl\": %.3f, "
                      "\"us_per_launch_plain\": %.3f, \"us_quantize_and_mmvq\": %.3f, \"gb_per_s\": %.1f, "
-                     "\"fraction_of_read_bandwidth\": %.4f, \"spot_check_nmse\": %.3g}%s\n",
+                     "\"fraction_of_read_bandwidth\": %.4f, \"read_only_kernel_fraction\": %.4f, \"spot_check_nmse\": %.3g}%s\n",
                      m.type.c_str(), (long long)m.s.rows, (long long)m.s.k, m.ncols, m.us_pdl, m.us_plain, m.us_pair,
-                     m.gbs, m.fraction, m.nmse, i + 1 < results.size() ? "," : "");
+                     m.gbs, m.fraction, m.read_fraction, m.nmse, i + 1 < results.size() ? "," : "");
     }
     std::fprintf(f, "  ]\n}\n");
     std::fclose(f);

@@ -103,8 +103,10 @@ struct activation_quantize_params {
 // (A template, as every kernel in these headers, so that including TUs share one definition.)
 template <int Warps>
 __global__ void __launch_bounds__(32 * Warps) quantize_activations_kernel(activation_quantize_params p) {
-    ptx::wait_for_prerequisite_grids();
+    // The dependent mmvq may start now (its weights do not depend on this grid); it reads these
+    // records only after this grid completes. This grid reads x only after its prerequisites.
     ptx::allow_dependent_grids();
+    ptx::wait_for_prerequisite_grids();
     const int lane = int(threadIdx.x) & 31;
     const int64_t item = int64_t(blockIdx.x) * Warps + (threadIdx.x >> 5);
     if (item >= int64_t(p.nblocks) * p.ncols) return;
@@ -129,8 +131,10 @@ __global__ void __launch_bounds__(32 * Warps) quantize_activations_kernel(activa
 // ggml's block_q8_1 layout: one warp per block.
 template <int Warps>
 __global__ void __launch_bounds__(32 * Warps) quantize_q8_1_kernel(const float* x, q8_1* y, int64_t nblocks) {
-    ptx::wait_for_prerequisite_grids();
+    // The dependent mmvq may start now (its weights do not depend on this grid); it reads these
+    // records only after this grid completes. This grid reads x only after its prerequisites.
     ptx::allow_dependent_grids();
+    ptx::wait_for_prerequisite_grids();
     const int lane = int(threadIdx.x) & 31;
     const int64_t b = int64_t(blockIdx.x) * Warps + (threadIdx.x >> 5);
     if (b >= nblocks) return;
@@ -172,6 +176,9 @@ struct launch_options {
     // previous kernel on the stream finishes, prefetching what does not depend on it (weights),
     // and waits for it before reading its results.
     bool programmatic_dependent_launch = false;
+    // mmvq loads W's rows as tensor-map (TMA) boxes where W's address and strides are multiples
+    // of 16 bytes; false makes it copy row by row always (same results, for comparison).
+    bool allow_tensor_map = true;
 };
 
 namespace detail {

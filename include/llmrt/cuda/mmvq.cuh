@@ -50,13 +50,23 @@ namespace detail {
 
 constexpr int mmvq_tile_rows = 16;         // rows per warp
 constexpr int mmvq_step_elements = 256;    // k per pipeline step
-constexpr int mmvq_max_split = 4;          // warps per CTA, splitting k
+#ifndef LLMRT_MMVQ_MAX_SPLIT
+#define LLMRT_MMVQ_MAX_SPLIT 4
+#endif
+#ifndef LLMRT_MMVQ_TARGET_WARPS
+#define LLMRT_MMVQ_TARGET_WARPS 1024
+#endif
+// The k-split limits below decide which partial sums are added: changing them changes results
+// in the last bits (for every NCols alike). The macros exist for tuning experiments.
+constexpr int mmvq_max_split = LLMRT_MMVQ_MAX_SPLIT;  // warps per CTA, splitting k
 constexpr int mmvq_max_stages = 8;
 constexpr int mmvq_mma_min_cols = 4;       // from this many columns on, the tensor-core form
-constexpr int64_t mmvq_target_warps = 1024;  // about 8 warps per SM of an H100
-constexpr int64_t mmvq_warps_per_sm = 24;    // what the ring depth is sized for on large problems
-constexpr int64_t mmvq_smem_per_sm = 200 * 1024;
-constexpr int64_t mmvq_max_cta_smem = 200 * 1024;
+constexpr int64_t mmvq_target_warps = LLMRT_MMVQ_TARGET_WARPS;  // 1024: about 8 warps per SM of an H100
+#ifndef LLMRT_MMVQ_WARPS_PER_SM
+#define LLMRT_MMVQ_WARPS_PER_SM 12
+#endif
+constexpr int64_t mmvq_warps_per_sm = LLMRT_MMVQ_WARPS_PER_SM;  // what the ring depth is sized for on large problems
+constexpr int64_t mmvq_max_cta_smem = 220 * 1024;
 
 constexpr int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
@@ -116,7 +126,7 @@ struct mmvq_params {
 // (32, split) with split warps dividing k, dynamic shared memory
 // split · p.stages · detail::mmvq_layout<B, NCols>::stage_bytes. Launch it through mmvq / mmvq_prepared.
 template <class B, int NCols>
-__global__ void __launch_bounds__(32 * detail::mmvq_max_split, 4)
+__global__ void __launch_bounds__(32 * detail::mmvq_max_split, 16 / detail::mmvq_max_split)
     mmvq_kernel(const detail::mmvq_params p, const __grid_constant__ CUtensorMap weights) {
     using namespace detail;
     using layout = mmvq_layout<B, NCols>;
@@ -216,9 +226,11 @@ __global__ void __launch_bounds__(32 * detail::mmvq_max_split, 4)
     };
 
     // The weights do not depend on the previous kernel: start them before waiting for it.
+    // The next kernel on the stream may start as well: it waits for this grid before reading
+    // anything this grid writes.
     for (int i = 0; i < stages && i < nsteps; ++i) issue(step_begin + i, i);
-    ptx::wait_for_prerequisite_grids();
     ptx::allow_dependent_grids();
+    ptx::wait_for_prerequisite_grids();
     for (int i = 0; i < stages && i < nsteps; ++i) {
         issue_records(step_begin + i, i);
         close_slot(i);
@@ -350,9 +362,16 @@ inline std::size_t mmvq_id_scratch_bytes(const input_columns& x) {
 
 namespace detail {
 
-// Refuses devices below sm_90; returns the number of SMs.
-inline int check_device_supports_mmvq() {
-    int device = 0, major = 0, sms = 0;
+// What the ring depth is sized from: the device's SMs and shared memory.
+struct device_limits {
+    int sms = 132;
+    int64_t smem_per_sm = 228 * 1024;
+    int64_t smem_reserved_per_cta = 1024;
+};
+
+// Refuses devices below sm_90; returns what the ring depth is sized from.
+inline device_limits check_device_supports_mmvq() {
+    int device = 0, major = 0, sms = 0, smem = 0, reserved = 0;
     LLMRT_CUDA_CHECK(cudaGetDevice(&device));
     LLMRT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     check(major >= 9, errc::missing_feature, [&] {
@@ -360,7 +379,13 @@ inline int check_device_supports_mmvq() {
                std::to_string(device) + " has " + std::to_string(major) + ".x";
     });
     LLMRT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    return sms;
+    LLMRT_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    LLMRT_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+    device_limits limits;
+    limits.sms = sms;
+    limits.smem_per_sm = smem;
+    limits.smem_reserved_per_cta = reserved;
+    return limits;
 }
 
 // W's layout as the kernel needs it: rows aligned for the type's device codec.
@@ -423,28 +448,30 @@ bool make_weight_tensor_map(CUtensorMap& map, const void* data, int64_t row_byte
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// The ring depth: every step of a warp in flight when the whole problem fits the SMs' shared
-// memory, else as deep as mmvq_warps_per_sm warps per SM allow (at least double buffering).
-// It changes only how far ahead the copies run, never the result.
+// The ring depth: as deep as the shared memory of one SM allows for the CTAs it holds at once,
+// where the whole grid fits the SMs in one wave (no CTA waits for another to finish), else
+// for mmvq_warps_per_sm warps per SM; 2..8 slots, never more than a warp's steps. It changes
+// only how far ahead the copies run, never the result.
 template <class B, int NCols>
-int mmvq_stages(int64_t warps, int64_t steps_per_warp, int split, int sms) {
+int mmvq_stages(int64_t ctas, int split, int64_t steps_per_warp, const device_limits& device) {
     using layout = mmvq_layout<B, NCols>;
-    const int64_t warps_per_sm = std::min<int64_t>(mmvq_warps_per_sm, (warps + sms - 1) / std::max(sms, 1));
-    const int64_t budget = std::min<int64_t>(mmvq_smem_per_sm / std::max<int64_t>(warps_per_sm, 1),
-                                             mmvq_max_cta_smem / split);
-    const int64_t fit = budget / layout::stage_bytes;
+    int64_t ctas_per_sm = (ctas + device.sms - 1) / std::max(device.sms, 1);
+    if (ctas_per_sm * split > 2 * mmvq_warps_per_sm) ctas_per_sm = std::max<int64_t>(1, mmvq_warps_per_sm / split);
+    const int64_t per_cta = std::min<int64_t>(
+        mmvq_max_cta_smem, (device.smem_per_sm - 512) / ctas_per_sm - device.smem_reserved_per_cta - 256);
+    const int64_t fit = per_cta / (int64_t(split) * layout::stage_bytes);
     return clamp_int(int(std::min<int64_t>({fit, steps_per_warp, mmvq_max_stages})), 2, mmvq_max_stages);
 }
 
 template <class B, int NCols>
-void launch_mmvq_kernel(mmvq_params p, const CUtensorMap& map, dim3 grid, int split, int sms, cudaStream_t stream,
-                        const launch_options& options) {
+void launch_mmvq_kernel(mmvq_params p, const CUtensorMap& map, dim3 grid, int split, const device_limits& device,
+                        cudaStream_t stream, const launch_options& options) {
     using layout = mmvq_layout<B, NCols>;
-    const int64_t warps = int64_t(grid.x) * grid.y * grid.z * split;
-    p.stages = mmvq_stages<B, NCols>(warps, (p.nsteps + split - 1) / split, split, sms);
+    p.stages = mmvq_stages<B, NCols>(int64_t(grid.x) * grid.y * grid.z, split, (p.nsteps + split - 1) / split, device);
     const std::size_t smem = std::size_t(split) * p.stages * layout::stage_bytes;
-    if (smem > 48 * 1024) {
-        // The opt-in above 48 KB is a per-device function attribute: set it once per device.
+    {
+        // The opt-in above 48 KB (dynamic plus static) is a per-device function attribute: set
+        // it once per device, to the most any launch asks for.
         static std::atomic<uint64_t> configured_devices{0};
         int device = 0;
         LLMRT_CUDA_CHECK(cudaGetDevice(&device));
@@ -500,7 +527,7 @@ void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const out
           [&] { return std::string(op) + ": " + shapes + ": null pointer or k = 0"; });
     check(reinterpret_cast<uintptr_t>(x.data) % 16 == 0, errc::invalid_argument,
           [&] { return std::string(op) + ": the prepared activations must be 16-byte aligned"; });
-    const int sms = check_device_supports_mmvq();
+    const device_limits device = check_device_supports_mmvq();
     mmvq_params p{};
     p.w = static_cast<const uint8_t*>(w.data);
     p.w_row_stride = w.row_stride_or_dense();
@@ -524,9 +551,10 @@ void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const out
     const int split = mmvq_split(tiles * x.batch2 * x.batch3, p.nsteps);
     const dim3 grid(unsigned(tiles), unsigned(x.batch2), unsigned(x.batch3));
     CUtensorMap map{};
-    p.tensor_map = make_weight_tensor_map<B>(map, w.data, p.w_row_bytes, w.rows, w.batch2, w.batch3, p.w_row_stride,
+    p.tensor_map = options.allow_tensor_map &&
+                   make_weight_tensor_map<B>(map, w.data, p.w_row_bytes, w.rows, w.batch2, w.batch3, p.w_row_stride,
                                              p.w_stride2, p.w_stride3);
-    launch_mmvq_kernel<B, NCols>(p, map, grid, split, sms, stream, options);
+    launch_mmvq_kernel<B, NCols>(p, map, grid, split, device, stream, options);
 }
 
 }  // namespace detail
@@ -629,7 +657,7 @@ inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const e
         check(experts.k > 0 && experts.data && ids.data && y.data, errc::invalid_argument,
               [&] { return std::string(op) + ": " + shapes + ": null pointer or k = 0"; });
         check(experts.batch2 <= 0x7fffffff, errc::shape_mismatch, "cuda::mmvq_id: too many experts");
-        const int sms = detail::check_device_supports_mmvq();
+        const detail::device_limits device = detail::check_device_supports_mmvq();
         // Every activation column as a batch of one column: (token, column) -> batch.
         input_columns columns = x;
         columns.ncols = 1;
@@ -666,9 +694,9 @@ inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const e
         const int split = detail::mmvq_split(tiles * ids.n_used * ids.n_tokens, p.nsteps);
         const dim3 grid(unsigned(tiles), unsigned(ids.n_used), unsigned(ids.n_tokens));
         CUtensorMap map{};
-        p.tensor_map = detail::make_weight_tensor_map<B>(map, experts.data, p.w_row_bytes, experts.rows, experts.batch2,
+        p.tensor_map = options.allow_tensor_map && detail::make_weight_tensor_map<B>(map, experts.data, p.w_row_bytes, experts.rows, experts.batch2,
                                                          1, p.w_row_stride, p.w_stride2, experts.batch2 * p.w_stride2);
-        detail::launch_mmvq_kernel<B, 1>(p, map, grid, split, sms, stream, options);
+        detail::launch_mmvq_kernel<B, 1>(p, map, grid, split, device, stream, options);
     });
 }
 
