@@ -84,7 +84,11 @@ inline int32_t read_int(const gguf::metadata& meta, std::string_view key) {
         [&](const auto& x) {
             using T = std::decay_t<decltype(x)>;
             if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-                integer = x >= 0 ? uint64_t(x) <= uint64_t(INT32_MAX) : int64_t(x) >= INT32_MIN;
+                if constexpr (std::is_signed_v<T>) {
+                    integer = int64_t(x) >= INT32_MIN && int64_t(x) <= INT32_MAX;
+                } else {
+                    integer = uint64_t(x) <= uint64_t(INT32_MAX);  // no sign test: nvcc warns on x >= 0
+                }
                 result = int64_t(x);
             }
         },
