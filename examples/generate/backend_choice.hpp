@@ -5,6 +5,8 @@
 //   cpu:f32     float activations for every weight type
 //   cpu:q8_1    the default, spelled out
 //   cpu:ggml    ggml's CPU integer dot (activations in the type's vec_dot_type)
+//   cuda        CUDA device 0 (cuda:N for device N): mmvq, the forward replayed as a CUDA graph;
+//               present when the program's source is compiled by nvcc (LLMRT_CUDA builds it so)
 //
 // The CUDA and Vulkan backends join here when they exist: a branch in with_backend and a name in
 // backends_by_preference, each behind its LLMRT_* build switch.
@@ -15,11 +17,23 @@
 
 #include <llmrt/cpu/backend.hpp>
 #include <llmrt/core/error.hpp>
+#if defined(__CUDACC__)
+#include <cuda_runtime.h>
+
+#include <llmrt/cuda/backend.cuh>
+#endif
 
 namespace llmrt_examples {
 
 // Backend names in the order "best present" picks them: CUDA, then Vulkan, then the CPU.
-inline std::vector<std::string> backends_by_preference() { return {"cpu"}; }
+inline std::vector<std::string> backends_by_preference() {
+    std::vector<std::string> names;
+#if defined(__CUDACC__)
+    if (llmrt::cuda::backend::device_present()) names.push_back("cuda");
+#endif
+    names.push_back("cpu");
+    return names;
+}
 
 inline std::string joined(const std::vector<std::string>& names) {
     std::string s;
@@ -47,6 +61,23 @@ void with_backend(const std::string& spec, F&& f) {
                  " activations for quantized weights, single-threaded reference)");
         return;
     }
+#if defined(__CUDACC__)
+    if (kind == "cuda") {
+        llmrt::cuda::backend_options o;
+        if (!variant.empty()) {
+            if (variant.find_first_not_of("0123456789") != std::string::npos || variant.size() > 4)
+                throw llmrt::error(llmrt::errc::invalid_argument,
+                                   "backend '" + spec + "': name a CUDA device by its index, as in cuda:0");
+            o.device = std::stoi(variant);
+        }
+        llmrt::cuda::backend b(o);
+        cudaDeviceProp props{};
+        LLMRT_CUDA_CHECK(cudaGetDeviceProperties(&props, o.device));
+        f(b, "cuda (device " + std::to_string(o.device) + ": " + props.name +
+                 "; mmvq on Q8_1 activations, the forward replayed as a CUDA graph)");
+        return;
+    }
+#endif
     throw llmrt::error(llmrt::errc::missing_feature, "backend '" + spec + "' is not available in this build (available: " +
                                                          joined(backends_by_preference()) + ")");
 }
