@@ -1,0 +1,163 @@
+// Causal attention over the KV cache on the device, as cpu::attention computes it: for query
+// column t at position p, head h and kv head g = h / (n_head / n_head_kv),
+//   s_j = scale · q_h · k_g[j]  (j = 0..p),   e_j = exp(s_j − max s),   w_j = e_j · (1 / Σ e)
+//   out_h = Σ_j w_j · v_g[j]
+// One block per (head, column). Phase 1: warps take keys round-robin, lanes split the dot
+// (a butterfly sum); the scores go to the op's scratch (n_ctx floats per head and column).
+// Phase 2: max and Σ e (in double) by block_reduce. Phase 3: the block splits the keys into
+// `groups` contiguous ranges, a thread per (range, element) sums its range in key order, and
+// the ranges' sums are added in range order. Every order is fixed: the same bits on every run,
+// and a column's result does not depend on the batch. A position outside [0, n_ctx) (an error
+// on the CPU) gives NaN for that column.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "llmrt/core/float_convert.hpp"
+#include "llmrt/cuda/ops/common.cuh"
+#include "llmrt/graph/node.hpp"
+#include "llmrt/quant/dispatch.hpp"
+
+namespace llmrt::cuda::ops {
+
+namespace detail {
+
+constexpr int attention_threads = 128;
+
+struct attention_args {
+    const float* q;
+    const void* k;
+    const void* v;
+    const int32_t* pos;
+    float* out;
+    float* scores;  // n_ctx floats per (column, head)
+    int64_t n_ctx;
+    int32_t n_head, n_head_kv, head_dim;
+    float scale;
+};
+
+template <class KV>
+__device__ __forceinline__ float cache_value(const void* cache, int64_t at) {
+    if constexpr (sizeof(KV) == 2)
+        return fp16_to_fp32(static_cast<const uint16_t*>(cache)[at]);
+    else
+        return static_cast<const float*>(cache)[at];
+}
+
+// Dynamic shared memory: head_dim floats of q, then max(threads, head_dim) partial sums.
+template <class KV, int Threads>
+__global__ void __launch_bounds__(Threads) attention_kernel(const attention_args a) {
+    extern __shared__ float shared[];
+    __shared__ float reduce_max[Threads / 32 + 1];
+    __shared__ double reduce_sum[Threads / 32 + 1];
+    const int h = int(blockIdx.x), c = int(blockIdx.y);
+    const int hd = a.head_dim;
+    const int g = h / (a.n_head / a.n_head_kv);
+    const int64_t q_ne0 = int64_t(a.n_head) * hd, kv_ne0 = int64_t(a.n_head_kv) * hd;
+    float* out = a.out + int64_t(c) * q_ne0 + int64_t(h) * hd;
+    const int32_t p = a.pos[c];
+    if (p < 0 || p >= a.n_ctx) {
+        for (int i = int(threadIdx.x); i < hd; i += Threads) out[i] = __int_as_float(0x7fc00000);
+        return;
+    }
+    const int64_t n_keys = int64_t(p) + 1;
+    float* q = shared;
+    float* partial = shared + hd;
+    float* scores = a.scores + (int64_t(c) * a.n_head + h) * a.n_ctx;
+    for (int i = int(threadIdx.x); i < hd; i += Threads) q[i] = a.q[int64_t(c) * q_ne0 + int64_t(h) * hd + i];
+    __syncthreads();
+
+    const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
+    float max = -INFINITY;
+    for (int64_t j = warp; j < n_keys; j += Threads / 32) {
+        const int64_t row = j * kv_ne0 + int64_t(g) * hd;
+        float dot = 0.0f;
+        for (int i = lane; i < hd; i += 32) dot = __fmaf_rn(q[i], cache_value<KV>(a.k, row + i), dot);
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) dot = __fadd_rn(dot, __shfl_xor_sync(0xffffffffu, dot, offset));
+        const float s = __fmul_rn(dot, a.scale);
+        if (lane == 0) scores[j] = s;
+        max = fmaxf(max, s);
+    }
+    max = block_reduce<Threads>(max, max_op{}, reduce_max);  // its barriers also publish the scores
+
+    double sum = 0.0;
+    for (int64_t j = threadIdx.x; j < n_keys; j += Threads) {
+        const float e = expf(__fsub_rn(scores[j], max));
+        scores[j] = e;
+        sum += double(e);
+    }
+    sum = block_reduce<Threads>(sum, sum_op{}, reduce_sum);
+    const float inv = float(1.0 / sum);
+
+    const int lanes_per_group = (hd + 31) / 32 * 32;
+    const int groups = lanes_per_group <= Threads ? Threads / lanes_per_group : 1;
+    const int64_t keys_per_group = (n_keys + groups - 1) / groups;
+    const int group = int(threadIdx.x) / lanes_per_group;
+    if (group < groups) {
+        const int64_t j_begin = group * keys_per_group;
+        const int64_t j_end = j_begin + keys_per_group < n_keys ? j_begin + keys_per_group : n_keys;
+        for (int i = int(threadIdx.x) % lanes_per_group; i < hd; i += (groups > 1 ? lanes_per_group : Threads)) {
+            float acc = 0.0f;
+            for (int64_t j = j_begin; j < j_end; ++j)
+                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(scores[j], inv), cache_value<KV>(a.v, j * kv_ne0 + int64_t(g) * hd + i)));
+            if (groups > 1)
+                partial[group * hd + i] = acc;
+            else
+                out[i] = acc;
+        }
+    }
+    if (groups == 1) return;
+    __syncthreads();
+    for (int i = int(threadIdx.x); i < hd; i += Threads) {
+        float acc = partial[i];
+        for (int s = 1; s < groups; ++s) acc = __fadd_rn(acc, partial[s * hd + i]);
+        out[i] = acc;
+    }
+}
+
+}  // namespace detail
+
+// Bytes of scratch attention needs: n_ctx scores per head and column.
+inline std::size_t attention_scratch_bytes(int64_t n_ctx, int32_t n_head, int64_t max_cols) {
+    return std::size_t(n_ctx) * std::size_t(n_head) * std::size_t(max_cols) * sizeof(float);
+}
+
+// q, out: cols columns of n_head · head_dim floats; k, v: n_ctx columns of n_head_kv · head_dim
+// elements of kv_type (f32 or f16); scratch: attention_scratch_bytes(n_ctx, n_head, cols) bytes.
+inline void attention(const float* q, qtype kv_type, const void* k, const void* v, int64_t n_ctx, const int32_t* pos,
+                      float* out, int64_t cols, const graph::attention_params& p, void* scratch,
+                      std::size_t scratch_bytes, cudaStream_t stream) {
+    const char* op = "cuda::ops::attention";
+    check(kv_type == qtype::f32 || kv_type == qtype::f16, errc::unsupported_type,
+          [&] { return std::string(op) + ": caches are f32 or f16, not " + name(kv_type); });
+    check(p.n_head >= 1 && p.n_head_kv >= 1 && p.head_dim >= 1 && p.n_head % p.n_head_kv == 0 && p.head_dim <= 4096,
+          errc::shape_mismatch, [&] {
+              return std::string(op) + ": n_head " + std::to_string(p.n_head) + ", n_head_kv " +
+                     std::to_string(p.n_head_kv) + ", head_dim " + std::to_string(p.head_dim) +
+                     ": n_head_kv must divide n_head, head_dim 1..4096";
+          });
+    if (cols == 0) return;
+    detail::check_columns(cols, op);
+    check(scratch_bytes >= attention_scratch_bytes(n_ctx, p.n_head, cols), errc::invalid_argument,
+          [&] {
+              return std::string(op) + ": scratch of " + std::to_string(scratch_bytes) + " bytes, " +
+                     std::to_string(attention_scratch_bytes(n_ctx, p.n_head, cols)) + " needed";
+          });
+    const int hd = p.head_dim;
+    const int partial = ((hd + 31) / 32 * 32) <= detail::attention_threads ? detail::attention_threads : hd;
+    const std::size_t smem = std::size_t(hd + partial) * sizeof(float);
+    detail::attention_args a{q, k, v, pos, out, static_cast<float*>(scratch), n_ctx, p.n_head, p.n_head_kv, hd, p.scale};
+    const dim3 grid(unsigned(p.n_head), unsigned(cols));
+    if (kv_type == qtype::f16)
+        detail::attention_kernel<uint16_t, detail::attention_threads><<<grid, detail::attention_threads, smem, stream>>>(a);
+    else
+        detail::attention_kernel<float, detail::attention_threads><<<grid, detail::attention_threads, smem, stream>>>(a);
+    detail::check_launch(op);
+}
+
+}  // namespace llmrt::cuda::ops
