@@ -1,0 +1,561 @@
+// vulkan::backend: the graph executor on a Vulkan device.
+//
+//   vulkan::context ctx;                                  // the device (vulkan/context.hpp)
+//   vulkan::backend vk_backend(ctx);
+//   graph::executor ex(vk_backend, g);                    // everything is allocated and recorded here
+//   ex.write(tokens, ids);  ex.run(n);  ex.read(logits, out);
+//
+// prepare(graph, plan) allocates all the program will ever use: the arena (device-local, zeroed),
+// the states (zeroed), the weights (uploaded), a host-visible buffer holding the inputs and a copy
+// of every output, a staging buffer for the other reads and writes, and the pipelines. It then
+// records one command buffer per batch size 1..max_batch, each the whole forward: every op's
+// dispatches with a barrier only where a dispatch reads or writes what an earlier one wrote (or
+// writes what one read), then the outputs copied to the host-visible buffer. run(n) checks the ids
+// and positions the host wrote, submits the command buffer for n and waits; it records and
+// allocates nothing.
+//
+//   inputs    live in the host-visible buffer, read by the shaders there: write() is a memcpy
+//   outputs   arena tensors copied out at the end of each run: read() is a memcpy (for batched
+//             outputs, of the run's columns)
+//   others    states, weights and (in a plan without memory reuse) every node go through the
+//             staging buffer, one submission per chunk
+//
+// Ops: quantized mul_mat through llmrt's mmvq on Q8_1 activations (ops/mul_mat.hpp), every other
+// op through the shaders of shaders/ops/ (ops/*.hpp), each with the CPU reference's formula and
+// summation order, deterministic (fixed reduction orders, no atomics) and column by column, so a
+// token's results do not depend on the batch it runs in. Errors are llmrt::error: an op, type or
+// shape the backend cannot run is refused when the graph is prepared, naming the node.
+//
+// A program submits to the context's queue from the calling thread; do not use one context's
+// queue from two threads at once. The backend must outlive its programs.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <vulkan/vulkan_raii.hpp>
+
+#include "llmrt/core/error.hpp"
+#include "llmrt/graph/backend.hpp"
+#include "llmrt/graph/graph.hpp"
+#include "llmrt/graph/plan.hpp"
+#include "llmrt/vulkan/buffer.hpp"
+#include "llmrt/vulkan/check.hpp"
+#include "llmrt/vulkan/context.hpp"
+#include "llmrt/vulkan/mmvq.hpp"
+#include "llmrt/vulkan/ops/argmax.hpp"
+#include "llmrt/vulkan/ops/attention.hpp"
+#include "llmrt/vulkan/ops/elementwise.hpp"
+#include "llmrt/vulkan/ops/kernels.hpp"
+#include "llmrt/vulkan/ops/mul_mat.hpp"
+#include "llmrt/vulkan/ops/norm.hpp"
+#include "llmrt/vulkan/ops/recorder.hpp"
+#include "llmrt/vulkan/ops/rope.hpp"
+#include "llmrt/vulkan/ops/rows.hpp"
+
+namespace llmrt::vulkan {
+
+struct backend_options {
+    // Host-visible bytes through which write() and read() reach device memory (in chunks of this
+    // size); smaller when no tensor needs as much.
+    std::size_t staging_bytes = std::size_t(64) << 20;
+    // Weights and states are packed into device buffers of up to this many bytes (a larger tensor
+    // gets a buffer of its own).
+    std::size_t pool_bytes = std::size_t(256) << 20;
+};
+
+// What one recorded forward holds.
+struct forward_stats {
+    std::size_t dispatches = 0;
+    std::size_t barriers = 0;  // between dispatches (not counting the ones around the run)
+};
+
+namespace detail {
+
+inline constexpr std::size_t placement_alignment = 256;
+
+inline std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+
+// Where a tensor lives: a range of one of the program's buffers.
+struct placement {
+    buffer* buf = nullptr;
+    std::size_t offset = 0;
+    std::size_t bytes = 0;  // the tensor's bytes rounded up to 16 (every placement has that room)
+    ops::operand operand() const { return ops::operand::of(*buf, offset, bytes); }
+};
+
+// An id or position input the host checks before each run: every live value v must satisfy
+// 0 <= v < limit.
+struct index_check {
+    int32_t input = -1;
+    int64_t limit = std::numeric_limits<int64_t>::max();
+    int32_t reader = -1;  // the node that reads it
+};
+
+// An output in the arena, copied to the host-visible buffer at the end of each run.
+struct output_copy {
+    int32_t node = -1;
+    std::size_t mirror = 0;  // offset in the host-visible buffer
+};
+
+class program_state {
+public:
+    program_state(const context& ctx, ops::kernels& op_kernels, mmvq& mmvq_kernels, const backend_options& options,
+                  const graph::graph& g, const graph::plan& p)
+        : ctx_(&ctx), ops_(&op_kernels), mmvq_(&mmvq_kernels), graph_(&g), plan_(&p), max_batch_(g.max_batch()) {
+        pool_ = LLMRT_VK_CHECK(vk::raii::CommandPool(
+            ctx.device(), vk::CommandPoolCreateInfo(vk::CommandPoolCreateFlagBits::eResetCommandBuffer, ctx.queue_family())));
+        forward_ = LLMRT_VK_CHECK(vk::raii::CommandBuffers(
+            ctx.device(), vk::CommandBufferAllocateInfo(*pool_, vk::CommandBufferLevel::ePrimary, uint32_t(max_batch_))));
+        transfer_ = LLMRT_VK_CHECK(vk::raii::CommandBuffers(
+            ctx.device(), vk::CommandBufferAllocateInfo(*pool_, vk::CommandBufferLevel::ePrimary, 1)));
+        fence_ = LLMRT_VK_CHECK(vk::raii::Fence(ctx.device(), vk::FenceCreateInfo()));
+        check_supported();
+        place_tensors(options);
+        zero_and_upload();
+        plan_index_checks();
+        stats_.resize(std::size_t(max_batch_));
+        for (int64_t n = 1; n <= max_batch_; ++n) record_forward(n);
+    }
+
+    void run(int64_t n) {
+        check(n >= 1 && n <= max_batch_, errc::invalid_argument, [&] {
+            return "vulkan backend: run of " + std::to_string(n) + " tokens, the graph was planned for 1.." +
+                   std::to_string(max_batch_);
+        });
+        check_indices(n);
+        submit(*forward_[std::size_t(n - 1)]);
+    }
+
+    void write(graph::tensor t, std::size_t offset, const void* src, std::size_t bytes) {
+        if (bytes == 0) return;
+        const placement& at = located(t.id);
+        if (at.buf == io_) {
+            std::memcpy(static_cast<std::byte*>(io_->mapped()) + at.offset + offset, src, bytes);
+            return;
+        }
+        copy_to_device(*at.buf, at.offset + offset, src, bytes);
+        if (mirror_[std::size_t(t.id)] != no_mirror)
+            std::memcpy(static_cast<std::byte*>(io_->mapped()) + mirror_[std::size_t(t.id)] + offset, src, bytes);
+    }
+
+    void read(graph::tensor t, std::size_t offset, void* dst, std::size_t bytes) {
+        if (bytes == 0) return;
+        const placement& at = located(t.id);
+        if (at.buf == io_) {
+            std::memcpy(dst, static_cast<const std::byte*>(io_->mapped()) + at.offset + offset, bytes);
+        } else if (mirror_[std::size_t(t.id)] != no_mirror) {
+            std::memcpy(dst, static_cast<const std::byte*>(io_->mapped()) + mirror_[std::size_t(t.id)] + offset, bytes);
+        } else {
+            copy_to_host(*at.buf, at.offset + offset, dst, bytes);
+        }
+    }
+
+    const forward_stats& stats(int64_t n) const {
+        check(n >= 1 && n <= max_batch_, errc::invalid_argument,
+              [&] { return "vulkan backend: no forward of " + std::to_string(n) + " tokens was recorded"; });
+        return stats_[std::size_t(n - 1)];
+    }
+    std::size_t device_bytes() const noexcept { return device_bytes_; }
+
+private:
+    static constexpr std::size_t no_mirror = std::numeric_limits<std::size_t>::max();
+
+    const graph::node& node(int32_t id) const { return graph_->nodes()[std::size_t(id)]; }
+
+    const placement& located(int32_t id) const {
+        const placement& at = place_[std::size_t(id)];
+        check(at.buf != nullptr, errc::invalid_argument, [&] {
+            return "vulkan backend: node " + graph::graph::describe(node(id)) + " has no memory in this plan";
+        });
+        return at;
+    }
+
+    // ---- Preparation ----
+
+    // Every planned op is one the backend can run, with types it handles.
+    void check_supported() const {
+        for (int32_t id : plan_->order) {
+            const graph::node& nd = node(id);
+            auto src = [&](int i) -> const graph::node& { return node(nd.src[std::size_t(i)]); };
+            switch (nd.op) {
+                case graph::op::get_rows:
+                    check(ops::has_get_rows(src(0).type), errc::unsupported_type, [&] {
+                        return "vulkan backend: get_rows " + graph::graph::describe(nd) + " reads table " +
+                               graph::graph::describe(src(0)) + ", whose type has no get_rows shader";
+                    });
+                    break;
+                case graph::op::mul_mat:
+                    check(ops::has_mul_mat(src(0).type), errc::unsupported_type, [&] {
+                        return "vulkan backend: mul_mat " + graph::graph::describe(nd) + " has W " +
+                               graph::graph::describe(src(0)) + "; W must be f32, f16, bf16 or a weight type";
+                    });
+                    break;
+                default: break;
+            }
+        }
+    }
+
+    buffer& new_buffer(std::size_t bytes, memory kind) {
+        buffers_.push_back(std::make_unique<buffer>(*ctx_, std::max<std::size_t>(bytes, 16), kind));
+        if (kind == memory::device_local) device_bytes_ += buffers_.back()->size();
+        return *buffers_.back();
+    }
+
+    // Packs `ids` (with their plan bytes) into device buffers of up to pool_bytes each.
+    void pack(const std::vector<int32_t>& ids, std::size_t pool_bytes) {
+        std::vector<std::pair<int32_t, std::size_t>> pending;  // node, offset in the current pool
+        std::size_t used = 0;
+        auto flush = [&] {
+            if (pending.empty()) return;
+            buffer& b = new_buffer(used, memory::device_local);
+            for (const auto& [id, offset] : pending)
+                place_[std::size_t(id)] = {&b, offset, round_up(plan_->bytes[std::size_t(id)], 16)};
+            pending.clear();
+            used = 0;
+        };
+        for (int32_t id : ids) {
+            const std::size_t bytes = round_up(std::max<std::size_t>(plan_->bytes[std::size_t(id)], 1), placement_alignment);
+            if (used > 0 && used + bytes > pool_bytes) flush();
+            pending.emplace_back(id, used);
+            used += bytes;
+        }
+        flush();
+    }
+
+    void place_tensors(const backend_options& options) {
+        const std::size_t n = graph_->size();
+        place_.assign(n, placement{});
+        mirror_.assign(n, no_mirror);
+        std::vector<int32_t> weights, states, inputs;
+        std::size_t largest_staged = 16;
+        for (int32_t id : plan_->order) {
+            const auto i = std::size_t(id);
+            switch (plan_->where[i]) {
+                case graph::storage::weight: weights.push_back(id); break;
+                case graph::storage::state: states.push_back(id); break;
+                case graph::storage::arena:
+                    if (node(id).op == graph::op::input) inputs.push_back(id);
+                    break;
+                default: break;
+            }
+            if (plan_->where[i] != graph::storage::arena || node(id).op != graph::op::input)
+                largest_staged = std::max(largest_staged, plan_->bytes[i]);
+        }
+        arena_ = &new_buffer(plan_->arena_bytes, memory::device_local);
+        pack(weights, options.pool_bytes);
+        pack(states, options.pool_bytes);
+
+        // The host-visible buffer: the inputs' slots, then a copy of each output held in the arena.
+        std::size_t io_bytes = 0;
+        std::vector<std::pair<int32_t, std::size_t>> input_slots;
+        for (int32_t id : inputs) {
+            input_slots.emplace_back(id, io_bytes);
+            io_bytes += round_up(std::max<std::size_t>(plan_->bytes[std::size_t(id)], 1), placement_alignment);
+        }
+        for (graph::tensor t : graph_->outputs()) {
+            const auto i = std::size_t(t.id);
+            if (plan_->where[i] != graph::storage::arena || node(t.id).op == graph::op::input) continue;
+            outputs_.push_back({t.id, io_bytes});
+            mirror_[i] = io_bytes;
+            io_bytes += round_up(std::max<std::size_t>(plan_->bytes[i], 1), placement_alignment);
+        }
+        io_ = &new_buffer(io_bytes, memory::host_visible);
+        std::memset(io_->mapped(), 0, io_->size());
+        for (const auto& [id, offset] : input_slots)
+            place_[std::size_t(id)] = {io_, offset, round_up(plan_->bytes[std::size_t(id)], 16)};
+        for (int32_t id : plan_->order) {
+            const auto i = std::size_t(id);
+            if (plan_->where[i] == graph::storage::arena && node(id).op != graph::op::input)
+                place_[i] = {arena_, plan_->offset[i], round_up(plan_->bytes[i], 16)};
+        }
+        for (int32_t id : plan_->order)
+            if (plan_->where[std::size_t(id)] == graph::storage::alias)
+                place_[std::size_t(id)] = place_[std::size_t(plan_->alias_of[std::size_t(id)])];
+        staging_ = &new_buffer(std::min(options.staging_bytes, largest_staged), memory::host_visible);
+    }
+
+    void zero_and_upload() {
+        record_transfer([&](vk::CommandBuffer cmd) {
+            for (const auto& b : buffers_)
+                if (b->kind() == memory::device_local) cmd.fillBuffer(b->handle(), 0, VK_WHOLE_SIZE, 0);
+        });
+        for (int32_t id : plan_->order)
+            if (plan_->where[std::size_t(id)] == graph::storage::weight) {
+                const placement& at = place_[std::size_t(id)];
+                copy_to_device(*at.buf, at.offset, node(id).data, plan_->bytes[std::size_t(id)]);
+            }
+    }
+
+    void plan_index_checks() {
+        auto add = [&](int32_t reader, int src, int64_t limit) {
+            const int32_t ids = node(reader).src[std::size_t(src)];
+            if (node(ids).op == graph::op::input) checks_.push_back({ids, limit, reader});
+        };
+        for (int32_t id : plan_->order) {
+            const graph::node& nd = node(id);
+            switch (nd.op) {
+                case graph::op::get_rows: add(id, 1, node(nd.src[0]).ne1); break;
+                case graph::op::rope: add(id, 1, std::numeric_limits<int64_t>::max()); break;
+                case graph::op::set_rows: add(id, 2, nd.ne1); break;
+                case graph::op::attention: add(id, 3, node(nd.src[1]).ne1); break;
+                default: break;
+            }
+        }
+    }
+
+    // The ids and positions the host wrote, checked as the CPU reference checks them.
+    void check_indices(int64_t n) const {
+        for (const index_check& c : checks_) {
+            const graph::node& reader = node(c.reader);
+            const auto* values = reinterpret_cast<const int32_t*>(static_cast<const std::byte*>(io_->mapped()) +
+                                                                  place_[std::size_t(c.input)].offset);
+            const int64_t cols = node(c.input).batched ? n : node(c.input).ne1;
+            for (int64_t t = 0; t < cols; ++t) {
+                const int32_t v = values[t];
+                if (v >= 0 && v < c.limit) continue;
+                const std::string what = reader.op == graph::op::get_rows ? "id " : "position ";
+                const std::string range = c.limit == std::numeric_limits<int64_t>::max()
+                                              ? "negative"
+                                              : "outside [0, " + std::to_string(c.limit) + ")";
+                throw error(errc::invalid_argument, std::string(graph::to_string(reader.op)) + ": " + what +
+                                                        std::to_string(v) + " of token " + std::to_string(t) + " is " +
+                                                        range + " (" + graph::graph::describe(reader) + ")");
+            }
+        }
+    }
+
+    // ---- Recording ----
+
+    ops::operand operand_of(int32_t id) const { return located(id).operand(); }
+
+    void record_step(ops::recorder& r, int32_t id, int64_t n) {
+        const graph::node& nd = node(id);
+        const int64_t cols = nd.batched ? n : nd.ne1;
+        auto src = [&](int i) -> const graph::node& { return node(nd.src[std::size_t(i)]); };
+        auto in = [&](int i) { return operand_of(nd.src[std::size_t(i)]); };
+        const ops::operand out = operand_of(id);
+        switch (nd.op) {
+            case graph::op::input:
+            case graph::op::weight:
+            case graph::op::state: return;
+            case graph::op::get_rows:
+                ops::record_get_rows(*ops_, r, src(0).type, in(0), nd.ne0, src(0).ne1, in(1), out, cols);
+                return;
+            case graph::op::rms_norm: ops::record_rms_norm(*ops_, r, in(0), out, nd.ne0, cols, nd.eps); return;
+            case graph::op::mul:
+            case graph::op::add: {
+                const bool broadcast = !src(1).batched && src(1).ne1 == 1;
+                ops::record_elementwise(*ops_, r, nd.op == graph::op::mul ? ops::elementwise_op::mul : ops::elementwise_op::add,
+                                        in(0), in(1), out, nd.ne0, cols, broadcast);
+                return;
+            }
+            case graph::op::mul_mat: {
+                const graph::node& w = src(0);
+                const auto i = std::size_t(id);
+                const ops::operand scratch = plan_->scratch_bytes[i]
+                                                 ? ops::operand::of(*arena_, plan_->scratch_offset[i], plan_->scratch_bytes[i])
+                                                 : out.part(0, 0);
+                ops::record_mul_mat(*ops_, *mmvq_, r, w.type, in(0), w.ne1, w.ne0, in(1), out, cols, scratch,
+                                    src(1).batched ? max_batch_ : src(1).ne1);
+                return;
+            }
+            case graph::op::rope: ops::record_rope(*ops_, r, in(0), in(1), out, cols, nd.rope); return;
+            case graph::op::attention: {
+                const auto i = std::size_t(id);
+                const ops::operand scratch = ops::operand::of(*arena_, plan_->scratch_offset[i], plan_->scratch_bytes[i]);
+                ops::record_attention(*ops_, r, in(0), src(1).type, in(1), in(2), src(1).ne1, in(3), out, cols, nd.attention,
+                                      scratch);
+                return;
+            }
+            case graph::op::softmax: ops::record_softmax(*ops_, r, in(0), out, nd.ne0, cols); return;
+            case graph::op::silu:
+                ops::record_elementwise(*ops_, r, ops::elementwise_op::silu, in(0), in(0), out, nd.ne0, cols, false);
+                return;
+            case graph::op::swiglu:
+                ops::record_elementwise(*ops_, r, ops::elementwise_op::swiglu, in(0), in(1), out, nd.ne0, cols, false);
+                return;
+            case graph::op::set_rows:
+                ops::record_set_rows(*ops_, r, nd.type, out, nd.ne0, nd.ne1, in(1), in(2), src(1).batched ? n : src(1).ne1);
+                return;
+            case graph::op::argmax: ops::record_argmax(*ops_, r, in(0), out, src(0).ne0, cols); return;
+        }
+        throw error(errc::invalid_argument, std::string("vulkan backend: no kernel for op ") + graph::to_string(nd.op));
+    }
+
+    void record_forward(int64_t n) {
+        vk::CommandBuffer cmd = *forward_[std::size_t(n - 1)];
+        LLMRT_VK_CHECK(cmd.begin(vk::CommandBufferBeginInfo()));
+        // What earlier submissions (runs, uploads) wrote is visible to this run, and what they read
+        // is not overwritten before they finish.
+        const vk::MemoryBarrier before(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eTransferWrite,
+                                       vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
+        cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader | vk::PipelineStageFlagBits::eTransfer,
+                            vk::PipelineStageFlagBits::eComputeShader, {}, before, {}, {});
+        ops::recorder r(cmd);
+        for (int32_t id : plan_->order) record_step(r, id, n);
+        if (!outputs_.empty()) {
+            const vk::MemoryBarrier to_copy(vk::AccessFlagBits::eShaderWrite, vk::AccessFlagBits::eTransferRead);
+            cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader, vk::PipelineStageFlagBits::eTransfer, {}, to_copy,
+                                {}, {});
+            std::vector<vk::BufferCopy> regions;
+            for (const output_copy& o : outputs_) {
+                const graph::node& nd = node(o.node);
+                const std::size_t bytes = graph::column_bytes(nd.type, nd.ne0) * std::size_t(nd.batched ? n : nd.ne1);
+                regions.emplace_back(plan_->offset[std::size_t(o.node)], o.mirror, bytes);
+            }
+            cmd.copyBuffer(arena_->handle(), io_->handle(), regions);
+            const vk::MemoryBarrier to_host(vk::AccessFlagBits::eTransferWrite, vk::AccessFlagBits::eHostRead);
+            cmd.pipelineBarrier(vk::PipelineStageFlagBits::eTransfer, vk::PipelineStageFlagBits::eHost, {}, to_host, {}, {});
+        }
+        LLMRT_VK_CHECK(cmd.end());
+        stats_[std::size_t(n - 1)] = {r.dispatches(), r.barriers()};
+    }
+
+    // ---- Submission and staged copies ----
+
+    void submit(vk::CommandBuffer cmd) {
+        LLMRT_VK_CHECK(ctx_->device().resetFences(*fence_));
+        const vk::SubmitInfo info({}, {}, cmd);
+        LLMRT_VK_CHECK(ctx_->queue().submit(info, *fence_));
+        const vk::Result waited = LLMRT_VK_CHECK(ctx_->device().waitForFences(*fence_, VK_TRUE, UINT64_MAX));
+        check(waited == vk::Result::eSuccess, errc::device_error,
+              [&] { return "vulkan backend: waiting for a submission gave " + vk::to_string(waited); });
+    }
+
+    template <class Record>
+    void record_transfer(Record&& record) {
+        vk::CommandBuffer cmd = *transfer_.front();
+        LLMRT_VK_CHECK(cmd.reset());
+        LLMRT_VK_CHECK(cmd.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit)));
+        const vk::MemoryBarrier before(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eTransferWrite,
+                                       vk::AccessFlagBits::eTransferRead | vk::AccessFlagBits::eTransferWrite);
+        cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader | vk::PipelineStageFlagBits::eTransfer,
+                            vk::PipelineStageFlagBits::eTransfer, {}, before, {}, {});
+        record(cmd);
+        const vk::MemoryBarrier after(vk::AccessFlagBits::eTransferWrite, vk::AccessFlagBits::eHostRead);
+        cmd.pipelineBarrier(vk::PipelineStageFlagBits::eTransfer, vk::PipelineStageFlagBits::eHost, {}, after, {}, {});
+        LLMRT_VK_CHECK(cmd.end());
+        submit(cmd);
+    }
+
+    void copy_to_device(const buffer& dst, std::size_t offset, const void* src, std::size_t bytes) {
+        for (std::size_t done = 0; done < bytes;) {
+            const std::size_t chunk = std::min(bytes - done, staging_->size());
+            std::memcpy(staging_->mapped(), static_cast<const std::byte*>(src) + done, chunk);
+            record_transfer([&](vk::CommandBuffer cmd) {
+                cmd.copyBuffer(staging_->handle(), dst.handle(), vk::BufferCopy(0, offset + done, chunk));
+            });
+            done += chunk;
+        }
+    }
+
+    void copy_to_host(const buffer& src, std::size_t offset, void* dst, std::size_t bytes) {
+        for (std::size_t done = 0; done < bytes;) {
+            const std::size_t chunk = std::min(bytes - done, staging_->size());
+            record_transfer([&](vk::CommandBuffer cmd) {
+                cmd.copyBuffer(src.handle(), staging_->handle(), vk::BufferCopy(offset + done, 0, chunk));
+            });
+            std::memcpy(static_cast<std::byte*>(dst) + done, staging_->mapped(), chunk);
+            done += chunk;
+        }
+    }
+
+    const context* ctx_;
+    ops::kernels* ops_;
+    mmvq* mmvq_;
+    const graph::graph* graph_;
+    const graph::plan* plan_;
+    int64_t max_batch_;
+    std::vector<std::unique_ptr<buffer>> buffers_;
+    buffer* arena_ = nullptr;
+    buffer* io_ = nullptr;
+    buffer* staging_ = nullptr;
+    std::size_t device_bytes_ = 0;
+    std::vector<placement> place_;
+    std::vector<std::size_t> mirror_;
+    std::vector<output_copy> outputs_;
+    std::vector<index_check> checks_;
+    std::vector<forward_stats> stats_;
+    vk::raii::CommandPool pool_{nullptr};
+    vk::raii::CommandBuffers forward_{nullptr};
+    vk::raii::CommandBuffers transfer_{nullptr};
+    vk::raii::Fence fence_{nullptr};
+};
+
+}  // namespace detail
+
+class backend {
+public:
+    explicit backend(const context& ctx, backend_options options = {})
+        : ctx_(&ctx), options_(options), mmvq_(std::make_unique<mmvq>(ctx)), ops_(std::make_unique<ops::kernels>(ctx)) {
+        check(options.staging_bytes >= 16 && options.pool_bytes >= detail::placement_alignment, errc::invalid_argument, [&] {
+            return "vulkan::backend: staging_bytes " + std::to_string(options.staging_bytes) + " and pool_bytes " +
+                   std::to_string(options.pool_bytes) + " must be at least 16 and 256";
+        });
+    }
+
+    std::string_view name() const noexcept { return "vulkan"; }
+    const context& device() const noexcept { return *ctx_; }
+    const backend_options& options() const noexcept { return options_; }
+    mmvq& mmvq_kernels() noexcept { return *mmvq_; }
+    ops::kernels& op_kernels() noexcept { return *ops_; }
+
+    // mul_mat with quantized W: the Q8_1 activations; attention: the scores of every (token, head).
+    std::size_t scratch_bytes(const graph::graph& g, const graph::node& nd) const {
+        if (nd.op == graph::op::mul_mat) {
+            const graph::node& w = g.nodes()[std::size_t(nd.src[0])];
+            check(!is_in<weight_types>(w.type) || w.ne0 % 32 == 0, errc::shape_mismatch, [&] {
+                return "vulkan backend: mul_mat with " + graph::graph::describe(w) +
+                       " rounds activations through Q8_1, which needs k a multiple of 32";
+            });
+            return ops::mul_mat_scratch_bytes(w.type, w.ne0, nd.ne1);
+        }
+        if (nd.op == graph::op::attention)
+            return ops::attention_scratch_bytes(nd.ne1, nd.attention.n_head, g.nodes()[std::size_t(nd.src[1])].ne1);
+        return 0;
+    }
+
+    class program;
+    program prepare(const graph::graph& g, const graph::plan& p);
+
+private:
+    const context* ctx_;
+    backend_options options_;
+    std::unique_ptr<mmvq> mmvq_;
+    std::unique_ptr<ops::kernels> ops_;
+};
+
+// A graph prepared on the device: its memory, pipelines and one recorded forward per batch size.
+class backend::program {
+public:
+    void run(int64_t n_tokens) { state_->run(n_tokens); }
+    void write(graph::tensor t, std::size_t offset, const void* src, std::size_t bytes) { state_->write(t, offset, src, bytes); }
+    void read(graph::tensor t, std::size_t offset, void* dst, std::size_t bytes) const { state_->read(t, offset, dst, bytes); }
+
+    // The dispatches and barriers of the forward recorded for n tokens.
+    const forward_stats& stats(int64_t n_tokens) const { return state_->stats(n_tokens); }
+    // Device-local bytes the program allocated (arena, weights, states).
+    std::size_t device_bytes() const noexcept { return state_->device_bytes(); }
+
+private:
+    friend class backend;
+    explicit program(std::unique_ptr<detail::program_state> s) : state_(std::move(s)) {}
+    std::unique_ptr<detail::program_state> state_;
+};
+
+inline backend::program backend::prepare(const graph::graph& g, const graph::plan& p) {
+    return program(std::make_unique<detail::program_state>(*ctx_, *ops_, *mmvq_, options_, g, p));
+}
+
+static_assert(graph::backend<backend>, "vulkan::backend must model llmrt::graph::backend");
+
+}  // namespace llmrt::vulkan

@@ -1,0 +1,121 @@
+// mul_mat on Vulkan: y[:, t] = W · x[:, t] for t < cols.
+//
+//   quantized W (weight_types)  llmrt's mmvq on Q8_1 activations (vulkan/mmvq.hpp), the values the
+//                               CPU reference's activation_format::q8_1 rounds to. Up to 8 columns
+//                               are one launch; more run as batches of 8 columns (mmvq's batch
+//                               dimension, W read by every batch) plus one launch for the rest.
+//                               mmvq gives a column the same bits whatever the columns beside it,
+//                               so every token of a batch of any size gets the bits it would get
+//                               alone: batched verification in speculative decoding sees exactly
+//                               the logits of one-token decoding.
+//   f32, f16, bf16 W            shaders/ops/mul_mat_float.comp on float activations, in double.
+//
+// Quantized W needs scratch for the Q8_1 activations: region A for the batches of 8 columns,
+// region B for the rest (mul_mat_scratch_bytes).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "llmrt/graph/graph.hpp"
+#include "llmrt/quant/dispatch.hpp"
+#include "llmrt/quant/types.hpp"
+#include "llmrt/vulkan/mmvq.hpp"
+#include "llmrt/vulkan/ops/kernels.hpp"
+#include "llmrt/vulkan/ops/recorder.hpp"
+
+namespace llmrt::vulkan::ops {
+
+namespace detail {
+struct mul_mat_float_push {
+    uint64_t w, x, y, row_bytes;
+    uint32_t rows, k;
+};
+static_assert(sizeof(mul_mat_float_push) == 40, "mul_mat_float_push must match shaders/ops/mul_mat_float.comp");
+
+inline bool is_float_weight(qtype t) { return t == qtype::f32 || t == qtype::f16 || t == qtype::bf16; }
+
+// Bytes of scratch region A (the batches of 8 columns) at the largest column count.
+inline std::size_t batched_activation_bytes(int64_t k, int64_t max_cols) {
+    return max_cols >= mmvq_max_columns ? q8_1_activation_layout(k, max_cols / mmvq_max_columns * mmvq_max_columns).bytes : 0;
+}
+}  // namespace detail
+
+// Whether mul_mat takes weights of type t.
+inline bool has_mul_mat(qtype t) { return detail::is_float_weight(t) || is_in<weight_types>(t); }
+
+// Scratch for W of type t with k columns and up to max_cols activation columns.
+inline std::size_t mul_mat_scratch_bytes(qtype t, int64_t k, int64_t max_cols) {
+    if (!is_in<weight_types>(t)) return 0;
+    const int64_t rest_max = std::min<int64_t>(std::max<int64_t>(max_cols, 1), mmvq_max_columns - 1);
+    return detail::batched_activation_bytes(k, max_cols) + q8_1_activation_layout(k, rest_max).bytes;
+}
+
+// W: rows × k of type t (row r at r · row_size(t, k)); x: cols columns of k floats; y: cols
+// columns of rows floats.
+inline void record_mul_mat(kernels& k_ops, mmvq& k_mmvq, recorder& r, qtype t, const operand& w, int64_t rows, int64_t k,
+                           const operand& x, const operand& y, int64_t cols, const operand& scratch, int64_t max_cols) {
+    const char* name = "vulkan::ops::mul_mat";
+    check(has_mul_mat(t), errc::unsupported_type, [&] {
+        return std::string(name) + ": W of type " + graph::type_name(t) + " (quantized weights of " +
+               "weight_types, or f32, f16, bf16)";
+    });
+    check(rows >= 1 && k >= 1 && cols >= 1 && cols <= max_cols && k % block_size(t) == 0 && rows <= int64_t(UINT32_MAX) &&
+              k <= int64_t(UINT32_MAX),
+          errc::shape_mismatch, [&] {
+              return std::string(name) + ": W " + std::to_string(rows) + " x " + std::to_string(k) + " of " +
+                     graph::type_name(t) + ", " + std::to_string(cols) + " columns (of at most " +
+                     std::to_string(max_cols) + "): k must be a multiple of the block size " +
+                     std::to_string(block_size(t));
+          });
+    const uint64_t row_bytes = row_size(t, k), x_bytes = uint64_t(k * cols) * 4, y_bytes = uint64_t(rows * cols) * 4;
+    require_bytes(w, row_bytes * uint64_t(rows), name, "W");
+    require_bytes(x, x_bytes, name, "x");
+    require_bytes(y, y_bytes, name, "y");
+    const operand w_used = w.part(0, row_bytes * uint64_t(rows));
+
+    if (detail::is_float_weight(t)) {
+        const detail::mul_mat_float_push push{w.address, x.address, y.address, row_bytes, uint32_t(rows), uint32_t(k)};
+        const grid g = make_grid(k_ops.device().info(), uint64_t(rows), uint64_t(cols), name);
+        r.access({w_used, x.part(0, x_bytes)}, {y.part(0, y_bytes)});
+        r.dispatch(k_ops.pipeline(std::string("mul_mat_float_") + graph::type_name(t), sizeof push), push, g);
+        return;
+    }
+
+    require_bytes(scratch, mul_mat_scratch_bytes(t, k, max_cols), name, "the scratch");
+    const int64_t batches = cols / mmvq_max_columns, rest = cols % mmvq_max_columns;
+    const std::size_t a_bytes = detail::batched_activation_bytes(k, max_cols);
+    const operand region_a = scratch.part(0, a_bytes);
+    const operand region_b = scratch.part(a_bytes, scratch.bytes - a_bytes);
+    const int64_t done = batches * mmvq_max_columns;  // columns in region A
+    const operand x_a = x.part(0, uint64_t(k * done) * 4), x_b = x.part(uint64_t(k * done) * 4, uint64_t(k * rest) * 4);
+    const operand y_a = y.part(0, uint64_t(rows * done) * 4), y_b = y.part(uint64_t(rows * done) * 4, uint64_t(rows * rest) * 4);
+    const std::size_t a_used = batches ? q8_1_activation_layout(k, done).bytes : 0;
+    const std::size_t b_used = rest ? q8_1_activation_layout(k, rest).bytes : 0;
+    vk::CommandBuffer cmd = r.command_buffer();
+    if (batches) {
+        r.access({x_a}, {region_a.part(0, a_used)});
+        k_mmvq.record_quantize(cmd, {.k = k, .ncols = mmvq_max_columns, .batch = batches}, x_a.span(), region_a.span());
+        r.count_dispatch();
+    }
+    if (rest) {
+        r.access({x_b}, {region_b.part(0, b_used)});
+        k_mmvq.record_quantize(cmd, {.k = k, .ncols = rest}, x_b.span(), region_b.span());
+        r.count_dispatch();
+    }
+    if (batches) {
+        r.access({w_used, region_a.part(0, a_used)}, {y_a});
+        k_mmvq.record_mmvq(cmd, t, {.rows = rows, .k = k, .ncols = mmvq_max_columns, .batch = batches}, w.span(),
+                           region_a.span(), y_a.span());
+        r.count_dispatch();
+    }
+    if (rest) {
+        r.access({w_used, region_b.part(0, b_used)}, {y_b});
+        k_mmvq.record_mmvq(cmd, t, {.rows = rows, .k = k, .ncols = rest}, w.span(), region_b.span(), y_b.span());
+        r.count_dispatch();
+    }
+}
+
+}  // namespace llmrt::vulkan::ops

@@ -1,0 +1,57 @@
+#version 460
+// softmax: y = exp(x − max) / Σ exp(x − max) per row, one work-group per row, as the CPU reference
+// computes it: the exponentials in float, their sum in double (per invocation, then a fixed tree),
+// then one multiplication by float(1/Σ). Rows of the graph op are columns of ne0 values; for
+// attention (positions != 0) row r is head r % rows_per_token of token r / rows_per_token and holds
+// position + 1 scores at a stride of row_stride. x and y may be the same memory: each invocation
+// reads and writes only its own elements.
+#extension GL_GOOGLE_include_directive : require
+#include "ops_common.glsl"
+
+layout(local_size_x = LLMRT_OPS_WG) in;
+
+layout(push_constant) uniform llmrt_softmax_params {
+    uint64_t x;
+    uint64_t y;
+    uint64_t positions;   // 0: every row has `length` values; else int32 per token
+    uint row_stride;      // floats between rows
+    uint row_length;
+    uint rows_per_token;
+    uint unused;       // pads the block to the C++ struct's size
+} p;
+
+shared float partial_max[LLMRT_OPS_WG];
+shared double partial_sum[LLMRT_OPS_WG];
+
+void main() {
+    const uint row = gl_WorkGroupID.x, lane = gl_LocalInvocationID.x;
+    uint n = p.row_length;
+    if (p.positions != 0ul) n = min(uint(llmrt_op_i32(p.positions).v[row / p.rows_per_token]) + 1u, p.row_length);
+    llmrt_op_f32 x = llmrt_op_f32(p.x + uint64_t(row) * p.row_stride * 4u);
+    llmrt_op_f32 y = llmrt_op_f32(p.y + uint64_t(row) * p.row_stride * 4u);
+
+    float m = uintBitsToFloat(0xff800000u);  // -inf
+    for (uint i = lane; i < n; i += LLMRT_OPS_WG) m = max(m, x.v[i]);
+    partial_max[lane] = m;
+    barrier();
+    for (uint half_size = LLMRT_OPS_WG / 2u; half_size > 0u; half_size >>= 1u) {
+        if (lane < half_size) partial_max[lane] = max(partial_max[lane], partial_max[lane + half_size]);
+        barrier();
+    }
+    m = partial_max[0];
+
+    double sum = 0.0;
+    for (uint i = lane; i < n; i += LLMRT_OPS_WG) {
+        const float e = exp(x.v[i] - m);
+        y.v[i] = e;
+        sum += double(e);
+    }
+    partial_sum[lane] = sum;
+    barrier();
+    for (uint half_size = LLMRT_OPS_WG / 2u; half_size > 0u; half_size >>= 1u) {
+        if (lane < half_size) partial_sum[lane] += partial_sum[lane + half_size];
+        barrier();
+    }
+    const float inv = float(1.0lf / partial_sum[0]);
+    for (uint i = lane; i < n; i += LLMRT_OPS_WG) y.v[i] *= inv;
+}

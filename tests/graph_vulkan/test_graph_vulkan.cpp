@@ -1,0 +1,363 @@
+// The graph executor's Vulkan backend against the CPU backend (Q8_1 activations for quantized
+// weights, the reference of the GPU kernels): every op node by node within the mmvq NMSE bound,
+// the bits where the formula leaves no freedom (get_rows, set_rows), batch invariance past mmvq's 8
+// columns, determinism, state across runs, barriers, and the errors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <llmrt/cpu/backend.hpp>
+#include <llmrt/graph/compare.hpp>
+#include <llmrt/graph/executor.hpp>
+#include <llmrt/vulkan/backend.hpp>
+
+#include "../vulkan/vulkan_test_device.hpp"
+
+using namespace llmrt;
+
+namespace {
+
+constexpr double nmse_bound = 5e-4;
+
+std::vector<float> gaussian(std::size_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, scale);
+    std::vector<float> v(n);
+    for (auto& x : v) x = normal(rng);
+    return v;
+}
+
+std::vector<std::byte> quantized(qtype t, const std::vector<float>& values, int64_t k) {
+    const auto rows = int64_t(values.size()) / k;
+    std::vector<std::byte> out(row_size(t, k) * std::size_t(rows));
+    for (int64_t r = 0; r < rows; ++r) quantize(t, values.data() + r * k, out.data() + std::size_t(r) * row_size(t, k), k);
+    return out;
+}
+
+std::vector<qtype> weight_qtypes() {
+    std::vector<qtype> types;
+    weight_types::for_each([&](auto tag) { types.push_back(decltype(tag)::type::id); });
+    return types;
+}
+
+// Host bytes written to one input before a run.
+struct input_value {
+    graph::tensor t;
+    std::vector<std::byte> bytes;
+};
+
+template <class T>
+input_value input_of(graph::tensor t, const std::vector<T>& values) {
+    input_value v{t, std::vector<std::byte>(values.size() * sizeof(T))};
+    std::memcpy(v.bytes.data(), values.data(), v.bytes.size());
+    return v;
+}
+
+// The same graph on the CPU and the Vulkan backend, planned without memory reuse so that every
+// node can be compared after a run.
+struct side_by_side {
+    cpu::backend cpu_backend;
+    vulkan::backend vk_backend;
+    graph::executor<cpu::backend> cpu;
+    graph::executor<vulkan::backend> vk;
+
+    side_by_side(vulkan::context& ctx, const graph::graph& g)
+        : vk_backend(ctx), cpu(cpu_backend, g, {.reuse_memory = false}), vk(vk_backend, g, {.reuse_memory = false}) {}
+
+    void run(const std::vector<input_value>& inputs, int64_t n) {
+        for (const auto& in : inputs) {
+            cpu.write_bytes(in.t, 0, in.bytes.data(), in.bytes.size());
+            vk.write_bytes(in.t, 0, in.bytes.data(), in.bytes.size());
+        }
+        cpu.run(n);
+        vk.run(n);
+    }
+
+    // Every node within the NMSE bound, every i32 node equal; returns the largest NMSE.
+    double check_nodes(int64_t n, double bound = nmse_bound) const {
+        double worst = 0.0;
+        for (const auto& d : graph::compare_nodes(cpu, vk, n)) {
+            CAPTURE(d.name);
+            CAPTURE(d.max_abs);
+            CHECK(d.nmse <= bound);
+            CHECK(d.mismatch == 0.0);
+            worst = std::max(worst, d.nmse);
+        }
+        return worst;
+    }
+
+    template <class T>
+    std::vector<T> read_vk(graph::tensor t, std::size_t count) const {
+        std::vector<T> v(count);
+        vk.read(t, std::span<T>(v));
+        return v;
+    }
+    template <class T>
+    std::vector<T> read_cpu(graph::tensor t, std::size_t count) const {
+        std::vector<T> v(count);
+        cpu.read(t, std::span<T>(v));
+        return v;
+    }
+};
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+std::vector<int32_t> ids_of(std::initializer_list<int32_t> ids) { return std::vector<int32_t>(ids); }
+
+}  // namespace
+
+TEST_CASE("get_rows gives the CPU backend's bits for tables of every float and weight type") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    std::vector<qtype> types{qtype::f32, qtype::f16, qtype::bf16};
+    for (qtype t : weight_qtypes()) types.push_back(t);
+    const int64_t k = 512, rows = 37;
+    const std::vector<float> values = gaussian(std::size_t(k * rows), 11);
+    for (qtype t : types) {
+        CAPTURE(std::string(name(t)));
+        const std::vector<std::byte> table = quantized(t, values, k);
+        graph::graph g(6);
+        const auto ids = g.input("ids", graph::i32_type, 1);
+        const auto y = g.get_rows(g.weight("table", t, k, rows, table.data()), ids);
+        g.mark_output(y);
+        side_by_side s(ctx, g);
+        s.run({input_of(ids, ids_of({0, 36, 5, 5, 17, 2}))}, 6);
+        CHECK(same_bits(s.read_vk<float>(y, std::size_t(k * 6)), s.read_cpu<float>(y, std::size_t(k * 6))));
+    }
+}
+
+TEST_CASE("mul_mat agrees with the CPU backend within the mmvq NMSE bound for every weight type, 1 to 8 and more columns") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    std::vector<qtype> types = weight_qtypes();
+    for (qtype t : {qtype::f32, qtype::f16, qtype::bf16}) types.push_back(t);
+    const int64_t k = 512, rows = 75, max_batch = 17;
+    const std::vector<float> w_values = gaussian(std::size_t(k * rows), 21, 0.05f);
+    const std::vector<float> x_values = gaussian(std::size_t(k * max_batch), 22);
+    for (qtype t : types) {
+        CAPTURE(std::string(name(t)));
+        const std::vector<std::byte> w = quantized(t, w_values, k);
+        graph::graph g(max_batch);
+        const auto x = g.input("x", qtype::f32, k);
+        g.mark_output(g.mul_mat(g.weight("w", t, k, rows, w.data()), x));
+        side_by_side s(ctx, g);
+        for (int64_t n : {1, 2, 3, 5, 7, 8, 11, 16, 17}) {
+            CAPTURE(n);
+            s.run({input_of(x, x_values)}, n);
+            s.check_nodes(n);
+        }
+    }
+}
+
+TEST_CASE("each column of a batched run has the bits of a one-token run, past mmvq's 8 columns too") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    const int64_t k = 256, rows = 200, max_batch = 13;
+    const std::vector<std::byte> w = quantized(qtype::q4_K, gaussian(std::size_t(k * rows), 31, 0.06f), k);
+    const std::vector<float> norm = gaussian(std::size_t(k), 32);
+    graph::graph g(max_batch);
+    const auto x = g.input("x", qtype::f32, k);
+    const auto h = g.mul(g.rms_norm(x, 1e-6f), g.weight("norm", qtype::f32, k, 1, norm.data()));
+    const auto y = g.mul_mat(g.weight("w", qtype::q4_K, k, rows, w.data()), h);
+    const auto probs = g.softmax(y);
+    const auto best = g.argmax(y);
+    for (auto t : {y, probs, best}) g.mark_output(t);
+    vulkan::backend vk_backend(ctx);
+    graph::executor<vulkan::backend> ex(vk_backend, g);
+    const std::vector<float> xs = gaussian(std::size_t(k * max_batch), 33);
+    ex.write(x, std::span<const float>(xs));
+    ex.run(max_batch);
+    std::vector<float> batch_y(static_cast<std::size_t>(rows * max_batch)), batch_p(batch_y.size());
+    std::vector<int32_t> batch_best(static_cast<std::size_t>(max_batch));
+    ex.read(y, std::span<float>(batch_y));
+    ex.read(probs, std::span<float>(batch_p));
+    ex.read(best, std::span<int32_t>(batch_best));
+    for (int64_t c = 0; c < max_batch; ++c) {
+        CAPTURE(c);
+        ex.write(x, std::span<const float>(xs).subspan(std::size_t(c * k), std::size_t(k)));
+        ex.run(1);
+        std::vector<float> one_y(static_cast<std::size_t>(rows)), one_p(static_cast<std::size_t>(rows));
+        std::vector<int32_t> one_best(1);
+        ex.read(y, std::span<float>(one_y));
+        ex.read(probs, std::span<float>(one_p));
+        ex.read(best, std::span<int32_t>(one_best));
+        CHECK(std::memcmp(one_y.data(), batch_y.data() + c * rows, std::size_t(rows) * 4) == 0);
+        CHECK(std::memcmp(one_p.data(), batch_p.data() + c * rows, std::size_t(rows) * 4) == 0);
+        CHECK(one_best[0] == batch_best[std::size_t(c)]);
+    }
+}
+
+TEST_CASE("rms_norm, mul, add, softmax, silu, swiglu and argmax agree with the CPU backend") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    const int64_t n = 300, max_batch = 5;  // columns longer than a work-group, not a multiple of it
+    const std::vector<float> norm = gaussian(std::size_t(n), 41);
+    graph::graph g(max_batch);
+    const auto a = g.input("a", qtype::f32, n);
+    const auto b = g.input("b", qtype::f32, n);
+    const auto normed = g.rms_norm(a, 1e-5f);
+    const auto scaled = g.mul(normed, g.weight("norm", qtype::f32, n, 1, norm.data()));  // broadcast
+    const auto product = g.mul(scaled, b);
+    const auto shifted = g.add(product, g.weight("bias", qtype::f32, n, 1, norm.data()));
+    const auto sum = g.add(shifted, a);
+    const auto act = g.silu(sum);
+    const auto gated = g.swiglu(act, b);
+    g.mark_output(g.softmax(gated));
+    g.mark_output(g.argmax(gated));
+    side_by_side s(ctx, g);
+    for (int64_t tokens : {1, 5}) {
+        CAPTURE(tokens);
+        s.run({input_of(a, gaussian(std::size_t(n * max_batch), 42, 3.0f)), input_of(b, gaussian(std::size_t(n * max_batch), 43))},
+              tokens);
+        MESSAGE("largest NMSE of the element-wise ops: " << s.check_nodes(tokens));
+    }
+}
+
+TEST_CASE("rope in normal and NeoX order agrees with the CPU backend, at large positions too") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    for (auto order : {graph::rope_order::normal, graph::rope_order::neox}) {
+        CAPTURE(int(order));
+        const graph::rope_params p{3, 20, 12, 10000.0f, order};  // n_rot < head_dim: the tail passes through
+        graph::graph g(6);
+        const auto x = g.input("x", qtype::f32, 60);
+        const auto pos = g.input("pos", graph::i32_type, 1);
+        g.mark_output(g.rope(x, pos, p));
+        side_by_side s(ctx, g);
+        s.run({input_of(x, gaussian(60 * 6, 51)), input_of(pos, ids_of({0, 1, 7, 1000, 4095, 32767}))}, 6);
+        MESSAGE("rope NMSE: " << s.check_nodes(6, 1e-9));
+    }
+}
+
+TEST_CASE("attention with grouped-query heads over an f32 or f16 KV cache agrees with the CPU backend run after run") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    for (qtype kv : {qtype::f32, qtype::f16}) {
+        CAPTURE(std::string(name(kv)));
+        const graph::attention_params p{6, 2, 16, 0.25f};
+        const int64_t n_ctx = 40, q_ne0 = 6 * 16, kv_ne0 = 2 * 16;
+        graph::graph g(5);
+        const auto q = g.input("q", qtype::f32, q_ne0);
+        const auto k = g.input("k", qtype::f32, kv_ne0);
+        const auto v = g.input("v", qtype::f32, kv_ne0);
+        const auto pos = g.input("pos", graph::i32_type, 1);
+        const auto kc = g.set_rows(g.state("k_cache", kv, kv_ne0, n_ctx), k, pos);
+        const auto vc = g.set_rows(g.state("v_cache", kv, kv_ne0, n_ctx), v, pos);
+        g.mark_output(g.attention(q, kc, vc, pos, p));
+        side_by_side s(ctx, g);
+        // A prompt of 5, then one token at a time, then a rewrite of positions 3..4.
+        const std::vector<std::vector<int32_t>> steps{{0, 1, 2, 3, 4}, {5}, {6}, {3, 4}, {5, 6, 7, 8, 9}};
+        uint32_t seed = 60;
+        for (const auto& positions : steps) {
+            const auto tokens = int64_t(positions.size());
+            CAPTURE(positions[0]);
+            s.run({input_of(q, gaussian(std::size_t(q_ne0 * 5), ++seed)), input_of(k, gaussian(std::size_t(kv_ne0 * 5), ++seed)),
+                   input_of(v, gaussian(std::size_t(kv_ne0 * 5), ++seed)), input_of(pos, positions)},
+                  tokens);
+            s.check_nodes(tokens);
+        }
+    }
+}
+
+TEST_CASE("set_rows writes the CPU backend's f16 bits, and the later of two tokens at one position") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    const int64_t ne0 = 33, n_ctx = 9;  // odd columns: halves at every alignment
+    graph::graph g(4);
+    const auto src = g.input("src", qtype::f32, ne0);
+    const auto pos = g.input("pos", graph::i32_type, 1);
+    const auto cache = g.set_rows(g.state("cache", qtype::f16, ne0, n_ctx), src, pos);
+    g.mark_output(cache);
+    side_by_side s(ctx, g);
+    std::vector<float> values = gaussian(std::size_t(ne0 * 4), 71, 1000.0f);
+    values[0] = 65519.0f;   // rounds down to the largest half
+    values[1] = 65520.0f;   // rounds to inf
+    values[2] = 1e-7f;      // subnormal half
+    values[3] = -2.98e-8f;  // below half the smallest subnormal: -0
+    s.run({input_of(src, values), input_of(pos, ids_of({8, 2, 2, 0}))}, 4);
+    CHECK(same_bits(s.read_vk<uint16_t>(cache, std::size_t(ne0 * n_ctx)), s.read_cpu<uint16_t>(cache, std::size_t(ne0 * n_ctx))));
+}
+
+TEST_CASE("a prepared graph gives the same bits on every run") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    const int64_t k = 256, rows = 300;
+    const std::vector<std::byte> w = quantized(qtype::q6_K, gaussian(std::size_t(k * rows), 81, 0.06f), k);
+    graph::graph g(8);
+    const auto x = g.input("x", qtype::f32, k);
+    const auto y = g.softmax(g.mul_mat(g.weight("w", qtype::q6_K, k, rows, w.data()), g.rms_norm(x, 1e-5f)));
+    g.mark_output(y);
+    vulkan::backend vk_backend(ctx);
+    graph::executor<vulkan::backend> ex(vk_backend, g);
+    ex.write(x, std::span<const float>(gaussian(std::size_t(k * 8), 82)));
+    std::vector<float> first(static_cast<std::size_t>(rows * 8)), again(first.size());
+    ex.run(8);
+    ex.read(y, std::span<float>(first));
+    for (int i = 0; i < 5; ++i) {
+        ex.run(8);
+        ex.read(y, std::span<float>(again));
+        CHECK(same_bits(first, again));
+    }
+}
+
+TEST_CASE("independent dispatches run without a barrier between them, dependent ones after one") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    graph::graph g(2);
+    const auto x = g.input("x", qtype::f32, 64);
+    const auto a = g.silu(x);
+    const auto b = g.rms_norm(x, 1e-5f);  // reads what a reads: no barrier
+    const auto c = g.add(a, b);           // reads a and b: one barrier
+    g.mark_output(c);
+    vulkan::backend vk_backend(ctx);
+    graph::executor<vulkan::backend> ex(vk_backend, g, {.reuse_memory = false});
+    const auto planned = vk_backend.prepare(ex.get_graph(), ex.get_plan());
+    CHECK(planned.stats(2).dispatches == 3);
+    CHECK(planned.stats(2).barriers == 1);
+}
+
+TEST_CASE("ids and positions outside their range raise llmrt::error naming them, and the program stays usable") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    const int64_t k = 64;
+    const std::vector<std::byte> table = quantized(qtype::q8_0, gaussian(std::size_t(k * 10), 91), k);
+    graph::graph g(2);
+    const auto ids = g.input("ids", graph::i32_type, 1);
+    const auto pos = g.input("pos", graph::i32_type, 1);
+    const auto x = g.get_rows(g.weight("table", qtype::q8_0, k, 10, table.data()), ids);
+    const auto cache = g.set_rows(g.state("cache", qtype::f32, k, 4), x, pos);
+    g.mark_output(g.argmax(x));
+    (void)cache;
+    vulkan::backend vk_backend(ctx);
+    graph::executor<vulkan::backend> ex(vk_backend, g);
+    auto run_with = [&](std::vector<int32_t> id_values, std::vector<int32_t> pos_values) -> std::string {
+        ex.write(ids, std::span<const int32_t>(id_values));
+        ex.write(pos, std::span<const int32_t>(pos_values));
+        try {
+            ex.run(int64_t(id_values.size()));
+        } catch (const llmrt::error& e) {
+            CHECK(e.code() == errc::invalid_argument);
+            return e.what();
+        }
+        return "";
+    };
+    CHECK(run_with({3, 10}, {0, 1}).find("id 10 of token 1 is outside [0, 10)") != std::string::npos);
+    CHECK(run_with({-1}, {0}).find("id -1") != std::string::npos);
+    CHECK(run_with({3, 4}, {0, 4}).find("position 4 of token 1 is outside [0, 4)") != std::string::npos);
+    CHECK(run_with({3, 4}, {2, 3}) == "");
+}
+
+TEST_CASE("a mul_mat weight type without a Vulkan kernel is refused when the graph is prepared, naming the node") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    const int64_t k = 256;
+    const std::vector<std::byte> w = quantized(qtype::q8_K, gaussian(std::size_t(k * 4), 95), k);
+    graph::graph g(1);
+    const auto x = g.input("x", qtype::f32, k);
+    const auto y = g.mul_mat(g.weight("w_q8_K", qtype::q8_K, k, 4, w.data()), x);
+    g.mark_output(y);
+    vulkan::backend vk_backend(ctx);
+    try {
+        graph::executor<vulkan::backend> ex(vk_backend, g);
+        FAIL("a q8_K weight was accepted");
+    } catch (const llmrt::error& e) {
+        CHECK(e.code() == errc::unsupported_type);
+        CHECK(std::string(e.what()).find("w_q8_K") != std::string::npos);
+    }
+}
