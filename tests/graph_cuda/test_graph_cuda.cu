@@ -1,0 +1,387 @@
+// The CUDA backend of the graph executor against the CPU backend, op by op: every node of a
+// graph run on both (planned without memory reuse) is compared with graph::compare_nodes.
+// Exact ops must agree within 1e-10 (or bit for bit), mul_mat within mmvq's NMSE bound 5e-4.
+// Every case skips, passing with a message, on a machine without a CUDA device.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <llmrt/cpu/backend.hpp>
+#include <llmrt/cuda/backend.cuh>
+#include <llmrt/graph/compare.hpp>
+#include <llmrt/graph/executor.hpp>
+
+#include "../graph/count_allocations.hpp"
+
+using namespace llmrt;
+
+namespace {
+
+// Two block types are enough here: the chunking and sharing of mul_mat do not depend on the
+// type, and mmvq itself is tested for every type in tests/cuda. Fewer types, faster builds.
+using test_backend = cuda::basic_backend<type_list<q8_0, q4_K>>;
+
+constexpr double mmvq_nmse_bound = 5e-4;
+constexpr double exact_nmse_bound = 1e-10;
+
+#define LLMRT_NEEDS_CUDA_DEVICE()                                                  \
+    do {                                                                           \
+        if (!test_backend::device_present()) {                                     \
+            MESSAGE("skipped: no CUDA device on this machine (cudaGetDeviceCount)"); \
+            return;                                                                \
+        }                                                                          \
+    } while (0)
+
+std::vector<float> gaussian(std::size_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, scale);
+    std::vector<float> v(n);
+    for (auto& x : v) x = normal(rng);
+    return v;
+}
+
+std::vector<std::byte> quantized(qtype t, const std::vector<float>& values, int64_t k) {
+    const auto rows = int64_t(values.size()) / k;
+    std::vector<std::byte> out(row_size(t, k) * std::size_t(rows));
+    for (int64_t r = 0; r < rows; ++r) quantize(t, values.data() + r * k, out.data() + std::size_t(r) * row_size(t, k), k);
+    return out;
+}
+
+// One graph on the CPU reference and on the device, both planned without memory reuse.
+struct pair_of_executors {
+    cpu::backend cpu_backend;
+    test_backend gpu_backend;
+    graph::executor<cpu::backend> cpu;
+    graph::executor<test_backend> gpu;
+
+    explicit pair_of_executors(const graph::graph& g, cuda::backend_options o = {})
+        : gpu_backend(o), cpu(cpu_backend, g, {.reuse_memory = false}), gpu(gpu_backend, g, {.reuse_memory = false}) {}
+
+    template <class T>
+    void write(graph::tensor t, const std::vector<T>& values) {
+        cpu.write(t, std::span<const T>(values));
+        gpu.write(t, std::span<const T>(values));
+    }
+    void run(int64_t n) {
+        cpu.run(n);
+        gpu.run(n);
+    }
+
+    // Every node within its bound (bound(op) gives it), i32 results identical.
+    void check_nodes(int64_t n, const std::function<double(graph::op)>& bound) const {
+        for (const auto& d : graph::compare_nodes(cpu, gpu, n)) {
+            INFO("node ", d.name, " (", graph::to_string(d.op), ", ", d.ne0, " x ", d.ne1, ", batch ", n,
+                 "): nmse ", d.nmse, ", max |diff| ", d.max_abs, ", i32 mismatch ", d.mismatch);
+            CHECK(d.nmse <= bound(d.op));
+            CHECK(d.mismatch == 0.0);
+        }
+    }
+};
+
+double exact_ops(graph::op) { return exact_nmse_bound; }
+double mmvq_ops(graph::op o) { return o == graph::op::mul_mat ? mmvq_nmse_bound : exact_nmse_bound; }
+
+// Every float the device computed for `t` in a run of n columns.
+std::vector<float> floats_of(const graph::executor<test_backend>& ex, graph::tensor t, std::size_t count) {
+    std::vector<float> v(count);
+    ex.read(t, std::span<float>(v));
+    return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("element-wise ops, rms_norm, softmax and argmax agree with the CPU backend at every batch size") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int64_t n0 = 300;  // not a multiple of any block or warp
+    graph::graph g(8);
+    const auto col = gaussian(n0, 1);
+    auto x = g.input("x", qtype::f32, n0);
+    auto b = g.input("b", qtype::f32, n0);
+    auto w = g.weight("w", qtype::f32, n0, 1, col.data());
+    for (graph::tensor t : {g.rms_norm(x, 1e-5f), g.mul(x, b), g.mul(x, w), g.add(x, b), g.add(x, w), g.softmax(x),
+                            g.silu(x), g.swiglu(x, b), g.argmax(x)})
+        g.mark_output(t);
+    pair_of_executors ex(g);
+    for (int64_t n : {1, 3, 8}) {
+        CAPTURE(n);
+        ex.write(x, gaussian(std::size_t(n0 * n), 10 + uint32_t(n), 4.0f));
+        ex.write(b, gaussian(std::size_t(n0 * n), 20 + uint32_t(n)));
+        ex.run(n);
+        ex.check_nodes(n, exact_ops);
+    }
+}
+
+TEST_CASE("rope in normal and NeoX order agrees with the CPU backend, elements past n_rot passed through") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    for (auto order : {graph::rope_order::normal, graph::rope_order::neox}) {
+        CAPTURE(int(order));
+        const graph::rope_params p{3, 64, 48, 10000.0f, order};
+        graph::graph g(5);
+        auto x = g.input("x", qtype::f32, 3 * 64);
+        auto pos = g.input("pos", graph::i32_type, 1);
+        g.mark_output(g.rope(x, pos, p));
+        pair_of_executors ex(g);
+        ex.write(x, gaussian(3 * 64 * 5, 3, 2.0f));
+        ex.write(pos, std::vector<int32_t>{0, 1, 17, 500, 4095});
+        ex.run(5);
+        ex.check_nodes(5, exact_ops);
+    }
+}
+
+TEST_CASE("get_rows dequantizes the rows of every table type bit for bit as the CPU does") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int64_t ne0 = 512, n_rows = 37;
+    const auto values = gaussian(std::size_t(ne0 * n_rows), 5);
+    all_types::for_each([&](auto tag) {
+        using B = typename decltype(tag)::type;
+        CAPTURE(std::string(B::name));
+        const auto table = quantized(B::id, values, ne0);
+        graph::graph g(4);
+        auto ids = g.input("ids", graph::i32_type, 1);
+        auto rows = g.get_rows(g.weight("table", B::id, ne0, n_rows, table.data()), ids);
+        g.mark_output(rows);
+        pair_of_executors ex(g);
+        ex.write(ids, std::vector<int32_t>{36, 0, 36, 11});
+        ex.run(4);
+        std::vector<float> a(std::size_t(ne0 * 4)), b(a.size());
+        ex.cpu.read(rows, std::span<float>(a));
+        ex.gpu.read(rows, std::span<float>(b));
+        CHECK(same_bits(a, b));
+    });
+}
+
+TEST_CASE("set_rows and grouped-query causal attention over f32 and f16 caches agree with the CPU backend") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    for (qtype kv : {qtype::f32, qtype::f16}) {
+        for (int32_t head_dim : {64, 128, 200}) {  // 64: keys split in two groups; 200: not whole warps
+            CAPTURE(std::string(name(kv)));
+            CAPTURE(head_dim);
+            const graph::attention_params p{4, 2, head_dim, 1.0f / std::sqrt(float(head_dim))};
+            const int64_t n_ctx = 300, q_ne0 = 4 * head_dim, kv_ne0 = 2 * head_dim;
+            graph::graph g(6);
+            auto q = g.input("q", qtype::f32, q_ne0);
+            auto k = g.input("k", qtype::f32, kv_ne0);
+            auto v = g.input("v", qtype::f32, kv_ne0);
+            auto pos = g.input("pos", graph::i32_type, 1);
+            auto kc = g.set_rows(g.state("k_cache", kv, kv_ne0, n_ctx), k, pos);
+            auto vc = g.set_rows(g.state("v_cache", kv, kv_ne0, n_ctx), v, pos);
+            g.mark_output(g.attention(q, kc, vc, pos, p));
+            pair_of_executors ex(g);
+            // Three runs: positions 0..5, then 6..8 (reading what the first wrote), then 280..283
+            // (over 128 keys, most of them never written: zeros in both caches).
+            const std::vector<std::vector<int32_t>> runs{{0, 1, 2, 3, 4, 5}, {6, 7, 8}, {280, 281, 282, 283}};
+            uint32_t seed = 100;
+            for (const auto& positions : runs) {
+                const auto n = int64_t(positions.size());
+                CAPTURE(positions.front());
+                ex.write(q, gaussian(std::size_t(q_ne0 * n), seed++, 2.0f));
+                ex.write(k, gaussian(std::size_t(kv_ne0 * n), seed++));
+                ex.write(v, gaussian(std::size_t(kv_ne0 * n), seed++));
+                ex.write(pos, positions);
+                ex.run(n);
+                ex.check_nodes(n, [](graph::op) { return 1e-9; });
+            }
+        }
+    }
+}
+
+TEST_CASE("mul_mat with quantized weights agrees with the CPU backend from 1 to 8 columns and in chunks beyond") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    for (qtype t : {qtype::q8_0, qtype::q4_K}) {
+        CAPTURE(std::string(name(t)));
+        const int64_t k = 512, rows = 257;
+        const auto w1 = quantized(t, gaussian(std::size_t(k * rows), 7, 0.05f), k);
+        const auto w2 = quantized(t, gaussian(std::size_t(k * rows), 8, 0.05f), k);
+        const auto w3 = quantized(t, gaussian(std::size_t(k * rows), 9, 0.05f), k);
+        graph::graph g(20);
+        auto x = g.input("x", qtype::f32, k);
+        auto x2 = g.input("x2", qtype::f32, k);
+        // y1 and y2 read the same x (one quantization serves both), y3 another, y4 x again.
+        auto y1 = g.mul_mat(g.weight("w1", t, k, rows, w1.data()), x);
+        auto y2 = g.mul_mat(g.weight("w2", t, k, rows, w2.data()), x);
+        auto y3 = g.mul_mat(g.weight("w3", t, k, rows, w3.data()), x2);
+        auto y4 = g.mul_mat(g.weight("w1", t, k, rows, w1.data()), x);
+        for (auto y : {y1, y2, y3, y4}) g.mark_output(y);
+        pair_of_executors ex(g);
+        const auto xs = gaussian(std::size_t(k * 20), 11), x2s = gaussian(std::size_t(k * 20), 12);
+        ex.write(x, xs);
+        ex.write(x2, x2s);
+        std::vector<float> first_columns;  // y1's first column at batch 1
+        for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 16, 20}) {
+            CAPTURE(n);
+            ex.run(n);
+            ex.check_nodes(n, mmvq_ops);
+            const auto y = floats_of(ex.gpu, y1, std::size_t(rows * n));
+            const auto y_again = floats_of(ex.gpu, y4, std::size_t(rows * n));
+            CHECK(same_bits(y, y_again));  // the same W and x, quantized once or again: the same bits
+            const std::vector<float> col0(y.begin(), y.begin() + rows);
+            if (first_columns.empty()) first_columns = col0;
+            CHECK(same_bits(col0, first_columns));  // a column's bits do not depend on the batch
+        }
+    }
+}
+
+TEST_CASE("mul_mat with f32, f16 and bf16 weights agrees with the CPU backend") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    for (qtype t : {qtype::f32, qtype::f16, qtype::bf16}) {
+        CAPTURE(std::string(name(t)));
+        const int64_t k = 300, rows = 70;
+        const auto w = quantized(t, gaussian(std::size_t(k * rows), 13), k);
+        graph::graph g(11);
+        auto x = g.input("x", qtype::f32, k);
+        g.mark_output(g.mul_mat(g.weight("w", t, k, rows, w.data()), x));
+        pair_of_executors ex(g);
+        ex.write(x, gaussian(std::size_t(k * 11), 14));
+        for (int64_t n : {1, 11}) {
+            ex.run(n);
+            ex.check_nodes(n, [](graph::op) { return 1e-10; });
+        }
+    }
+}
+
+namespace {
+
+// A block of a llama layer: norm, q/k/v, rope, KV cache, attention, output, SwiGLU feed-forward.
+struct layer_graph {
+    static constexpr int64_t d = 256, ff = 512, n_ctx = 64;
+    std::vector<float> norm = gaussian(d, 30);
+    std::vector<std::byte> wq = quantized(qtype::q4_K, gaussian(std::size_t(d * d), 31, 0.06f), d),
+                           wk = quantized(qtype::q4_K, gaussian(std::size_t(d * d / 2), 32, 0.06f), d),
+                           wv = quantized(qtype::q8_0, gaussian(std::size_t(d * d / 2), 33, 0.06f), d),
+                           wo = quantized(qtype::q8_0, gaussian(std::size_t(d * d), 34, 0.06f), d),
+                           wg = quantized(qtype::q4_K, gaussian(std::size_t(d * ff), 35, 0.06f), d),
+                           wu = quantized(qtype::q4_K, gaussian(std::size_t(d * ff), 36, 0.06f), d),
+                           wd = quantized(qtype::q8_0, gaussian(std::size_t(ff * d), 37, 0.04f), ff);
+    graph::graph g{8};
+    graph::tensor x, pos, out, best;
+
+    layer_graph() {
+        x = g.input("x", qtype::f32, d);
+        pos = g.input("pos", graph::i32_type, 1);
+        auto h = g.mul(g.rms_norm(x, 1e-5f), g.weight("norm", qtype::f32, d, 1, norm.data()));
+        const graph::rope_params rq{4, 64, 64, 10000.0f, graph::rope_order::normal};
+        graph::rope_params rk = rq;
+        rk.n_head = 2;
+        auto q = g.rope(g.mul_mat(g.weight("wq", qtype::q4_K, d, d, wq.data()), h), pos, rq);
+        auto k = g.rope(g.mul_mat(g.weight("wk", qtype::q4_K, d, d / 2, wk.data()), h), pos, rk);
+        auto v = g.mul_mat(g.weight("wv", qtype::q8_0, d, d / 2, wv.data()), h);
+        auto kc = g.set_rows(g.state("kc", qtype::f16, d / 2, n_ctx), k, pos);
+        auto vc = g.set_rows(g.state("vc", qtype::f16, d / 2, n_ctx), v, pos);
+        auto a = g.attention(q, kc, vc, pos, {4, 2, 64, 0.125f});
+        auto x1 = g.add(x, g.mul_mat(g.weight("wo", qtype::q8_0, d, d, wo.data()), a));
+        auto h2 = g.rms_norm(x1, 1e-5f);
+        auto f = g.swiglu(g.mul_mat(g.weight("wg", qtype::q4_K, d, ff, wg.data()), h2),
+                          g.mul_mat(g.weight("wu", qtype::q4_K, d, ff, wu.data()), h2));
+        out = g.add(x1, g.mul_mat(g.weight("wd", qtype::q8_0, ff, d, wd.data()), f));
+        best = g.argmax(out);
+        g.mark_output(out);
+        g.mark_output(best);
+    }
+};
+
+// Runs batches of 5 and 3 tokens (positions 0..7) and returns the output of each.
+std::vector<std::vector<float>> run_layer(layer_graph& l, cuda::backend_options o) {
+    test_backend b(o);
+    graph::executor<test_backend> ex(b, l.g);
+    std::vector<std::vector<float>> outs;
+    int32_t p0 = 0;
+    for (int64_t n : {5, 3}) {
+        std::vector<int32_t> pos(static_cast<std::size_t>(n));
+        for (auto& p : pos) p = p0++;
+        ex.write(l.x, std::span<const float>(gaussian(std::size_t(layer_graph::d * n), uint32_t(40 + n))));
+        ex.write(l.pos, std::span<const int32_t>(pos));
+        ex.run(n);
+        outs.push_back(floats_of(ex, l.out, std::size_t(layer_graph::d * n)));
+    }
+    return outs;
+}
+
+}  // namespace
+
+TEST_CASE("a llama layer agrees with the CPU backend node by node") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    layer_graph l;
+    pair_of_executors ex(l.g);
+    int32_t p0 = 0;
+    for (int64_t n : {5, 3}) {
+        std::vector<int32_t> pos(static_cast<std::size_t>(n));
+        for (auto& p : pos) p = p0++;
+        ex.write(l.x, gaussian(std::size_t(layer_graph::d * n), uint32_t(40 + n)));
+        ex.write(l.pos, pos);
+        ex.run(n);
+        ex.check_nodes(n, [](graph::op o) { return o == graph::op::argmax ? 0.0 : mmvq_nmse_bound; });
+    }
+}
+
+TEST_CASE("graph replay gives the bits of op-by-op launches, with and without programmatic dependent launch") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    layer_graph l;
+    const auto replayed = run_layer(l, {});
+    CHECK(same_bits(replayed[0], run_layer(l, {.use_graphs = false})[0]));
+    const auto eager = run_layer(l, {.use_graphs = false, .programmatic_dependent_launch = false});
+    const auto plain = run_layer(l, {.programmatic_dependent_launch = false});
+    for (std::size_t i = 0; i < replayed.size(); ++i) {
+        CHECK(same_bits(replayed[i], eager[i]));
+        CHECK(same_bits(replayed[i], plain[i]));
+    }
+    CHECK(same_bits(replayed[1], run_layer(l, {})[1]));  // and the same bits on every run
+}
+
+TEST_CASE("running a prepared graph allocates nothing on the host") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    layer_graph l;
+    test_backend b;
+    graph::executor<test_backend> ex(b, l.g);
+    const auto xs = gaussian(std::size_t(layer_graph::d * 8), 50);
+    const std::vector<int32_t> pos{0, 1, 2, 3, 4, 5, 6, 7};
+    std::vector<float> out(std::size_t(layer_graph::d * 8));
+    ex.write(l.x, std::span<const float>(xs));
+    ex.write(l.pos, std::span<const int32_t>(pos));
+    ex.run(8);
+    ex.read(l.out, std::span<float>(out));
+    const long before = test::allocation_count();
+    for (int64_t n : {1, 8, 3}) {
+        ex.write(l.x, std::span<const float>(xs).first(std::size_t(layer_graph::d * n)));
+        ex.write(l.pos, std::span<const int32_t>(pos).first(std::size_t(n)));
+        ex.run(n);
+        ex.read(l.out, std::span<float>(out).first(std::size_t(layer_graph::d * n)));
+    }
+    CHECK(test::allocation_count() - before == 0);
+}
+
+TEST_CASE("a weight type the backend was not built for is refused at prepare, naming it") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int64_t k = 256;
+    const auto w = quantized(qtype::q6_K, gaussian(std::size_t(k * 16), 60), k);
+    graph::graph g(1);
+    g.mark_output(g.mul_mat(g.weight("w6", qtype::q6_K, k, 16, w.data()), g.input("x", qtype::f32, k)));
+    test_backend b;
+    try {
+        graph::executor<test_backend> ex(b, g);
+        FAIL("prepare accepted a q6_K weight on a backend built for q8_0 and q4_K");
+    } catch (const llmrt::error& e) {
+        CHECK(e.code() == errc::unsupported_type);
+        CHECK(std::string(e.what()).find("q6_K") != std::string::npos);
+        CHECK(std::string(e.what()).find("w6") != std::string::npos);
+    }
+}
+
+TEST_CASE("a device index that does not exist raises a device error naming the CUDA call") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    try {
+        test_backend b({.device = 1000});
+        FAIL("device 1000 was accepted");
+    } catch (const llmrt::error& e) {
+        CHECK(e.code() == errc::device_error);
+        CHECK(std::string(e.what()).find("cudaSetDevice") != std::string::npos);
+    }
+}
