@@ -180,6 +180,7 @@ private:
     void launch_step(const step& st, int64_t n) const;
 
     void enqueue(int64_t n) const {
+        cudaGetLastError();  // a failure an earlier call already reported must not be taken for a launch's
         for (const step& st : s_->steps) launch_step(st, n);
     }
 

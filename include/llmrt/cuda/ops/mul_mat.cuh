@@ -1,0 +1,125 @@
+// mul_mat on the device: y[:, t] = W · x[:, t] for W of `rows` rows of k elements (GGUF's
+// layout, one row per output) and any number of columns.
+//
+//   block-quantized W   llmrt's mmvq (include/llmrt/cuda/mmvq.cuh) on activations rounded through
+//                       Q8_1, in chunks of up to 8 columns: chunk i's activation records sit at
+//                       slot i of `records` (mul_mat_records_bytes), so several W that read the
+//                       same x can share one quantization (quantize = false reuses the records).
+//                       mmvq gives a column the same bits whatever the chunk's width, so the
+//                       result of a column never depends on the batch.
+//   f32 / f16 / bf16 W  one warp per (row, column), lanes striding k, a butterfly sum: float
+//                       activations, as the CPU backend's float path takes them.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "llmrt/cuda/activations.cuh"
+#include "llmrt/cuda/mmvq.cuh"
+#include "llmrt/cuda/ops/common.cuh"
+#include "llmrt/quant/dispatch.hpp"
+
+namespace llmrt::cuda::ops {
+
+// The unquantized weight types, which take the float kernel.
+using float_weight_types = type_list<f32, f16, bf16>;
+
+// Bytes of activation records mul_mat_quantized needs for `cols` columns of k.
+inline std::size_t mul_mat_records_bytes(int64_t k, int64_t cols) {
+    const int64_t chunks = (cols + mmvq_max_cols - 1) / mmvq_max_cols;
+    return activation_scratch_bytes(k, mmvq_max_cols, chunks);
+}
+
+namespace detail {
+
+constexpr int mul_mat_warps = 8;
+
+template <class B>
+__global__ void __launch_bounds__(32 * mul_mat_warps)
+    mul_mat_float_kernel(const B* w, const float* x, float* y, int64_t rows, int64_t k) {
+    const int64_t row = int64_t(blockIdx.x) * mul_mat_warps + (threadIdx.x >> 5);
+    const int lane = int(threadIdx.x) & 31;
+    if (row >= rows) return;
+    const B* wr = w + row * k;
+    const float* xc = x + int64_t(blockIdx.y) * k;
+    float acc = 0.0f;
+    for (int64_t i = lane; i < k; i += 32) {
+        float wi;
+        dequantize_block(wr[i], &wi);
+        acc = __fmaf_rn(wi, xc[i], acc);
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, offset));
+    if (lane == 0) y[int64_t(blockIdx.y) * rows + row] = acc;
+}
+
+// Calls f(std::integral_constant<int, n>{}) for the runtime n in 1..mmvq_max_cols.
+template <int N = 1, class F>
+void with_column_count(int64_t n, F&& f) {
+    if (n == N) {
+        f(std::integral_constant<int, N>{});
+    } else if constexpr (N < mmvq_max_cols) {
+        with_column_count<N + 1>(n, std::forward<F>(f));
+    } else {
+        throw error(errc::invalid_argument, "cuda::ops::mul_mat: " + std::to_string(n) + " columns in one chunk");
+    }
+}
+
+}  // namespace detail
+
+// W of a float type (f32, f16, bf16): rows × k elements; x: cols columns of k; y: cols columns of rows.
+inline void mul_mat_float(qtype type, const void* w, int64_t rows, int64_t k, const float* x, float* y, int64_t cols,
+                          cudaStream_t stream) {
+    if (rows == 0 || cols == 0) return;
+    detail::check_columns(cols, "cuda::ops::mul_mat");
+    dispatch<float_weight_types>(type, "cuda::ops::mul_mat (float weights)", [&](auto tag) {
+        using B = typename decltype(tag)::type;
+        const dim3 grid(detail::blocks_for(rows, detail::mul_mat_warps, "cuda::ops::mul_mat"), unsigned(cols));
+        detail::mul_mat_float_kernel<B><<<grid, 32 * detail::mul_mat_warps, 0, stream>>>(static_cast<const B*>(w), x, y,
+                                                                                          rows, k);
+    });
+    detail::check_launch("cuda::ops::mul_mat");
+}
+
+// W block-quantized in B: mmvq per chunk of up to 8 columns. records: mul_mat_records_bytes(k,
+// cols) bytes, 16-byte aligned; quantize = false when they already hold x's records (the same
+// x quantized by an earlier call on the same stream).
+template <class B>
+void mul_mat_quantized(const void* w, int64_t rows, int64_t k, const float* x, float* y, int64_t cols, void* records,
+                       std::size_t records_bytes, bool quantize, cudaStream_t stream, const launch_options& options = {}) {
+    static_assert(list_contains_v<B, weight_types>, "cuda::ops::mul_mat_quantized<B>: B must be a weight type");
+    if (rows == 0 || cols == 0) return;
+    check(records_bytes >= mul_mat_records_bytes(k, cols), errc::invalid_argument, [&] {
+        return "cuda::ops::mul_mat: " + std::to_string(records_bytes) + " bytes for activation records, " +
+               std::to_string(mul_mat_records_bytes(k, cols)) + " needed";
+    });
+    const std::size_t slot_bytes = activation_scratch_bytes(k, mmvq_max_cols);
+    for (int64_t c0 = 0; c0 < cols; c0 += mmvq_max_cols) {
+        const int64_t n = cols - c0 < mmvq_max_cols ? cols - c0 : mmvq_max_cols;
+        void* slot = static_cast<uint8_t*>(records) + std::size_t(c0 / mmvq_max_cols) * slot_bytes;
+        input_columns xs;
+        xs.data = x + c0 * k;
+        xs.length = k;
+        xs.ncols = n;
+        if (quantize) quantize_activations(xs, slot, slot_bytes, stream, options);
+        qmatrix_view wv;
+        wv.type = B::id;
+        wv.data = w;
+        wv.rows = rows;
+        wv.k = k;
+        output_columns ys;
+        ys.data = y + c0 * rows;
+        ys.length = rows;
+        ys.ncols = n;
+        detail::with_column_count(n, [&](auto ncols) {
+            mmvq<B, decltype(ncols)::value>(wv, prepared_from(xs, slot), ys, stream, options);
+        });
+    }
+}
+
+}  // namespace llmrt::cuda::ops
