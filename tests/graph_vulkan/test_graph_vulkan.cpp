@@ -191,6 +191,46 @@ TEST_CASE("each column of a batched run has the bits of a one-token run, past mm
     }
 }
 
+TEST_CASE("mul_mats of one input share its Q8_1 activations and agree with the CPU backend when memory is reused") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    // Three projections of x, as q, k and v are: with memory reuse the second one's result lands
+    // in the scratch where the first left the activations it shares.
+    const int64_t k = 256, rows = 100, max_batch = 8;
+    std::vector<std::vector<std::byte>> w;
+    for (uint32_t i = 0; i < 3; ++i) w.push_back(quantized(qtype::q8_0, gaussian(std::size_t(k * rows), 101 + i, 0.06f), k));
+    graph::graph g(max_batch);
+    const auto x = g.input("x", qtype::f32, k);
+    const auto hn = g.rms_norm(x, 1e-5f);
+    std::vector<graph::tensor> y;
+    for (std::size_t i = 0; i < 3; ++i)
+        y.push_back(g.mul_mat(g.weight("w" + std::to_string(i), qtype::q8_0, k, rows, w[i].data()), hn));
+    const auto out = g.add(g.add(y[0], y[1]), y[2]);
+    g.mark_output(out);
+    cpu::backend cpu_backend;
+    vulkan::backend vk_backend(ctx);
+    graph::executor<cpu::backend> cpu(cpu_backend, g);
+    graph::executor<vulkan::backend> vk(vk_backend, g);
+    const std::vector<float> xs = gaussian(std::size_t(k * max_batch), 104);
+    for (int64_t n : {1, 5, 8}) {
+        CAPTURE(n);
+        cpu.write(x, std::span<const float>(xs));
+        vk.write(x, std::span<const float>(xs));
+        cpu.run(n);
+        vk.run(n);
+        std::vector<float> a(static_cast<std::size_t>(rows * n)), b(a.size());
+        cpu.read(out, std::span<float>(a));
+        vk.read(out, std::span<float>(b));
+        double num = 0.0, den = 0.0;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            num += (double(b[i]) - double(a[i])) * (double(b[i]) - double(a[i]));
+            den += double(a[i]) * double(a[i]);
+        }
+        CHECK(num / den <= nmse_bound);
+    }
+    const auto planned = vk_backend.prepare(vk.get_graph(), vk.get_plan());
+    CHECK(planned.stats(1).dispatches == 1 + 1 + 3 + 2);  // rms_norm, one quantization, 3 mmvq, 2 adds
+}
+
 TEST_CASE("rms_norm, mul, add, softmax, silu, swiglu and argmax agree with the CPU backend") {
     LLMRT_VULKAN_TEST_DEVICE(ctx);
     const int64_t n = 300, max_batch = 5;  // columns longer than a work-group, not a multiple of it

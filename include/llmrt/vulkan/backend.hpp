@@ -337,7 +337,7 @@ private:
 
     ops::operand operand_of(int32_t id) const { return located(id).operand(); }
 
-    void record_step(ops::recorder& r, int32_t id, int64_t n) {
+    void record_step(ops::recorder& r, ops::activation_cache& quantized, int32_t id, int64_t n) {
         const graph::node& nd = node(id);
         const int64_t cols = nd.batched ? n : nd.ne1;
         auto src = [&](int i) -> const graph::node& { return node(nd.src[std::size_t(i)]); };
@@ -365,7 +365,7 @@ private:
                                                  ? ops::operand::of(*arena_, plan_->scratch_offset[i], plan_->scratch_bytes[i])
                                                  : out.part(0, 0);
                 ops::record_mul_mat(*ops_, *mmvq_, r, w.type, in(0), w.ne1, w.ne0, in(1), out, cols, scratch,
-                                    src(1).batched ? max_batch_ : src(1).ne1);
+                                    src(1).batched ? max_batch_ : src(1).ne1, &quantized);
                 return;
             }
             case graph::op::rope: ops::record_rope(*ops_, r, in(0), in(1), out, cols, nd.rope); return;
@@ -401,7 +401,8 @@ private:
         cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader | vk::PipelineStageFlagBits::eTransfer,
                             vk::PipelineStageFlagBits::eComputeShader, {}, before, {}, {});
         ops::recorder r(cmd);
-        for (int32_t id : plan_->order) record_step(r, id, n);
+        ops::activation_cache quantized;
+        for (int32_t id : plan_->order) record_step(r, quantized, id, n);
         if (!outputs_.empty()) {
             const vk::MemoryBarrier to_copy(vk::AccessFlagBits::eShaderWrite, vk::AccessFlagBits::eTransferRead);
             cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader, vk::PipelineStageFlagBits::eTransfer, {}, to_copy,

@@ -11,13 +11,15 @@
 //   f32, f16, bf16 W            shaders/ops/mul_mat_float.comp on float activations, in double.
 //
 // Quantized W needs scratch for the Q8_1 activations: region A for the batches of 8 columns,
-// region B for the rest (mul_mat_scratch_bytes).
+// region B for the rest (mul_mat_scratch_bytes). Within one recording, mul_mats of the same x
+// can share one quantization (activation_cache).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "llmrt/graph/graph.hpp"
 #include "llmrt/quant/dispatch.hpp"
@@ -41,6 +43,12 @@ inline bool is_float_weight(qtype t) { return t == qtype::f32 || t == qtype::f16
 inline std::size_t batched_activation_bytes(int64_t k, int64_t max_cols) {
     return max_cols >= mmvq_max_columns ? q8_1_activation_layout(k, max_cols / mmvq_max_columns * mmvq_max_columns).bytes : 0;
 }
+
+// Regions A and B for up to max_cols columns of k values.
+inline std::size_t activation_scratch_bytes(int64_t k, int64_t max_cols) {
+    const int64_t rest_max = std::min<int64_t>(std::max<int64_t>(max_cols, 1), mmvq_max_columns - 1);
+    return batched_activation_bytes(k, max_cols) + q8_1_activation_layout(k, rest_max).bytes;
+}
 }  // namespace detail
 
 // Whether mul_mat takes weights of type t.
@@ -48,15 +56,76 @@ inline bool has_mul_mat(qtype t) { return detail::is_float_weight(t) || is_in<we
 
 // Scratch for W of type t with k columns and up to max_cols activation columns.
 inline std::size_t mul_mat_scratch_bytes(qtype t, int64_t k, int64_t max_cols) {
-    if (!is_in<weight_types>(t)) return 0;
-    const int64_t rest_max = std::min<int64_t>(std::max<int64_t>(max_cols, 1), mmvq_max_columns - 1);
-    return detail::batched_activation_bytes(k, max_cols) + q8_1_activation_layout(k, rest_max).bytes;
+    return is_in<weight_types>(t) ? detail::activation_scratch_bytes(k, max_cols) : 0;
 }
 
+// Activations quantized to Q8_1 for mmvq: `cols` columns of k values from x, the batches of 8
+// columns in region A of a scratch, the rest in region B.
+struct q8_1_activations {
+    operand x;
+    int64_t k = 0, cols = 0;
+    operand region_a, region_b;  // the parts written (empty when no column went there)
+    std::size_t written_at = 0;  // the recorder's write count once they were written
+};
+
+inline q8_1_activations record_quantize_activations(mmvq& k_mmvq, recorder& r, const operand& x, int64_t k, int64_t cols,
+                                                    const operand& scratch, int64_t max_cols) {
+    require_bytes(scratch, detail::activation_scratch_bytes(k, max_cols), "vulkan::ops::mul_mat", "the scratch");
+    const int64_t batches = cols / mmvq_max_columns, rest = cols % mmvq_max_columns, done = batches * mmvq_max_columns;
+    const std::size_t a_offset = 0, b_offset = detail::batched_activation_bytes(k, max_cols);
+    q8_1_activations a;
+    a.x = x.part(0, uint64_t(k * cols) * 4);
+    a.k = k;
+    a.cols = cols;
+    a.region_a = scratch.part(a_offset, batches ? q8_1_activation_layout(k, done).bytes : 0);
+    a.region_b = scratch.part(b_offset, rest ? q8_1_activation_layout(k, rest).bytes : 0);
+    vk::CommandBuffer cmd = r.command_buffer();
+    if (batches) {
+        const operand x_a = x.part(0, uint64_t(k * done) * 4);
+        r.access({x_a}, {a.region_a});
+        k_mmvq.record_quantize(cmd, {.k = k, .ncols = mmvq_max_columns, .batch = batches}, x_a.span(), a.region_a.span());
+        r.count_dispatch();
+    }
+    if (rest) {
+        const operand x_b = x.part(uint64_t(k * done) * 4, uint64_t(k * rest) * 4);
+        r.access({x_b}, {a.region_b});
+        k_mmvq.record_quantize(cmd, {.k = k, .ncols = rest}, x_b.span(), a.region_b.span());
+        r.count_dispatch();
+    }
+    a.written_at = r.write_count();
+    return a;
+}
+
+// Q8_1 activations that earlier mul_mats of one recording quantized, for later mul_mats of the same
+// x (the q, k and v projections; gate and up): an entry serves while neither its x nor its
+// regions were written after it, and while the new mul_mat's result does not land on them (the
+// memory planner may hand a finished op's scratch to a later op; the recorder sees every write,
+// so reuse never reads bytes that changed or are being written).
+class activation_cache {
+public:
+    // Activations of x for a mul_mat writing y, which may lie in memory the entry's regions used.
+    const q8_1_activations* find(const recorder& r, const operand& x, int64_t k, int64_t cols, const operand& y) const {
+        for (const q8_1_activations& a : entries_)
+            if (a.k == k && a.cols == cols && a.x.buffer == x.buffer && a.x.offset == x.offset &&
+                !r.written_since(a.x, a.written_at) && !r.written_since(a.region_a, a.written_at) &&
+                !r.written_since(a.region_b, a.written_at) && !a.region_a.overlaps(y) && !a.region_b.overlaps(y))
+                return &a;
+        return nullptr;
+    }
+    void add(const q8_1_activations& a) {
+        if (entries_.size() == 8) entries_.erase(entries_.begin());
+        entries_.push_back(a);
+    }
+
+private:
+    std::vector<q8_1_activations> entries_;
+};
+
 // W: rows × k of type t (row r at r · row_size(t, k)); x: cols columns of k floats; y: cols
-// columns of rows floats.
+// columns of rows floats. With a cache, quantized W reuses activations an earlier mul_mat left.
 inline void record_mul_mat(kernels& k_ops, mmvq& k_mmvq, recorder& r, qtype t, const operand& w, int64_t rows, int64_t k,
-                           const operand& x, const operand& y, int64_t cols, const operand& scratch, int64_t max_cols) {
+                           const operand& x, const operand& y, int64_t cols, const operand& scratch, int64_t max_cols,
+                           activation_cache* cache = nullptr) {
     const char* name = "vulkan::ops::mul_mat";
     check(has_mul_mat(t), errc::unsupported_type, [&] {
         return std::string(name) + ": W of type " + graph::type_name(t) + " (quantized weights of " +
@@ -84,36 +153,27 @@ inline void record_mul_mat(kernels& k_ops, mmvq& k_mmvq, recorder& r, qtype t, c
         return;
     }
 
-    require_bytes(scratch, mul_mat_scratch_bytes(t, k, max_cols), name, "the scratch");
-    const int64_t batches = cols / mmvq_max_columns, rest = cols % mmvq_max_columns;
-    const std::size_t a_bytes = detail::batched_activation_bytes(k, max_cols);
-    const operand region_a = scratch.part(0, a_bytes);
-    const operand region_b = scratch.part(a_bytes, scratch.bytes - a_bytes);
-    const int64_t done = batches * mmvq_max_columns;  // columns in region A
-    const operand x_a = x.part(0, uint64_t(k * done) * 4), x_b = x.part(uint64_t(k * done) * 4, uint64_t(k * rest) * 4);
-    const operand y_a = y.part(0, uint64_t(rows * done) * 4), y_b = y.part(uint64_t(rows * done) * 4, uint64_t(rows * rest) * 4);
-    const std::size_t a_used = batches ? q8_1_activation_layout(k, done).bytes : 0;
-    const std::size_t b_used = rest ? q8_1_activation_layout(k, rest).bytes : 0;
+    const q8_1_activations* found = cache ? cache->find(r, x, k, cols, y.part(0, y_bytes)) : nullptr;
+    q8_1_activations fresh;
+    if (!found) {
+        fresh = record_quantize_activations(k_mmvq, r, x, k, cols, scratch, max_cols);
+        if (cache) cache->add(fresh);
+        found = &fresh;
+    }
+    const q8_1_activations a = *found;
+    const int64_t batches = cols / mmvq_max_columns, rest = cols % mmvq_max_columns, done = batches * mmvq_max_columns;
     vk::CommandBuffer cmd = r.command_buffer();
     if (batches) {
-        r.access({x_a}, {region_a.part(0, a_used)});
-        k_mmvq.record_quantize(cmd, {.k = k, .ncols = mmvq_max_columns, .batch = batches}, x_a.span(), region_a.span());
-        r.count_dispatch();
-    }
-    if (rest) {
-        r.access({x_b}, {region_b.part(0, b_used)});
-        k_mmvq.record_quantize(cmd, {.k = k, .ncols = rest}, x_b.span(), region_b.span());
-        r.count_dispatch();
-    }
-    if (batches) {
-        r.access({w_used, region_a.part(0, a_used)}, {y_a});
+        const operand y_a = y.part(0, uint64_t(rows * done) * 4);
+        r.access({w_used, a.region_a}, {y_a});
         k_mmvq.record_mmvq(cmd, t, {.rows = rows, .k = k, .ncols = mmvq_max_columns, .batch = batches}, w.span(),
-                           region_a.span(), y_a.span());
+                           a.region_a.span(), y_a.span());
         r.count_dispatch();
     }
     if (rest) {
-        r.access({w_used, region_b.part(0, b_used)}, {y_b});
-        k_mmvq.record_mmvq(cmd, t, {.rows = rows, .k = k, .ncols = rest}, w.span(), region_b.span(), y_b.span());
+        const operand y_b = y.part(uint64_t(rows * done) * 4, uint64_t(rows * rest) * 4);
+        r.access({w_used, a.region_b}, {y_b});
+        k_mmvq.record_mmvq(cmd, t, {.rows = rows, .k = k, .ncols = rest}, w.span(), a.region_b.span(), y_b.span());
         r.count_dispatch();
     }
 }

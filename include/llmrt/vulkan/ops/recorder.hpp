@@ -102,7 +102,19 @@ public:
         for (const operand& r : reads)
             if (r.bytes) read_.push_back(r);
         for (const operand& w : writes)
-            if (w.bytes) written_.push_back(w);
+            if (w.bytes) {
+                written_.push_back(w);
+                history_.push_back(w);
+            }
+    }
+
+    // Writes declared so far, and whether any of those after the first `mark` touched `o`: what
+    // lets a later dispatch reuse a result an earlier one left (ops/mul_mat.hpp's Q8_1 activations).
+    std::size_t write_count() const noexcept { return history_.size(); }
+    bool written_since(const operand& o, std::size_t mark) const {
+        for (std::size_t i = mark; i < history_.size(); ++i)
+            if (history_[i].overlaps(o)) return true;
+        return false;
     }
 
     // A barrier now, whatever was declared (e.g. before commands the recorder does not see).
@@ -134,7 +146,7 @@ private:
     }
 
     vk::CommandBuffer cmd_;
-    std::vector<operand> read_, written_;
+    std::vector<operand> read_, written_, history_;
     std::size_t barriers_ = 0, dispatches_ = 0;
 };
 
