@@ -7,6 +7,9 @@
 //   cpu:ggml    ggml's CPU integer dot (activations in the type's vec_dot_type)
 //   cuda        CUDA device 0 (cuda:N for device N): mmvq, the forward replayed as a CUDA graph;
 //               present when the program's source is compiled by nvcc (LLMRT_CUDA builds it so)
+//   vulkan      the best Vulkan device (vulkan:N by index, vulkan:NAME by name): mmvq on Q8_1
+//               activations, one recorded command buffer per forward; present when the program
+//               links llmrt::vulkan
 //
 // The CUDA and Vulkan backends join here when they exist: a branch in with_backend and a name in
 // backends_by_preference, each behind its LLMRT_* build switch.
@@ -22,6 +25,10 @@
 
 #include <llmrt/cuda/backend.cuh>
 #endif
+#if __has_include(<llmrt/vulkan/ops/embedded_spirv.hpp>)  // the program links llmrt::vulkan
+#define LLMRT_EXAMPLES_VULKAN 1
+#include <llmrt/vulkan/backend.hpp>
+#endif
 
 namespace llmrt_examples {
 
@@ -30,6 +37,16 @@ inline std::vector<std::string> backends_by_preference() {
     std::vector<std::string> names;
 #if defined(__CUDACC__)
     if (llmrt::cuda::backend::device_present()) names.push_back("cuda");
+#endif
+#if defined(LLMRT_EXAMPLES_VULKAN)
+    try {
+        for (const auto& d : llmrt::vulkan::list_devices())
+            if (d.missing.empty()) {
+                names.push_back("vulkan");
+                break;
+            }
+    } catch (const std::exception&) {  // no loader or no driver: no Vulkan
+    }
 #endif
     names.push_back("cpu");
     return names;
@@ -75,6 +92,15 @@ void with_backend(const std::string& spec, F&& f) {
         LLMRT_CUDA_CHECK(cudaGetDeviceProperties(&props, o.device));
         f(b, "cuda (device " + std::to_string(o.device) + ": " + props.name +
                  "; mmvq on Q8_1 activations, the forward replayed as a CUDA graph)");
+        return;
+    }
+#endif
+#if defined(LLMRT_EXAMPLES_VULKAN)
+    if (kind == "vulkan") {
+        llmrt::vulkan::context ctx({.device = variant});
+        llmrt::vulkan::backend b(ctx);
+        f(b, "vulkan (device " + std::to_string(ctx.info().index) + ": " + ctx.info().name +
+                 "; mmvq on Q8_1 activations, one recorded command buffer per forward)");
         return;
     }
 #endif
