@@ -6,17 +6,18 @@
 //   ex.write(tokens, ids);  ex.run(n);  ex.read(logits, out);
 //
 // prepare(graph, plan) allocates all the program will ever use: the arena (device-local, zeroed),
-// the states (zeroed), the weights (uploaded), a host-visible buffer holding the inputs and a copy
-// of every output, a staging buffer for the other reads and writes, and the pipelines. It then
-// records one command buffer per batch size 1..max_batch, each the whole forward: every op's
-// dispatches with a barrier only where a dispatch reads or writes what an earlier one wrote (or
-// writes what one read), then the outputs copied to the host-visible buffer. run(n) checks the ids
-// and positions the host wrote, submits the command buffer for n and waits; it records and
-// allocates nothing.
+// the states (zeroed), the weights (uploaded), a host-visible buffer holding a host copy of every
+// input and output, a staging buffer for the other reads and writes, and the pipelines. It then
+// records one command buffer per batch size 1..max_batch, each the whole forward: the run's input
+// columns copied into the arena, every op's dispatches with a barrier only where a dispatch reads
+// or writes what an earlier one wrote (or writes what one read), then the outputs copied back.
+// run(n) checks the ids and positions the host wrote, submits the command buffer for n and
+// waits; it records and allocates nothing.
 //
-//   inputs    live in the host-visible buffer, read by the shaders there: write() is a memcpy
-//   outputs   arena tensors copied out at the end of each run: read() is a memcpy (for batched
-//             outputs, of the run's columns)
+//   inputs    write() and read() are a memcpy to and from the host copy; each run copies its
+//             columns to the device first, so shaders read device memory
+//   outputs   arena tensors copied to the host copy at the end of each run (for batched outputs,
+//             the run's columns): read() is a memcpy
 //   others    states, weights and (in a plan without memory reuse) every node go through the
 //             staging buffer, one submission per chunk
 //
@@ -100,10 +101,11 @@ struct index_check {
     int32_t reader = -1;  // the node that reads it
 };
 
-// An output in the arena, copied to the host-visible buffer at the end of each run.
-struct output_copy {
+// An input or output in the arena with its copy in the host-visible buffer: inputs are copied in
+// at the start of each run, outputs out at its end.
+struct host_copy {
     int32_t node = -1;
-    std::size_t mirror = 0;  // offset in the host-visible buffer
+    std::size_t offset = 0;  // in the host-visible buffer
 };
 
 class program_state {
@@ -135,28 +137,24 @@ public:
         submit(*forward_[std::size_t(n - 1)]);
     }
 
+    // Inputs: the host copy, which each run copies to the device. Outputs: the device memory and
+    // the host copy (which holds what the device does until the next run).
     void write(graph::tensor t, std::size_t offset, const void* src, std::size_t bytes) {
         if (bytes == 0) return;
         const placement& at = located(t.id);
-        if (at.buf == io_) {
-            std::memcpy(static_cast<std::byte*>(io_->mapped()) + at.offset + offset, src, bytes);
-            return;
-        }
-        copy_to_device(*at.buf, at.offset + offset, src, bytes);
-        if (mirror_[std::size_t(t.id)] != no_mirror)
-            std::memcpy(static_cast<std::byte*>(io_->mapped()) + mirror_[std::size_t(t.id)] + offset, src, bytes);
+        const std::size_t copy = host_copy_[std::size_t(t.id)];
+        if (copy != none) std::memcpy(static_cast<std::byte*>(io_->mapped()) + copy + offset, src, bytes);
+        if (node(t.id).op != graph::op::input) copy_to_device(*at.buf, at.offset + offset, src, bytes);
     }
 
     void read(graph::tensor t, std::size_t offset, void* dst, std::size_t bytes) {
         if (bytes == 0) return;
         const placement& at = located(t.id);
-        if (at.buf == io_) {
-            std::memcpy(dst, static_cast<const std::byte*>(io_->mapped()) + at.offset + offset, bytes);
-        } else if (mirror_[std::size_t(t.id)] != no_mirror) {
-            std::memcpy(dst, static_cast<const std::byte*>(io_->mapped()) + mirror_[std::size_t(t.id)] + offset, bytes);
-        } else {
+        const std::size_t copy = host_copy_[std::size_t(t.id)];
+        if (copy != none)
+            std::memcpy(dst, static_cast<const std::byte*>(io_->mapped()) + copy + offset, bytes);
+        else
             copy_to_host(*at.buf, at.offset + offset, dst, bytes);
-        }
     }
 
     const forward_stats& stats(int64_t n) const {
@@ -167,7 +165,7 @@ public:
     std::size_t device_bytes() const noexcept { return device_bytes_; }
 
 private:
-    static constexpr std::size_t no_mirror = std::numeric_limits<std::size_t>::max();
+    static constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
 
     const graph::node& node(int32_t id) const { return graph_->nodes()[std::size_t(id)]; }
 
@@ -234,48 +232,36 @@ private:
     void place_tensors(const backend_options& options) {
         const std::size_t n = graph_->size();
         place_.assign(n, placement{});
-        mirror_.assign(n, no_mirror);
-        std::vector<int32_t> weights, states, inputs;
+        host_copy_.assign(n, none);
+        std::vector<int32_t> weights, states;
         std::size_t largest_staged = 16;
         for (int32_t id : plan_->order) {
             const auto i = std::size_t(id);
-            switch (plan_->where[i]) {
-                case graph::storage::weight: weights.push_back(id); break;
-                case graph::storage::state: states.push_back(id); break;
-                case graph::storage::arena:
-                    if (node(id).op == graph::op::input) inputs.push_back(id);
-                    break;
-                default: break;
-            }
-            if (plan_->where[i] != graph::storage::arena || node(id).op != graph::op::input)
-                largest_staged = std::max(largest_staged, plan_->bytes[i]);
+            if (plan_->where[i] == graph::storage::weight) weights.push_back(id);
+            if (plan_->where[i] == graph::storage::state) states.push_back(id);
+            largest_staged = std::max(largest_staged, plan_->bytes[i]);
         }
         arena_ = &new_buffer(plan_->arena_bytes, memory::device_local);
         pack(weights, options.pool_bytes);
         pack(states, options.pool_bytes);
 
-        // The host-visible buffer: the inputs' slots, then a copy of each output held in the arena.
+        // The host-visible buffer: a copy of each input, then of each output held in the arena.
         std::size_t io_bytes = 0;
-        std::vector<std::pair<int32_t, std::size_t>> input_slots;
-        for (int32_t id : inputs) {
-            input_slots.emplace_back(id, io_bytes);
-            io_bytes += round_up(std::max<std::size_t>(plan_->bytes[std::size_t(id)], 1), placement_alignment);
-        }
-        for (graph::tensor t : graph_->outputs()) {
-            const auto i = std::size_t(t.id);
-            if (plan_->where[i] != graph::storage::arena || node(t.id).op == graph::op::input) continue;
-            outputs_.push_back({t.id, io_bytes});
-            mirror_[i] = io_bytes;
+        auto add_copy = [&](int32_t id, std::vector<host_copy>& list) {
+            const auto i = std::size_t(id);
+            if (plan_->where[i] != graph::storage::arena || host_copy_[i] != none) return;
+            list.push_back({id, io_bytes});
+            host_copy_[i] = io_bytes;
             io_bytes += round_up(std::max<std::size_t>(plan_->bytes[i], 1), placement_alignment);
-        }
+        };
+        for (int32_t id : plan_->order)
+            if (node(id).op == graph::op::input) add_copy(id, inputs_);
+        for (graph::tensor t : graph_->outputs()) add_copy(t.id, outputs_);
         io_ = &new_buffer(io_bytes, memory::host_visible);
         std::memset(io_->mapped(), 0, io_->size());
-        for (const auto& [id, offset] : input_slots)
-            place_[std::size_t(id)] = {io_, offset, round_up(plan_->bytes[std::size_t(id)], 16)};
         for (int32_t id : plan_->order) {
             const auto i = std::size_t(id);
-            if (plan_->where[i] == graph::storage::arena && node(id).op != graph::op::input)
-                place_[i] = {arena_, plan_->offset[i], round_up(plan_->bytes[i], 16)};
+            if (plan_->where[i] == graph::storage::arena) place_[i] = {arena_, plan_->offset[i], round_up(plan_->bytes[i], 16)};
         }
         for (int32_t id : plan_->order)
             if (plan_->where[std::size_t(id)] == graph::storage::alias)
@@ -317,7 +303,7 @@ private:
         for (const index_check& c : checks_) {
             const graph::node& reader = node(c.reader);
             const auto* values = reinterpret_cast<const int32_t*>(static_cast<const std::byte*>(io_->mapped()) +
-                                                                  place_[std::size_t(c.input)].offset);
+                                                                  host_copy_[std::size_t(c.input)]);
             const int64_t cols = node(c.input).batched ? n : node(c.input).ne1;
             for (int64_t t = 0; t < cols; ++t) {
                 const int32_t v = values[t];
@@ -396,10 +382,17 @@ private:
         LLMRT_VK_CHECK(cmd.begin(vk::CommandBufferBeginInfo()));
         // What earlier submissions (runs, uploads) wrote is visible to this run, and what they read
         // is not overwritten before they finish.
+        const auto earlier = vk::PipelineStageFlagBits::eComputeShader | vk::PipelineStageFlagBits::eTransfer;
         const vk::MemoryBarrier before(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eTransferWrite,
-                                       vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
-        cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader | vk::PipelineStageFlagBits::eTransfer,
-                            vk::PipelineStageFlagBits::eComputeShader, {}, before, {}, {});
+                                       vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite |
+                                           vk::AccessFlagBits::eTransferRead | vk::AccessFlagBits::eTransferWrite);
+        cmd.pipelineBarrier(earlier, earlier, {}, before, {}, {});
+        if (!inputs_.empty()) {
+            cmd.copyBuffer(io_->handle(), arena_->handle(), copy_regions(inputs_, n, true));
+            const vk::MemoryBarrier copied(vk::AccessFlagBits::eTransferWrite, vk::AccessFlagBits::eShaderRead);
+            cmd.pipelineBarrier(vk::PipelineStageFlagBits::eTransfer, vk::PipelineStageFlagBits::eComputeShader, {}, copied,
+                                {}, {});
+        }
         ops::recorder r(cmd);
         ops::activation_cache quantized;
         for (int32_t id : plan_->order) record_step(r, quantized, id, n);
@@ -407,18 +400,24 @@ private:
             const vk::MemoryBarrier to_copy(vk::AccessFlagBits::eShaderWrite, vk::AccessFlagBits::eTransferRead);
             cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader, vk::PipelineStageFlagBits::eTransfer, {}, to_copy,
                                 {}, {});
-            std::vector<vk::BufferCopy> regions;
-            for (const output_copy& o : outputs_) {
-                const graph::node& nd = node(o.node);
-                const std::size_t bytes = graph::column_bytes(nd.type, nd.ne0) * std::size_t(nd.batched ? n : nd.ne1);
-                regions.emplace_back(plan_->offset[std::size_t(o.node)], o.mirror, bytes);
-            }
-            cmd.copyBuffer(arena_->handle(), io_->handle(), regions);
+            cmd.copyBuffer(arena_->handle(), io_->handle(), copy_regions(outputs_, n, false));
             const vk::MemoryBarrier to_host(vk::AccessFlagBits::eTransferWrite, vk::AccessFlagBits::eHostRead);
             cmd.pipelineBarrier(vk::PipelineStageFlagBits::eTransfer, vk::PipelineStageFlagBits::eHost, {}, to_host, {}, {});
         }
         LLMRT_VK_CHECK(cmd.end());
         stats_[std::size_t(n - 1)] = {r.dispatches(), r.barriers()};
+    }
+
+    // The live columns of each tensor of `list`, host copy -> arena (to_device) or back.
+    std::vector<vk::BufferCopy> copy_regions(const std::vector<host_copy>& list, int64_t n, bool to_device) const {
+        std::vector<vk::BufferCopy> regions;
+        for (const host_copy& c : list) {
+            const graph::node& nd = node(c.node);
+            const std::size_t bytes = graph::column_bytes(nd.type, nd.ne0) * std::size_t(nd.batched ? n : nd.ne1);
+            const std::size_t arena_offset = plan_->offset[std::size_t(c.node)];
+            regions.emplace_back(to_device ? c.offset : arena_offset, to_device ? arena_offset : c.offset, bytes);
+        }
+        return regions;
     }
 
     // ---- Submission and staged copies ----
@@ -482,8 +481,8 @@ private:
     buffer* staging_ = nullptr;
     std::size_t device_bytes_ = 0;
     std::vector<placement> place_;
-    std::vector<std::size_t> mirror_;
-    std::vector<output_copy> outputs_;
+    std::vector<std::size_t> host_copy_;  // per node: offset of its host copy, or none
+    std::vector<host_copy> inputs_, outputs_;
     std::vector<index_check> checks_;
     std::vector<forward_stats> stats_;
     vk::raii::CommandPool pool_{nullptr};
