@@ -9,10 +9,11 @@
 //   8B-shaped  n_embd 4096, 32 layers, n_ff 14336, 32 heads, 8 kv heads, vocab 128256
 //   tiny       n_embd 256, 2 layers, n_ff 512, 4 heads, 2 kv heads, vocab 128256 (smoke test)
 // Quantizing billions of weights with the reference quantizer would take minutes, so one layer
-// (and a 512-row vocabulary) is made by make_random_llama and its bytes are reused: every layer
-// gets that layer's weights under its own name (the backend uploads each layer to memory of
-// its own, so nothing is served from a cache that a real model would not hit), and the
-// 128256-row embedding and output matrices repeat the 512 rows.
+// with a 512-row vocabulary and n_ff 256 is made by make_random_llama and its bytes are reused:
+// every layer gets that layer's weights under its own name (the backend uploads each layer to
+// memory of its own, so nothing is served from a cache that a real model would not hit); the
+// embedding, output and feed-forward matrices repeat the seed's rows (and, along k, its Q4_K
+// blocks, which are independent) up to their full shape.
 //
 // What is timed: the greedy decode loop at batch 1 through the graph executor, as the host
 // sees it: write the token and its position, run the forward, read back the argmax id (the
@@ -43,7 +44,7 @@ using namespace llmrt;
 
 constexpr double read_bandwidth = 3.1e12;  // bytes/s, the H100's measured read-only bandwidth
 constexpr int32_t vocab = 128256;
-constexpr int32_t seed_vocab = 512;
+constexpr int32_t seed_vocab = 512, seed_ff = 256;
 
 struct model_shape {
     std::string name;
@@ -111,18 +112,25 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 // A full-size model from one quantized layer: the weights, and the host bytes they point into.
 struct synthetic_model {
-    std::shared_ptr<const gguf::file> seed;  // one layer, 512-row vocabulary
-    std::vector<std::byte> token_embd, output;
+    std::shared_ptr<const gguf::file> seed;  // one layer, 512-row vocabulary, n_ff 256
+    std::vector<std::vector<std::byte>> tiles;   // the matrices grown from the seed's
     model::llama_weights weights;
     std::size_t bytes_per_token = 0;  // weight bytes one decoded token reads
 };
 
-std::vector<std::byte> tiled_rows(const model::weight_ref& w, int64_t rows) {
-    const std::size_t row_bytes = row_size(w.type, w.ne0);
+// A rows × k matrix in w's type from w: row r is w's row r mod w.ne1, its blocks repeated along k
+// (blocks are independent, so any run of them is a valid row).
+std::vector<std::byte> tiled(const model::weight_ref& w, int64_t rows, int64_t k) {
+    const std::size_t block_bytes = row_size(w.type, block_size(w.type));
+    const int64_t seed_blocks = w.ne0 / block_size(w.type), blocks = k / block_size(w.type);
+    const std::size_t seed_row_bytes = block_bytes * std::size_t(seed_blocks), row_bytes = block_bytes * std::size_t(blocks);
     std::vector<std::byte> out(row_bytes * std::size_t(rows));
-    for (int64_t r = 0; r < rows; ++r)
-        std::memcpy(out.data() + std::size_t(r) * row_bytes,
-                    static_cast<const std::byte*>(w.data) + std::size_t(r % w.ne1) * row_bytes, row_bytes);
+    for (int64_t r = 0; r < rows; ++r) {
+        const std::byte* src = static_cast<const std::byte*>(w.data) + std::size_t(r % w.ne1) * seed_row_bytes;
+        for (int64_t b = 0; b < blocks; b += seed_blocks)
+            std::memcpy(out.data() + std::size_t(r) * row_bytes + std::size_t(b) * block_bytes, src,
+                        block_bytes * std::size_t(std::min(seed_blocks, blocks - b)));
+    }
     return out;
 }
 
@@ -131,6 +139,7 @@ std::unique_ptr<synthetic_model> make_model(const model_shape& s, int32_t n_ctx)
     model::llama_shape seed_shape = s.shape;
     seed_shape.n_layer = 1;
     seed_shape.n_vocab = seed_vocab;
+    seed_shape.n_ff = seed_ff;
     seed_shape.n_ctx = n_ctx;
     seed_shape.vocabulary = false;
     m->seed = std::make_shared<const gguf::file>(
@@ -141,19 +150,29 @@ std::unique_ptr<synthetic_model> make_model(const model_shape& s, int32_t n_ctx)
     w.hparams = one.hparams;
     w.hparams.n_layer = s.shape.n_layer;
     w.hparams.n_vocab = s.shape.n_vocab;
-    m->token_embd = tiled_rows(one.token_embd, s.shape.n_vocab);
-    m->output = tiled_rows(one.output, s.shape.n_vocab);
-    w.token_embd = one.token_embd;
-    w.token_embd.ne1 = s.shape.n_vocab;
-    w.token_embd.data = m->token_embd.data();
-    w.output = one.output;
-    w.output.ne1 = s.shape.n_vocab;
-    w.output.data = m->output.data();
+    w.hparams.n_ff = s.shape.n_ff;
+    // The matrices whose shape differs from the seed's: tiled, each kept here.
+    auto grown = [&](const model::weight_ref& r, int64_t k, int64_t rows) {
+        m->tiles.push_back(tiled(r, rows, k));
+        model::weight_ref g = r;
+        g.ne0 = k;
+        g.ne1 = rows;
+        g.data = m->tiles.back().data();
+        return g;
+    };
+    w.token_embd = grown(one.token_embd, s.shape.n_embd, s.shape.n_vocab);
+    w.output = grown(one.output, s.shape.n_embd, s.shape.n_vocab);
     w.output_norm = one.output_norm;
+    const model::weight_ref gate = grown(one.layers[0].ffn_gate, s.shape.n_embd, s.shape.n_ff);
+    const model::weight_ref up = grown(one.layers[0].ffn_up, s.shape.n_embd, s.shape.n_ff);
+    const model::weight_ref down = grown(one.layers[0].ffn_down, s.shape.n_ff, s.shape.n_embd);
     auto bytes = [](const model::weight_ref& r) { return row_size(r.type, r.ne0) * std::size_t(r.ne1); };
     m->bytes_per_token = bytes(w.output) + bytes(w.output_norm) + row_size(w.token_embd.type, w.token_embd.ne0);
     for (int32_t l = 0; l < s.shape.n_layer; ++l) {
         model::llama_layer_weights lw = one.layers[0];
+        lw.ffn_gate = gate;
+        lw.ffn_up = up;
+        lw.ffn_down = down;
         const std::string p = "blk." + std::to_string(l) + ".";
         for (model::weight_ref* r : {&lw.attn_norm, &lw.attn_q, &lw.attn_k, &lw.attn_v, &lw.attn_output, &lw.ffn_norm,
                                      &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down}) {

@@ -13,7 +13,11 @@
 // quantized mul_mat is llmrt's mmvq on Q8_1-rounded activations (what cpu::backend computes by
 // default, its reference). Every op reduces in a fixed order and treats each column on its own,
 // so a run gives the same bits every time and a column's bits do not depend on the batch.
-// Consecutive mul_mats of the same activations (q, k, v; gate, up) quantize them once.
+// Consecutive mul_mats of the same activations (q, k, v; gate, up) quantize them once, and a
+// residual add, the rms_norm of its sum and the product with the norm's weight run as one kernel
+// (each node's result still written, the same bits) where no output overlaps another's input.
+// Every kernel is a programmatic dependent launch by default: it may start while the kernel
+// before it drains and waits for it before touching memory (sm_90), which hides launch gaps.
 //
 // basic_backend<Types> instantiates mmvq for the weight types of Types only (each adds eight
 // kernels to the build); a model with another block type is refused at prepare. cuda::backend
@@ -55,8 +59,9 @@ struct backend_options {
     // Capture each batch size's forward in a CUDA graph at prepare and replay it; false launches
     // op by op on every run (same kernels, same bits: for debugging and comparison).
     bool use_graphs = true;
-    // Let mmvq and its activation quantizer start while the previous kernel drains (sm_90's
-    // programmatic dependent launch): they prefetch weights before waiting for it. Same bits.
+    // Launch every kernel as a programmatic dependent launch (sm_90): it may start while the
+    // previous kernel drains, waiting for it before touching memory (mmvq prefetches its weights
+    // first). Hides most of the gap between dependent kernels; the same bits either way.
     bool programmatic_dependent_launch = true;
 };
 
@@ -132,6 +137,7 @@ public:
 
 private:
     struct step {
+        int32_t id = -1;
         const graph::node* nd = nullptr;
         const graph::node* src_nd[4] = {nullptr, nullptr, nullptr, nullptr};
         std::byte* dst = nullptr;
@@ -139,6 +145,12 @@ private:
         std::byte* scratch = nullptr;
         std::size_t scratch_bytes = 0;
         bool quantize = true;  // mul_mat: quantize x (false: the records already hold it)
+        // add / rms_norm steps that also compute the next steps' rms_norm and mul (null: not fused)
+        int32_t norm_id = -1, product_id = -1;
+        std::byte* norm_dst = nullptr;
+        std::byte* product_dst = nullptr;
+        const std::byte* product_weight = nullptr;
+        float eps = 0.0f;
     };
 
     struct state {
@@ -178,6 +190,7 @@ private:
 
     void check_supported(const graph::node& nd) const;
     void launch_step(const step& st, int64_t n) const;
+    void fuse_norms();
 
     void enqueue(int64_t n) const {
         cudaGetLastError();  // a failure an earlier call already reported must not be taken for a launch's
@@ -273,6 +286,7 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
         const graph::node& nd = nodes[std::size_t(id)];
         if (nd.op == graph::op::input || nd.op == graph::op::weight || nd.op == graph::op::state) continue;
         step st;
+        st.id = id;
         st.nd = &nd;
         st.dst = s.address[std::size_t(id)];
         for (int i = 0; i < nd.n_src(); ++i) {
@@ -290,6 +304,8 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
         s.steps.push_back(st);
     }
 
+    fuse_norms();
+
     LLMRT_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     LLMRT_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads and memsets are done before any run
     if (options.use_graphs && !s.steps.empty()) {
@@ -297,6 +313,72 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
         for (int64_t b = 1; b <= g.max_batch(); ++b) capture(b);
         LLMRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     }
+}
+
+// add -> rms_norm -> mul (and rms_norm -> mul) chains of consecutive steps become one step, where
+// the chain's outputs neither overlap its inputs nor each other except at the same address (a
+// block handles one column, reading all of it before writing; with memory reuse a later node may
+// take the bytes of an input the chain has read last).
+template <class Types>
+void basic_program<Types>::fuse_norms() {
+    state& s = *s_;
+    const graph::plan& p = *s.p;
+    auto range_safe = [&](int32_t out, int32_t in) {
+        const std::byte* o = s.address[std::size_t(out)];
+        const std::byte* i = s.address[std::size_t(in)];
+        return o == i || o + p.bytes[std::size_t(out)] <= i || i + p.bytes[std::size_t(in)] <= o;
+    };
+    auto batched_same = [](const graph::node& a, const graph::node& b) {
+        return a.batched == b.batched && a.ne0 == b.ne0 && a.ne1 == b.ne1;
+    };
+    std::vector<step> fused;
+    for (std::size_t i = 0; i < s.steps.size(); ++i) {
+        step st = s.steps[i];
+        const graph::node& nd = *st.nd;
+        std::vector<int32_t> inputs;  // what the fused kernel reads
+        std::vector<int32_t> outputs{st.id};
+        for (int k = 0; k < nd.n_src(); ++k) inputs.push_back(nd.src[std::size_t(k)]);
+        auto all_safe = [&](int32_t out) {
+            for (int32_t in : inputs)
+                if (!range_safe(out, in)) return false;
+            for (int32_t o : outputs)
+                if (!range_safe(out, o)) return false;
+            return true;
+        };
+        std::size_t next = i + 1;
+        const bool add_same_shape = nd.op == graph::op::add && batched_same(nd, *st.src_nd[1]);
+        if (add_same_shape && next < s.steps.size()) {
+            const step& r = s.steps[next];
+            if (r.nd->op == graph::op::rms_norm && r.nd->src[0] == st.id && batched_same(*r.nd, nd) && all_safe(r.id)) {
+                st.norm_id = r.id;
+                st.norm_dst = r.dst;
+                st.eps = r.nd->eps;
+                outputs.push_back(r.id);
+                ++next;
+            }
+        }
+        if (nd.op == graph::op::rms_norm) {
+            st.norm_id = st.id;
+            st.norm_dst = st.dst;
+            st.eps = nd.eps;
+        }
+        if (st.norm_id >= 0 && next < s.steps.size()) {
+            const step& m = s.steps[next];
+            const graph::node& w = *m.src_nd[1];
+            if (m.nd->op == graph::op::mul && m.nd->src[0] == st.norm_id && !w.batched && w.ne1 == 1 &&
+                w.ne0 == m.nd->ne0 && m.nd->src[1] != st.norm_id && all_safe(m.id)) {
+                st.product_id = m.id;
+                st.product_dst = m.dst;
+                st.product_weight = m.src[1];
+                ++next;
+            }
+        }
+        if (nd.op == graph::op::rms_norm && st.product_id < 0) st.norm_id = -1;  // a plain rms_norm
+        if (nd.op == graph::op::add && st.norm_id < 0) st.norm_dst = nullptr;
+        fused.push_back(st);
+        i = next - 1;
+    }
+    s.steps = std::move(fused);
 }
 
 template <class Types>
@@ -326,6 +408,8 @@ void basic_program<Types>::launch_step(const step& st, int64_t n) const {
     const graph::node& nd = *st.nd;
     const cudaStream_t stream = s_->stream;
     const int64_t cols = nd.batched ? n : nd.ne1;
+    launch_options lo;
+    lo.programmatic_dependent_launch = s_->options.programmatic_dependent_launch;
     const auto* a = reinterpret_cast<const float*>(st.src[0]);
     const auto* b = reinterpret_cast<const float*>(st.src[1]);
     auto* y = reinterpret_cast<float*>(st.dst);
@@ -335,23 +419,31 @@ void basic_program<Types>::launch_step(const step& st, int64_t n) const {
         case graph::op::weight:
         case graph::op::state: return;
         case graph::op::get_rows:
-            ops::get_rows<all_types>(st.src_nd[0]->type, st.src[0], nd.ne0, st.src_nd[0]->ne1, ids(1), y, cols, stream);
+            ops::get_rows<all_types>(st.src_nd[0]->type, st.src[0], nd.ne0, st.src_nd[0]->ne1, ids(1), y, cols, stream,
+                                     lo);
             return;
-        case graph::op::rms_norm: ops::rms_norm(a, y, nd.ne0, cols, nd.eps, stream); return;
+        case graph::op::rms_norm:
+            ops::add_rms_norm_mul(a, nullptr, nullptr, y, reinterpret_cast<const float*>(st.product_weight),
+                                  reinterpret_cast<float*>(st.product_dst), nd.ne0, cols, nd.eps, stream, lo);
+            return;
         case graph::op::mul:
-            ops::mul(a, b, y, nd.ne0, cols, !st.src_nd[1]->batched && st.src_nd[1]->ne1 == 1, stream);
+            ops::mul(a, b, y, nd.ne0, cols, !st.src_nd[1]->batched && st.src_nd[1]->ne1 == 1, stream, lo);
             return;
         case graph::op::add:
-            ops::add(a, b, y, nd.ne0, cols, !st.src_nd[1]->batched && st.src_nd[1]->ne1 == 1, stream);
+            if (st.norm_dst) {
+                ops::add_rms_norm_mul(a, b, y, reinterpret_cast<float*>(st.norm_dst),
+                                      reinterpret_cast<const float*>(st.product_weight),
+                                      reinterpret_cast<float*>(st.product_dst), nd.ne0, cols, st.eps, stream, lo);
+                return;
+            }
+            ops::add(a, b, y, nd.ne0, cols, !st.src_nd[1]->batched && st.src_nd[1]->ne1 == 1, stream, lo);
             return;
         case graph::op::mul_mat: {
             const graph::node& w = *st.src_nd[0];
             if (float_weight(w.type)) {
-                ops::mul_mat_float(w.type, st.src[0], w.ne1, w.ne0, b, y, cols, stream);
+                ops::mul_mat_float(w.type, st.src[0], w.ne1, w.ne0, b, y, cols, stream, lo);
                 return;
             }
-            launch_options lo;
-            lo.programmatic_dependent_launch = s_->options.programmatic_dependent_launch;
             dispatch<Types>(w.type, "cuda backend: mul_mat", [&](auto tag) {
                 using B = typename decltype(tag)::type;
                 ops::mul_mat_quantized<B>(st.src[0], w.ne1, w.ne0, b, y, cols, s_->records.ptr, s_->records_bytes,
@@ -359,19 +451,19 @@ void basic_program<Types>::launch_step(const step& st, int64_t n) const {
             });
             return;
         }
-        case graph::op::rope: ops::rope(a, y, ids(1), cols, nd.rope, stream); return;
+        case graph::op::rope: ops::rope(a, y, ids(1), cols, nd.rope, stream, lo); return;
         case graph::op::attention:
             ops::attention(a, st.src_nd[1]->type, st.src[1], st.src[2], st.src_nd[1]->ne1, ids(3), y, cols, nd.attention,
-                           st.scratch, st.scratch_bytes, stream);
+                           st.scratch, st.scratch_bytes, stream, lo);
             return;
-        case graph::op::softmax: ops::softmax(a, y, nd.ne0, cols, stream); return;
-        case graph::op::silu: ops::silu(a, y, nd.ne0 * cols, stream); return;
-        case graph::op::swiglu: ops::swiglu(a, b, y, nd.ne0 * cols, stream); return;
+        case graph::op::softmax: ops::softmax(a, y, nd.ne0, cols, stream, lo); return;
+        case graph::op::silu: ops::silu(a, y, nd.ne0 * cols, stream, lo); return;
+        case graph::op::swiglu: ops::swiglu(a, b, y, nd.ne0 * cols, stream, lo); return;
         case graph::op::set_rows:
-            ops::set_rows(nd.type, st.dst, nd.ne0, nd.ne1, b, ids(2), n, stream);
+            ops::set_rows(nd.type, st.dst, nd.ne0, nd.ne1, b, ids(2), n, stream, lo);
             return;
         case graph::op::argmax:
-            ops::argmax(a, reinterpret_cast<int32_t*>(st.dst), st.src_nd[0]->ne0, cols, stream);
+            ops::argmax(a, reinterpret_cast<int32_t*>(st.dst), st.src_nd[0]->ne0, cols, stream, lo);
             return;
     }
     throw error(errc::invalid_argument, std::string("cuda backend: no kernel for op ") + graph::to_string(nd.op));

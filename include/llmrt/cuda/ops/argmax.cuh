@@ -15,7 +15,7 @@ namespace llmrt::cuda::ops {
 
 namespace detail {
 
-constexpr int argmax_threads = 256;
+constexpr int argmax_threads = 1024;
 
 struct best_entry {
     float value;
@@ -31,14 +31,22 @@ __device__ __forceinline__ best_entry better(best_entry a, best_entry b) {
 
 template <int Threads>
 __global__ void __launch_bounds__(Threads) argmax_kernel(const float* x, int32_t* y, int64_t n) {
+    enter_kernel();
     __shared__ float values[Threads];
     __shared__ int64_t indices[Threads];
     x += int64_t(blockIdx.x) * n;
     best_entry best{0.0f, -1};
-    for (int64_t i = threadIdx.x; i < n; i += Threads) {
-        const float v = x[i];
-        if (v != v) continue;  // NaN: never larger than anything
-        if (best.index < 0 || v > best.value) best = best_entry{v, i};
+    // Four loads in flight per thread, then their comparisons in index order.
+    for (int64_t i0 = threadIdx.x; i0 < n; i0 += 4 * Threads) {
+        float v[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) v[u] = i0 + u * Threads < n ? x[i0 + u * Threads] : 0.0f;
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int64_t i = i0 + u * Threads;
+            if (i >= n || v[u] != v[u]) continue;  // past the end, or NaN: never larger than anything
+            if (best.index < 0 || v[u] > best.value) best = best_entry{v[u], i};
+        }
     }
     values[threadIdx.x] = best.value;
     indices[threadIdx.x] = best.index;
@@ -61,12 +69,12 @@ __global__ void __launch_bounds__(Threads) argmax_kernel(const float* x, int32_t
 }  // namespace detail
 
 // y[t] = argmax of column t of x (cols columns of n floats).
-inline void argmax(const float* x, int32_t* y, int64_t n, int64_t cols, cudaStream_t stream) {
+inline void argmax(const float* x, int32_t* y, int64_t n, int64_t cols, cudaStream_t stream, const launch_options& o = {}) {
     if (cols == 0) return;
     check(n >= 1 && n <= 0x7fffffff && cols <= 0x7fffffff, errc::invalid_argument,
           "cuda::ops::argmax: columns of 1..2^31-1 elements, at most 2^31-1 of them");
-    detail::argmax_kernel<detail::argmax_threads><<<unsigned(cols), detail::argmax_threads, 0, stream>>>(x, y, n);
-    detail::check_launch("cuda::ops::argmax");
+    detail::launch("cuda::ops::argmax", detail::argmax_kernel<detail::argmax_threads>, dim3(unsigned(cols)),
+                   dim3(detail::argmax_threads), 0, stream, o, x, y, n);
 }
 
 }  // namespace llmrt::cuda::ops

@@ -2,7 +2,7 @@
 // column t at position p, head h and kv head g = h / (n_head / n_head_kv),
 //   s_j = scale · q_h · k_g[j]  (j = 0..p),   e_j = exp(s_j − max s),   w_j = e_j · (1 / Σ e)
 //   out_h = Σ_j w_j · v_g[j]
-// One block per (head, column). Phase 1: warps take keys round-robin, lanes split the dot
+// One block per (head, column). Phase 1: warps take keys four at a time, lanes split the dot
 // (a butterfly sum); the scores go to the op's scratch (n_ctx floats per head and column).
 // Phase 2: max and Σ e (in double) by block_reduce. Phase 3: the block splits the keys into
 // `groups` contiguous ranges, a thread per (range, element) sums its range in key order, and
@@ -26,7 +26,7 @@ namespace llmrt::cuda::ops {
 
 namespace detail {
 
-constexpr int attention_threads = 128;
+constexpr int attention_threads = 256;
 
 struct attention_args {
     const float* q;
@@ -51,6 +51,7 @@ __device__ __forceinline__ float cache_value(const void* cache, int64_t at) {
 // Dynamic shared memory: head_dim floats of q, then max(threads, head_dim) partial sums.
 template <class KV, int Threads>
 __global__ void __launch_bounds__(Threads) attention_kernel(const attention_args a) {
+    enter_kernel();
     extern __shared__ float shared[];
     __shared__ float reduce_max[Threads / 32 + 1];
     __shared__ double reduce_sum[Threads / 32 + 1];
@@ -71,17 +72,33 @@ __global__ void __launch_bounds__(Threads) attention_kernel(const attention_args
     for (int i = int(threadIdx.x); i < hd; i += Threads) q[i] = a.q[int64_t(c) * q_ne0 + int64_t(h) * hd + i];
     __syncthreads();
 
+    // Each warp takes keys_per_warp consecutive keys at a time, so that their loads are in flight
+    // together; every dot is still this lane's k-strided sum, then the same butterfly.
     const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
+    constexpr int keys_per_warp = 4;
     float max = -INFINITY;
-    for (int64_t j = warp; j < n_keys; j += Threads / 32) {
-        const int64_t row = j * kv_ne0 + int64_t(g) * hd;
-        float dot = 0.0f;
-        for (int i = lane; i < hd; i += 32) dot = __fmaf_rn(q[i], cache_value<KV>(a.k, row + i), dot);
+    for (int64_t j0 = int64_t(warp) * keys_per_warp; j0 < n_keys; j0 += (Threads / 32) * keys_per_warp) {
+        float dot[keys_per_warp];
 #pragma unroll
-        for (int offset = 16; offset > 0; offset >>= 1) dot = __fadd_rn(dot, __shfl_xor_sync(0xffffffffu, dot, offset));
-        const float s = __fmul_rn(dot, a.scale);
-        if (lane == 0) scores[j] = s;
-        max = fmaxf(max, s);
+        for (int u = 0; u < keys_per_warp; ++u) dot[u] = 0.0f;
+        for (int i = lane; i < hd; i += 32) {
+            const float qi = q[i];
+#pragma unroll
+            for (int u = 0; u < keys_per_warp; ++u)
+                if (j0 + u < n_keys)
+                    dot[u] = __fmaf_rn(qi, cache_value<KV>(a.k, (j0 + u) * kv_ne0 + int64_t(g) * hd + i), dot[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < keys_per_warp; ++u) {
+#pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1)
+                dot[u] = __fadd_rn(dot[u], __shfl_xor_sync(0xffffffffu, dot[u], offset));
+            if (j0 + u < n_keys) {
+                const float s = __fmul_rn(dot[u], a.scale);
+                if (lane == 0) scores[j0 + u] = s;
+                max = fmaxf(max, s);
+            }
+        }
     }
     max = block_reduce<Threads>(max, max_op{}, reduce_max);  // its barriers also publish the scores
 
@@ -102,9 +119,21 @@ __global__ void __launch_bounds__(Threads) attention_kernel(const attention_args
         const int64_t j_begin = group * keys_per_group;
         const int64_t j_end = j_begin + keys_per_group < n_keys ? j_begin + keys_per_group : n_keys;
         for (int i = int(threadIdx.x) % lanes_per_group; i < hd; i += (groups > 1 ? lanes_per_group : Threads)) {
+            // Chunks of 8 keys: their loads first, then the adds in key order.
+            constexpr int chunk = 8;
             float acc = 0.0f;
-            for (int64_t j = j_begin; j < j_end; ++j)
-                acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(scores[j], inv), cache_value<KV>(a.v, j * kv_ne0 + int64_t(g) * hd + i)));
+            for (int64_t j = j_begin; j < j_end; j += chunk) {
+                float w[chunk], vv[chunk];
+#pragma unroll
+                for (int u = 0; u < chunk; ++u) {
+                    const bool live = j + u < j_end;
+                    w[u] = live ? scores[j + u] : 0.0f;
+                    vv[u] = live ? cache_value<KV>(a.v, (j + u) * kv_ne0 + int64_t(g) * hd + i) : 0.0f;
+                }
+#pragma unroll
+                for (int u = 0; u < chunk; ++u)
+                    if (j + u < j_end) acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(w[u], inv), vv[u]));
+            }
             if (groups > 1)
                 partial[group * hd + i] = acc;
             else
@@ -131,7 +160,7 @@ inline std::size_t attention_scratch_bytes(int64_t n_ctx, int32_t n_head, int64_
 // elements of kv_type (f32 or f16); scratch: attention_scratch_bytes(n_ctx, n_head, cols) bytes.
 inline void attention(const float* q, qtype kv_type, const void* k, const void* v, int64_t n_ctx, const int32_t* pos,
                       float* out, int64_t cols, const graph::attention_params& p, void* scratch,
-                      std::size_t scratch_bytes, cudaStream_t stream) {
+                      std::size_t scratch_bytes, cudaStream_t stream, const launch_options& o = {}) {
     const char* op = "cuda::ops::attention";
     check(kv_type == qtype::f32 || kv_type == qtype::f16, errc::unsupported_type,
           [&] { return std::string(op) + ": caches are f32 or f16, not " + name(kv_type); });
@@ -153,11 +182,11 @@ inline void attention(const float* q, qtype kv_type, const void* k, const void* 
     const std::size_t smem = std::size_t(hd + partial) * sizeof(float);
     detail::attention_args a{q, k, v, pos, out, static_cast<float*>(scratch), n_ctx, p.n_head, p.n_head_kv, hd, p.scale};
     const dim3 grid(unsigned(p.n_head), unsigned(cols));
+    const dim3 block(detail::attention_threads);
     if (kv_type == qtype::f16)
-        detail::attention_kernel<uint16_t, detail::attention_threads><<<grid, detail::attention_threads, smem, stream>>>(a);
+        detail::launch(op, detail::attention_kernel<uint16_t, detail::attention_threads>, grid, block, smem, stream, o, a);
     else
-        detail::attention_kernel<float, detail::attention_threads><<<grid, detail::attention_threads, smem, stream>>>(a);
-    detail::check_launch(op);
+        detail::launch(op, detail::attention_kernel<float, detail::attention_threads>, grid, block, smem, stream, o, a);
 }
 
 }  // namespace llmrt::cuda::ops

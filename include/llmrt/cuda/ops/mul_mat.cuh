@@ -42,6 +42,7 @@ constexpr int mul_mat_warps = 8;
 template <class B>
 __global__ void __launch_bounds__(32 * mul_mat_warps)
     mul_mat_float_kernel(const B* w, const float* x, float* y, int64_t rows, int64_t k) {
+    enter_kernel();
     const int64_t row = int64_t(blockIdx.x) * mul_mat_warps + (threadIdx.x >> 5);
     const int lane = int(threadIdx.x) & 31;
     if (row >= rows) return;
@@ -74,16 +75,15 @@ void with_column_count(int64_t n, F&& f) {
 
 // W of a float type (f32, f16, bf16): rows × k elements; x: cols columns of k; y: cols columns of rows.
 inline void mul_mat_float(qtype type, const void* w, int64_t rows, int64_t k, const float* x, float* y, int64_t cols,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, const launch_options& o = {}) {
     if (rows == 0 || cols == 0) return;
     detail::check_columns(cols, "cuda::ops::mul_mat");
     dispatch<float_weight_types>(type, "cuda::ops::mul_mat (float weights)", [&](auto tag) {
         using B = typename decltype(tag)::type;
         const dim3 grid(detail::blocks_for(rows, detail::mul_mat_warps, "cuda::ops::mul_mat"), unsigned(cols));
-        detail::mul_mat_float_kernel<B><<<grid, 32 * detail::mul_mat_warps, 0, stream>>>(static_cast<const B*>(w), x, y,
-                                                                                          rows, k);
+        detail::launch("cuda::ops::mul_mat", detail::mul_mat_float_kernel<B>, grid, dim3(32 * detail::mul_mat_warps), 0,
+                       stream, o, static_cast<const B*>(w), x, y, rows, k);
     });
-    detail::check_launch("cuda::ops::mul_mat");
 }
 
 // W block-quantized in B: mmvq per chunk of up to 8 columns. records: mul_mat_records_bytes(k,

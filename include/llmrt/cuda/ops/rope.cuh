@@ -33,6 +33,7 @@ struct rope_args {
 // slots past n_rot/2 in each head copy two passed-through elements.
 template <int Neox>
 __global__ void __launch_bounds__(rope_threads) rope_kernel(const rope_args p) {
+    enter_kernel();
     const int half_dim = p.head_dim / 2;
     const int64_t slot = int64_t(blockIdx.x) * rope_threads + threadIdx.x;
     if (slot >= int64_t(p.n_head) * half_dim) return;
@@ -66,7 +67,7 @@ __global__ void __launch_bounds__(rope_threads) rope_kernel(const rope_args p) {
 
 // x, y: cols columns of n_head · head_dim floats (y may not alias x); pos: one position per column.
 inline void rope(const float* x, float* y, const int32_t* pos, int64_t cols, const graph::rope_params& p,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, const launch_options& o = {}) {
     check(p.n_head >= 1 && p.head_dim >= 2 && p.head_dim % 2 == 0 && p.n_rot >= 2 && p.n_rot % 2 == 0 &&
               p.n_rot <= p.head_dim && p.freq_base > 0.0f,
           errc::shape_mismatch, [&] {
@@ -79,10 +80,9 @@ inline void rope(const float* x, float* y, const int32_t* pos, int64_t cols, con
     const dim3 grid(detail::blocks_for(int64_t(p.n_head) * (p.head_dim / 2), detail::rope_threads, "cuda::ops::rope"),
                     unsigned(cols));
     if (p.order == graph::rope_order::neox)
-        detail::rope_kernel<1><<<grid, detail::rope_threads, 0, stream>>>(a);
+        detail::launch("cuda::ops::rope", detail::rope_kernel<1>, grid, dim3(detail::rope_threads), 0, stream, o, a);
     else
-        detail::rope_kernel<0><<<grid, detail::rope_threads, 0, stream>>>(a);
-    detail::check_launch("cuda::ops::rope");
+        detail::launch("cuda::ops::rope", detail::rope_kernel<0>, grid, dim3(detail::rope_threads), 0, stream, o, a);
 }
 
 }  // namespace llmrt::cuda::ops

@@ -30,6 +30,7 @@ constexpr int rows_threads = 128;
 template <class B>
 __global__ void __launch_bounds__(rows_threads)
     get_rows_kernel(const uint8_t* table, int64_t row_bytes, int64_t n_rows, const int32_t* ids, float* y, int64_t ne0) {
+    enter_kernel();
     const int32_t id = ids[blockIdx.x];
     float* out = y + int64_t(blockIdx.x) * ne0;
     const int64_t nblocks = ne0 / B::block_size;
@@ -44,6 +45,7 @@ __global__ void __launch_bounds__(rows_threads)
 template <int Half>
 __global__ void __launch_bounds__(rows_threads)
     set_rows_kernel(void* cache, int64_t ne0, int64_t n_ctx, const float* src, const int32_t* pos) {
+    enter_kernel();
     const int64_t i = int64_t(blockIdx.x) * rows_threads + threadIdx.x;
     if (i >= ne0) return;
     const int32_t p = pos[blockIdx.y];
@@ -60,7 +62,7 @@ __global__ void __launch_bounds__(rows_threads)
 // y[:, t] = row ids[t] of a table of n_rows rows of ne0 elements of `type` (one of List).
 template <class List = all_types>
 void get_rows(qtype type, const void* table, int64_t ne0, int64_t n_rows, const int32_t* ids, float* y, int64_t cols,
-              cudaStream_t stream) {
+              cudaStream_t stream, const launch_options& o = {}) {
     if (cols == 0 || ne0 == 0) return;
     check(cols <= 0x7fffffff, errc::invalid_argument, "cuda::ops::get_rows: too many columns");
     dispatch<List>(type, "cuda::ops::get_rows", [&](auto tag) {
@@ -69,25 +71,25 @@ void get_rows(qtype type, const void* table, int64_t ne0, int64_t n_rows, const 
             return "cuda::ops::get_rows: rows of " + std::to_string(ne0) + " elements are not whole " + B::name +
                    " blocks of " + std::to_string(B::block_size);
         });
-        detail::get_rows_kernel<B><<<unsigned(cols), detail::rows_threads, 0, stream>>>(
-            static_cast<const uint8_t*>(table), int64_t(row_size(B::id, ne0)), n_rows, ids, y, ne0);
+        detail::launch("cuda::ops::get_rows", detail::get_rows_kernel<B>, dim3(unsigned(cols)), dim3(detail::rows_threads),
+                       0, stream, o, static_cast<const uint8_t*>(table), int64_t(row_size(B::id, ne0)), n_rows, ids, y,
+                       ne0);
     });
-    detail::check_launch("cuda::ops::get_rows");
 }
 
 // Column pos[t] of the cache (n_ctx columns of ne0 elements of f32 or f16) = src[:, t], t < cols.
 inline void set_rows(qtype cache_type, void* cache, int64_t ne0, int64_t n_ctx, const float* src, const int32_t* pos,
-                     int64_t cols, cudaStream_t stream) {
+                     int64_t cols, cudaStream_t stream, const launch_options& o = {}) {
     check(cache_type == qtype::f32 || cache_type == qtype::f16, errc::unsupported_type,
           [&] { return std::string("cuda::ops::set_rows: caches are f32 or f16, not ") + name(cache_type); });
     if (cols == 0 || ne0 == 0) return;
     detail::check_columns(cols, "cuda::ops::set_rows");
     const dim3 grid(detail::blocks_for(ne0, detail::rows_threads, "cuda::ops::set_rows"), unsigned(cols));
+    const char* op = "cuda::ops::set_rows";
     if (cache_type == qtype::f16)
-        detail::set_rows_kernel<1><<<grid, detail::rows_threads, 0, stream>>>(cache, ne0, n_ctx, src, pos);
+        detail::launch(op, detail::set_rows_kernel<1>, grid, dim3(detail::rows_threads), 0, stream, o, cache, ne0, n_ctx, src, pos);
     else
-        detail::set_rows_kernel<0><<<grid, detail::rows_threads, 0, stream>>>(cache, ne0, n_ctx, src, pos);
-    detail::check_launch("cuda::ops::set_rows");
+        detail::launch(op, detail::set_rows_kernel<0>, grid, dim3(detail::rows_threads), 0, stream, o, cache, ne0, n_ctx, src, pos);
 }
 
 }  // namespace llmrt::cuda::ops
