@@ -13,6 +13,6 @@ cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLLMRT_SANITIZE=ON \
-  -DLLMRT_CUDA=OFF -DLLMRT_VULKAN=OFF -DLLMRT_BUILD_BENCH=OFF
+  -DLLMRT_CUDA=OFF -DLLMRT_VULKAN=OFF -DLLMRT_BUILD_BENCH=OFF -DLLMRT_BUILD_EXAMPLES=OFF
 cmake --build build-sanitize -j "$jobs"
 ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -L cpu -E test_package
