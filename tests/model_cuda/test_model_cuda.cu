@@ -2,9 +2,6 @@
 // activations for quantized weights, as mmvq computes): node by node within mmvq's NMSE bound,
 // greedy tokens over 64 steps, determinism, save/restore, batch invariance and allocations.
 // Every case skips, passing with a message, on a machine without a CUDA device.
-//
-// nvcc (not g++) flags model/hparams.hpp's generic `x >= 0` on unsigned metadata values (#186).
-#pragma nv_diag_suppress 186
 
 #include <doctest/doctest.h>
 

@@ -1,9 +1,6 @@
 // Speculative decoding end to end with the llama model on the CUDA backend: the CPU program's
 // tests (speculative_end_to_end.hpp) applied to a CUDA case. Without a CUDA device every test
 // skips, passing with a message.
-//
-// nvcc (not g++) flags model/hparams.hpp's generic `x >= 0` on unsigned metadata values (#186).
-#pragma nv_diag_suppress 186
 
 #include <memory>
 
