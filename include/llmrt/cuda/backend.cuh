@@ -57,7 +57,8 @@ namespace llmrt::cuda {
 struct backend_options {
     int device = 0;
     // Capture each batch size's forward in a CUDA graph at prepare and replay it; false launches
-    // op by op on every run (same kernels, same bits: for debugging and comparison).
+    // op by op on every run (same kernels, same bits: for debugging and comparison; that mode
+    // does the host-side checks of every launch again, message strings included, so it allocates).
     bool use_graphs = true;
     // Launch every kernel as a programmatic dependent launch (sm_90): it may start while the
     // previous kernel drains, waiting for it before touching memory (mmvq prefetches its weights
