@@ -10,6 +10,8 @@
 //
 //   llmrt-bench-mmvq-cuda [--json FILE] [--types q4_K,q8_0] [--shapes 4096x4096,...] [--ncols 1,8]
 //                         [--copies per-row]   (per-row bulk copies instead of tensor-map boxes)
+//                         [--quick 1]          (PDL launches only: no plain or quantizer + mmvq
+//                                               timings, reported as 0; for comparing builds)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -148,6 +150,7 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 bool per_row_copies = false;
+bool quick = false;
 
 template <class B>
 void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_list, std::vector<measurement>& out) {
@@ -225,8 +228,8 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
                 };
             };
             const double us_pdl = time_graph(launches, 7, launch(true));
-            const double us_plain = time_graph(launches, 7, launch(false));
-            const double us_pair = time_graph(launches, 7, [&](int i, cudaStream_t stream) {
+            const double us_plain = quick ? 0.0 : time_graph(launches, 7, launch(false));
+            const double us_pair = quick ? 0.0 : time_graph(launches, 7, [&](int i, cudaStream_t stream) {
                 cuda::qmatrix_view wi = wv;
                 wi.data = w + (i % nbuf) * slot_bytes;
                 cuda::launch_options o;
@@ -234,7 +237,7 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
                 o.allow_tensor_map = !per_row_copies;
                 cuda::mmvq(wi, xv, yv, scratch, scratch_bytes, stream, o);
             });
-            const double us = std::min(us_pdl, us_plain);
+            const double us = quick ? us_pdl : std::min(us_pdl, us_plain);
             if (ncols == 1) us_one = us;
             const double bytes = double(matrix_bytes) + double(cuda::activation_scratch_bytes(s.k, ncols)) +
                                  4.0 * double(s.rows) * ncols;
@@ -264,6 +267,7 @@ int main(int argc, char** argv) {
         const std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--json") json_path = value;
         else if (flag == "--copies") per_row_copies = value == "per-row";
+        else if (flag == "--quick") quick = value != "0";
         else if (flag == "--types") types = split_list(value);
         else if (flag == "--ncols") {
             ncols.clear();
@@ -275,7 +279,7 @@ int main(int argc, char** argv) {
                 shapes.push_back({std::atoll(sh.substr(0, x).c_str()), std::atoll(sh.substr(x + 1).c_str())});
             }
         } else {
-            std::fprintf(stderr, "usage: %s [--json FILE] [--types a,b] [--shapes RxK,...] [--ncols 1,8] [--copies per-row]\n",
+            std::fprintf(stderr, "usage: %s [--json FILE] [--types a,b] [--shapes RxK,...] [--ncols 1,8] [--copies per-row] [--quick 1]\n",
                          argv[0]);
             return 2;
         }

@@ -55,9 +55,9 @@ for step in "$@"; do
           --launch-count 1 "$BIN/llmrt-bench-mmvq-cuda" --types $1 --shapes $2 --ncols $3 --json /tmp/p.json \
           2>&1 | grep -vE "^(type|device|q[0-9]|mxfp4|wrote)" >> "$OUT/profile.log"
       done
-      for f in '_ZN5llmrt4cuda11mmvq_kernelINS_4q4_KELi1EEEvNS0_6detail11mmvq_paramsE' \
-               '_ZN5llmrt4cuda11mmvq_kernelINS_4q2_KELi1EEEvNS0_6detail11mmvq_paramsE' \
-               '_ZN5llmrt4cuda11mmvq_kernelINS_4q2_KELi8EEEvNS0_6detail11mmvq_paramsE'; do
+      for f in '_ZN5llmrt4cuda11mmvq_kernelINS_4q4_KELi1ELi4EEEvNS0_6detail11mmvq_paramsE14CUtensorMap_st' \
+               '_ZN5llmrt4cuda11mmvq_kernelINS_4q2_KELi1ELi4EEEvNS0_6detail11mmvq_paramsE14CUtensorMap_st' \
+               '_ZN5llmrt4cuda11mmvq_kernelINS_4q2_KELi8ELi4EEEvNS0_6detail11mmvq_paramsE14CUtensorMap_st'; do
         $CUDA_BIN/cuobjdump -sass -fun "$f" "$BIN/llmrt-bench-mmvq-cuda" > /tmp/k.sass 2>&1
         echo "=== $f: $(grep -cE '^\s+/\*[0-9a-f]{4}\*/' /tmp/k.sass) instructions" >> "$OUT/sass.txt"
         grep -oE '^\s+/\*[0-9a-f]{4}\*/\s+(@!?U?P[0-9T] )?[A-Z0-9_]+' /tmp/k.sass | awk '{print $NF}' | sort | uniq -c \

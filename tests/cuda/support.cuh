@@ -119,8 +119,9 @@ std::vector<uint8_t> random_blocks(int64_t count, uint64_t seed) {
 // the 256-element step (for 32-element types) or of a warp's share of it.
 template <class B>
 std::vector<int64_t> test_ks() {
-    if constexpr (B::block_size == 32) return {32, 32 * 11, 256 * 3, 256 * 4 + 32 * 5};
-    else return {256, 256 * 3, 256 * 5};
+    // The last k has 17 steps of 256: enough for mmvq's largest k-split (8 warps), unevenly shared.
+    if constexpr (B::block_size == 32) return {32, 32 * 11, 256 * 3, 256 * 4 + 32 * 5, 256 * 16 + 32 * 3};
+    else return {256, 256 * 3, 256 * 5, 256 * 17};
 }
 inline const std::vector<int64_t>& test_rows() {
     static const std::vector<int64_t> rows = {1, 7, 33, 257};

@@ -11,11 +11,11 @@
 // passes scratch (mmvq_scratch_bytes says how much). Every shape is checked on the host before
 // anything is launched; a mismatch raises llmrt::error naming both shapes.
 //
-// The kernel, mmvq_kernel<Block, NCols>, is instantiated from the type list through
+// The kernel, mmvq_kernel<Block, NCols, MaxSplit>, is instantiated from the type list through
 // llmrt::dispatch, never by hand. Each warp owns 16 rows and a contiguous range of 256-element
 // steps; cp.async streams each step's rows (raw bytes, any alignment) and activation records
-// into a shared-memory ring, a few steps deep. One to three columns take the dp4a form (one lane
-// per row and half-step), four to eight the int8 tensor-core form (the 8 columns of an
+// into a shared-memory ring, a few steps deep. One to four columns take the dp4a form (one lane
+// per row and half-step), five to eight the int8 tensor-core form (the 8 columns of an
 // m16n8k32/k16 mma); both form the same integers and add them in the same float order (see
 // codec.cuh), so a column's result does not depend on NCols. The warps of a CTA split k; their
 // partial sums meet in shared memory in a fixed order. No atomics.
@@ -51,17 +51,24 @@ namespace detail {
 constexpr int mmvq_tile_rows = 16;         // rows per warp
 constexpr int mmvq_step_elements = 256;    // k per pipeline step
 #ifndef LLMRT_MMVQ_MAX_SPLIT
-#define LLMRT_MMVQ_MAX_SPLIT 4
+#define LLMRT_MMVQ_MAX_SPLIT 8
 #endif
 #ifndef LLMRT_MMVQ_TARGET_WARPS
-#define LLMRT_MMVQ_TARGET_WARPS 1024
+#define LLMRT_MMVQ_TARGET_WARPS 1536
+#endif
+#ifndef LLMRT_MMVQ_MMA_MIN_COLS
+#define LLMRT_MMVQ_MMA_MIN_COLS 5
 #endif
 // The k-split limits below decide which partial sums are added: changing them changes results
 // in the last bits (for every NCols alike). The macros exist for tuning experiments.
 constexpr int mmvq_max_split = LLMRT_MMVQ_MAX_SPLIT;  // warps per CTA, splitting k
+constexpr int mmvq_wide_step_max_split = 4;           // the same for types of 192 bytes or more per row step
 constexpr int mmvq_max_stages = 8;
-constexpr int mmvq_mma_min_cols = 4;       // from this many columns on, the tensor-core form
-constexpr int64_t mmvq_target_warps = LLMRT_MMVQ_TARGET_WARPS;  // 1024: about 8 warps per SM of an H100
+// From this many columns on, the tensor-core form. Measured on the H100: the dp4a form is faster
+// up to 4 columns (by up to a quarter at 4), the mma form from 5.
+// Which form runs never changes a result (see codec.cuh); the macro exists for experiments.
+constexpr int mmvq_mma_min_cols = LLMRT_MMVQ_MMA_MIN_COLS;
+constexpr int64_t mmvq_target_warps = LLMRT_MMVQ_TARGET_WARPS;  // 1536: about 12 warps per SM of an H100
 #ifndef LLMRT_MMVQ_WARPS_PER_SM
 #define LLMRT_MMVQ_WARPS_PER_SM 12
 #endif
@@ -124,11 +131,15 @@ struct mmvq_params {
 
 // The kernel: one CTA per 16 rows and batch, grid (ceil(rows/16), batch2, batch3), blockDim
 // (32, split) with split warps dividing k, dynamic shared memory
-// split · p.stages · detail::mmvq_layout<B, NCols>::stage_bytes. Launch it through mmvq / mmvq_prepared.
-template <class B, int NCols>
-__global__ void __launch_bounds__(32 * detail::mmvq_max_split, 16 / detail::mmvq_max_split)
+// split · p.stages · detail::mmvq_layout<B, NCols>::stage_bytes, split <= MaxSplit. Launch it through
+// mmvq / mmvq_prepared, which take the narrowest MaxSplit that holds the launch's split (a CTA
+// shape of 8 warps measured slower on the H100 than one of 4 for launches of 4 warps or fewer).
+template <class B, int NCols, int MaxSplit>
+__global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
     mmvq_kernel(const detail::mmvq_params p, const __grid_constant__ CUtensorMap weights) {
     using namespace detail;
+    static_assert(MaxSplit >= 1 && MaxSplit <= mmvq_max_split && (MaxSplit & (MaxSplit - 1)) == 0,
+                  "mmvq_kernel: MaxSplit must be a power of two up to mmvq_max_split");
     using layout = mmvq_layout<B, NCols>;
     using codec = device_codec<B>;
     extern __shared__ __align__(128) uint8_t smem[];
@@ -168,7 +179,7 @@ __global__ void __launch_bounds__(32 * detail::mmvq_max_split, 16 / detail::mmvq
     const int stages = p.stages;
     const int warp_smem_bytes = stages * layout::stage_bytes;
     uint8_t* const ring = smem + warp * warp_smem_bytes;
-    __shared__ uint64_t slot_barriers[mmvq_max_split][mmvq_max_stages];
+    __shared__ uint64_t slot_barriers[MaxSplit][mmvq_max_stages];
     uint64_t* const barriers = slot_barriers[warp];
     if (lane == 0)
         for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&barriers[s], 1);
@@ -316,12 +327,23 @@ __global__ void __launch_bounds__(32 * detail::mmvq_max_split, 16 / detail::mmvq
 
 namespace detail {
 
-// Warps per CTA (the k-split): from the shape alone, never from NCols, so that every NCols adds
-// the same partial sums.
-inline int mmvq_split(int64_t tiles, int64_t nsteps) {
+// Warps per CTA (the k-split): from W's type and shape alone, never from NCols, so that every
+// NCols adds the same partial sums. Few row tiles (4096 rows: 256) get up to 8 warps each, so
+// that the decoding of the small types has warps enough to hide its latency; types whose row
+// step is 192 bytes or more (q6_K, q8_0) stop at 4, which measured faster for them on the H100.
+inline int mmvq_split(int64_t tiles, int64_t nsteps, int max_split) {
     int split = 1;
-    while (split < mmvq_max_split && 2 * split <= nsteps && tiles * split < mmvq_target_warps) split *= 2;
+    while (split < max_split && 2 * split <= nsteps && tiles * split < mmvq_target_warps) split *= 2;
     return split;
+}
+template <class B>
+constexpr int mmvq_type_max_split() {
+    return mmvq_layout<B, 1>::step_bytes < 192 || mmvq_max_split < mmvq_wide_step_max_split ? mmvq_max_split
+                                                                                             : mmvq_wide_step_max_split;
+}
+template <class B>
+int mmvq_split(int64_t tiles, int64_t nsteps) {
+    return mmvq_split(tiles, nsteps, mmvq_type_max_split<B>());
 }
 
 // Calls f(std::integral_constant<int, n>) for the runtime n in 1..8.
@@ -463,7 +485,7 @@ int mmvq_stages(int64_t ctas, int split, int64_t steps_per_warp, const device_li
     return clamp_int(int(std::min<int64_t>({fit, steps_per_warp, mmvq_max_stages})), 2, mmvq_max_stages);
 }
 
-template <class B, int NCols>
+template <class B, int NCols, int MaxSplit>
 void launch_mmvq_kernel(mmvq_params p, const CUtensorMap& map, dim3 grid, int split, const device_limits& device,
                         cudaStream_t stream, const launch_options& options) {
     using layout = mmvq_layout<B, NCols>;
@@ -477,13 +499,25 @@ void launch_mmvq_kernel(mmvq_params p, const CUtensorMap& map, dim3 grid, int sp
         LLMRT_CUDA_CHECK(cudaGetDevice(&device));
         const uint64_t bit = device < 64 ? (uint64_t(1) << device) : 0;
         if (bit == 0 || (configured_devices.load() & bit) == 0) {
-            const int most = int(std::min<int64_t>(mmvq_max_cta_smem, int64_t(mmvq_max_split) * mmvq_max_stages * layout::stage_bytes));
-            LLMRT_CUDA_CHECK(cudaFuncSetAttribute(mmvq_kernel<B, NCols>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+            const int most = int(std::min<int64_t>(mmvq_max_cta_smem, int64_t(MaxSplit) * mmvq_max_stages * layout::stage_bytes));
+            LLMRT_CUDA_CHECK(cudaFuncSetAttribute(mmvq_kernel<B, NCols, MaxSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   std::max(most, int(smem))));
             configured_devices.fetch_or(bit);
         }
     }
-    launch(mmvq_kernel<B, NCols>, grid, dim3(32, unsigned(split)), smem, stream, options, p, map);
+    launch(mmvq_kernel<B, NCols, MaxSplit>, grid, dim3(32, unsigned(split)), smem, stream, options, p, map);
+}
+
+// The launch with the narrowest kernel that holds `split` warps per CTA.
+template <class B, int NCols>
+void launch_mmvq(const mmvq_params& p, const CUtensorMap& map, dim3 grid, int split, const device_limits& device,
+                 cudaStream_t stream, const launch_options& options) {
+    constexpr int widest = mmvq_type_max_split<B>();
+    constexpr int narrow = widest < 4 ? widest : 4;
+    if (widest > narrow && split > narrow)
+        launch_mmvq_kernel<B, NCols, widest>(p, map, grid, split, device, stream, options);
+    else
+        launch_mmvq_kernel<B, NCols, narrow>(p, map, grid, split, device, stream, options);
 }
 
 inline std::string mmvq_shapes(const qmatrix_view& w, const std::string& x, const output_columns& y) {
@@ -548,13 +582,13 @@ void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const out
     p.ratio2 = int32_t(x.batch2 / w.batch2);
     p.ratio3 = int32_t(x.batch3 / w.batch3);
     const int64_t tiles = (w.rows + mmvq_tile_rows - 1) / mmvq_tile_rows;
-    const int split = mmvq_split(tiles * x.batch2 * x.batch3, p.nsteps);
+    const int split = mmvq_split<B>(tiles * x.batch2 * x.batch3, p.nsteps);
     const dim3 grid(unsigned(tiles), unsigned(x.batch2), unsigned(x.batch3));
     CUtensorMap map{};
     p.tensor_map = options.allow_tensor_map &&
                    make_weight_tensor_map<B>(map, w.data, p.w_row_bytes, w.rows, w.batch2, w.batch3, p.w_row_stride,
                                              p.w_stride2, p.w_stride3);
-    launch_mmvq_kernel<B, NCols>(p, map, grid, split, device, stream, options);
+    launch_mmvq<B, NCols>(p, map, grid, split, device, stream, options);
 }
 
 }  // namespace detail
@@ -691,12 +725,12 @@ inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const e
         p.nsteps = int32_t((experts.k + detail::mmvq_step_elements - 1) / detail::mmvq_step_elements);
         p.ratio2 = p.ratio3 = 1;
         const int64_t tiles = (experts.rows + detail::mmvq_tile_rows - 1) / detail::mmvq_tile_rows;
-        const int split = detail::mmvq_split(tiles * ids.n_used * ids.n_tokens, p.nsteps);
+        const int split = detail::mmvq_split<B>(tiles * ids.n_used * ids.n_tokens, p.nsteps);
         const dim3 grid(unsigned(tiles), unsigned(ids.n_used), unsigned(ids.n_tokens));
         CUtensorMap map{};
         p.tensor_map = options.allow_tensor_map && detail::make_weight_tensor_map<B>(map, experts.data, p.w_row_bytes, experts.rows, experts.batch2,
                                                          1, p.w_row_stride, p.w_stride2, experts.batch2 * p.w_stride2);
-        detail::launch_mmvq_kernel<B, 1>(p, map, grid, split, device, stream, options);
+        detail::launch_mmvq<B, 1>(p, map, grid, split, device, stream, options);
     });
 }
 

@@ -184,6 +184,14 @@ __device__ __forceinline__ uint32_t byte_perm(uint32_t lo, uint32_t hi, uint32_t
     return __byte_perm(lo, hi, selector);
 }
 
+// prmt with the selector as given: like byte_perm where every selector nibble is below 8, without
+// the mask __byte_perm adds (callers that clear bit 3 themselves save that instruction).
+__device__ __forceinline__ uint32_t byte_perm_unmasked(uint32_t lo, uint32_t hi, uint32_t selector) {
+    uint32_t r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(selector));
+    return r;
+}
+
 // Each byte 0xff where that byte's top bit is set, else 0: prmt's sign-replicate mode (selector
 // nibbles with bit 3 set), which __byte_perm does not expose (it masks the selector to 3 bits).
 __device__ __forceinline__ uint32_t spread_byte_signs(uint32_t v) {
