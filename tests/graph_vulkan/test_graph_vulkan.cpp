@@ -256,6 +256,35 @@ TEST_CASE("rms_norm, mul, add, softmax, silu, swiglu and argmax agree with the C
     }
 }
 
+TEST_CASE("argmax over a vocabulary-long column gives the CPU backend's index, ties and NaN included") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    const int64_t n = 50000;  // many work-groups' chunks, the last one partial
+    std::vector<float> x = gaussian(std::size_t(n * 6), 111);
+    auto column = [&](int64_t c) { return x.data() + c * n; };
+    // 1: the largest value three times; 2: NaN at index 0; 3: NaNs elsewhere; 4: all equal;
+    // 5: the largest value in the last, partial chunk.
+    for (int64_t i : {7000, 30000, 49999}) column(1)[i] = 100.0f;
+    column(2)[0] = std::nanf("");
+    column(2)[123] = 100.0f;
+    for (int64_t i : {0, 1, 2047, 2048, 40000}) column(3)[i + 1] = std::nanf("");
+    column(3)[40002] = 100.0f;
+    std::fill(column(4), column(4) + n, 0.5f);
+    column(5)[49990] = 100.0f;
+    graph::graph g(6);
+    const auto in = g.input("x", qtype::f32, n);
+    const auto best = g.argmax(in);
+    g.mark_output(best);
+    side_by_side s(ctx, g);
+    s.run({input_of(in, x)}, 6);
+    const std::vector<int32_t> got = s.read_vk<int32_t>(best, 6);
+    CHECK(got == s.read_cpu<int32_t>(best, 6));
+    CHECK(got[1] == 7000);
+    CHECK(got[2] == 0);
+    CHECK(got[3] == 40002);
+    CHECK(got[4] == 0);
+    CHECK(got[5] == 49990);
+}
+
 TEST_CASE("rope in normal and NeoX order agrees with the CPU backend, at large positions too") {
     LLMRT_VULKAN_TEST_DEVICE(ctx);
     for (auto order : {graph::rope_order::normal, graph::rope_order::neox}) {

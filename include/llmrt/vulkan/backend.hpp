@@ -372,7 +372,14 @@ private:
             case graph::op::set_rows:
                 ops::record_set_rows(*ops_, r, nd.type, out, nd.ne0, nd.ne1, in(1), in(2), src(1).batched ? n : src(1).ne1);
                 return;
-            case graph::op::argmax: ops::record_argmax(*ops_, r, in(0), out, src(0).ne0, cols); return;
+            case graph::op::argmax: {
+                const auto i = std::size_t(id);
+                const ops::operand scratch = plan_->scratch_bytes[i]
+                                                 ? ops::operand::of(*arena_, plan_->scratch_offset[i], plan_->scratch_bytes[i])
+                                                 : out.part(0, 0);
+                ops::record_argmax(*ops_, r, in(0), out, src(0).ne0, cols, scratch);
+                return;
+            }
         }
         throw error(errc::invalid_argument, std::string("vulkan backend: no kernel for op ") + graph::to_string(nd.op));
     }
@@ -509,7 +516,8 @@ public:
     mmvq& mmvq_kernels() noexcept { return *mmvq_; }
     ops::kernels& op_kernels() noexcept { return *ops_; }
 
-    // mul_mat with quantized W: the Q8_1 activations; attention: the scores of every (token, head).
+    // mul_mat with quantized W: the Q8_1 activations; attention: the scores of every (token, head);
+    // argmax over long columns: the winners of their chunks.
     std::size_t scratch_bytes(const graph::graph& g, const graph::node& nd) const {
         if (nd.op == graph::op::mul_mat) {
             const graph::node& w = g.nodes()[std::size_t(nd.src[0])];
@@ -521,6 +529,7 @@ public:
         }
         if (nd.op == graph::op::attention)
             return ops::attention_scratch_bytes(nd.ne1, nd.attention.n_head, g.nodes()[std::size_t(nd.src[1])].ne1);
+        if (nd.op == graph::op::argmax) return ops::argmax_scratch_bytes(g.nodes()[std::size_t(nd.src[0])].ne0, nd.ne1);
         return 0;
     }
 
