@@ -40,8 +40,10 @@ inline std::vector<std::string> backends_by_preference() {
 #endif
 #if defined(LLMRT_EXAMPLES_VULKAN)
     try {
+        // A software rasteriser (lavapipe: a CPU-type device) is slower than the CPU backend
+        // itself, so the automatic choice passes over it; --backend vulkan still reaches it.
         for (const auto& d : llmrt::vulkan::list_devices())
-            if (d.missing.empty()) {
+            if (d.missing.empty() && d.type != vk::PhysicalDeviceType::eCpu) {
                 names.push_back("vulkan");
                 break;
             }
