@@ -8,6 +8,7 @@
 #include <llmrt/sample/model.hpp>
 
 #include "model_fixtures.hpp"
+#include "greedy_reproducibility.hpp"
 
 using namespace llmrt;
 using cpu_model = model::llama_model<cpu::backend>;
@@ -124,25 +125,7 @@ TEST_CASE("restoring a saved state reproduces the next logits bit for bit") {
 
 TEST_CASE("greedy generation gives the same tokens on every run and after a save and restore") {
     cpu::backend b;
-    cpu_model m(b, test::small_model_file(qtype::q4_K), {.n_ctx = 64, .max_batch = 4});
-    const auto first = model::generate_greedy(m, prompt, 16);
-    REQUIRE(first.size() == 16);
-    m.truncate(0);
-    CHECK(model::generate_greedy(m, prompt, 16) == first);
-    cpu_model other(b, test::small_model_file(qtype::q4_K), {.n_ctx = 64, .max_batch = 8});
-    CHECK(model::generate_greedy(other, prompt, 16) == first);
-
-    // Save after the prompt and 8 tokens, generate the rest, restore and generate it again.
-    m.truncate(0);
-    const auto head = model::generate_greedy(m, prompt, 8);
-    const auto state = m.save_state();
-    const int32_t last = head.back();
-    const auto tail = model::generate_greedy(m, std::span<const int32_t>(&last, 1), 8);
-    m.restore_state(state);
-    CHECK(model::generate_greedy(m, std::span<const int32_t>(&last, 1), 8) == tail);
-    std::vector<int32_t> joined(head);
-    joined.insert(joined.end(), tail.begin(), tail.end() - 1);
-    CHECK(std::vector<int32_t>(first.begin(), first.end() - 1) == joined);
+    test::check_greedy_reproducible(b, prompt);
 }
 
 TEST_CASE("greedy() holds the argmax of each row of the last forward's logits") {

@@ -15,6 +15,7 @@
 #include <llmrt/vulkan/backend.hpp>
 
 #include "../model/model_fixtures.hpp"
+#include "../model/greedy_reproducibility.hpp"
 #include "../vulkan/vulkan_test_device.hpp"
 
 using namespace llmrt;
@@ -176,24 +177,7 @@ TEST_CASE("greedy decoding of 64 tokens gives the CPU backend's tokens, up to a 
 TEST_CASE("greedy generation on Vulkan gives the same tokens on every run and after a save and restore") {
     LLMRT_VULKAN_TEST_DEVICE(ctx);
     vulkan::backend b(ctx);
-    vk_model m(b, test::small_model_file(qtype::q4_K), {.n_ctx = 64, .max_batch = 4});
-    const auto first = model::generate_greedy(m, prompt, 16);
-    REQUIRE(first.size() == 16);
-    m.truncate(0);
-    CHECK(model::generate_greedy(m, prompt, 16) == first);
-    vk_model other(b, test::small_model_file(qtype::q4_K), {.n_ctx = 64, .max_batch = 8});
-    CHECK(model::generate_greedy(other, prompt, 16) == first);
-
-    m.truncate(0);
-    const auto head = model::generate_greedy(m, prompt, 8);
-    const auto state = m.save_state();
-    const int32_t last = head.back();
-    const auto tail = model::generate_greedy(m, std::span<const int32_t>(&last, 1), 8);
-    m.restore_state(state);
-    CHECK(model::generate_greedy(m, std::span<const int32_t>(&last, 1), 8) == tail);
-    std::vector<int32_t> joined(head);
-    joined.insert(joined.end(), tail.begin(), tail.end() - 1);
-    CHECK(std::vector<int32_t>(first.begin(), first.end() - 1) == joined);
+    test::check_greedy_reproducible(b, prompt);
 }
 
 TEST_CASE("a batch forward on Vulkan gives every token the bits of token-by-token forwards, past 8 tokens too") {
