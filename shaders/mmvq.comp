@@ -14,7 +14,9 @@
 //     in place would split every load), fetching the next chunk into registers while they compute
 //     on this one (STAGED = 0: lanes read 4-byte aligned blocks in place instead);
 //   * each lane then takes slices (SLICE_VALUES weights of one block) of the chunk, unpacks them
-//     once per row and dots them with every column;
+//     once per row and dots them with every column; unstaged, a lane walks the same slices in the
+//     same order but loads UNROLL of them (each for all its rows) before it dots any, so that many
+//     loads are in flight where a team walks a long row alone;
 //   * lanes reduce with subgroupAdd, team members through shared memory in member order.
 // A row's sum therefore depends on SUBGROUP_SIZE, SLICES_PER_LANE and K_SPLIT alone, never on
 // ROWS or NCOLS: column c is bit-identical whatever the number of columns beside it.
@@ -39,6 +41,7 @@ layout(constant_id = 4) const uint SLICES_PER_LANE = 1;   // slices per lane and
 // the host checks); the chunks, and so every sum, stay exactly as when staged.
 layout(constant_id = 5) const uint STAGED = 1;
 layout(constant_id = 6) const uint K_SPLIT = 4;           // subgroups per team, splitting k
+layout(constant_id = 7) const uint UNROLL = 1;            // unstaged: slices a lane loads before it dots them
 // Facts of the block include for the host, which reads these defaults from the SPIR-V (never set).
 layout(constant_id = 100) const uint REPORTED_SLICE_VALUES = SLICE_VALUES;
 layout(constant_id = 101) const uint REPORTED_BLOCK_BYTES = BLOCK_BYTES;
@@ -68,6 +71,7 @@ const uint TEAMS = SUBGROUPS / K_SPLIT;
 const uint SLICES_PER_BLOCK = BLOCK_VALUES / SLICE_VALUES;
 const uint LANE_SLICES = SUBGROUP_SIZE * SLICES_PER_LANE;
 const uint CHUNK_BLOCKS = LANE_SLICES >= SLICES_PER_BLOCK ? LANE_SLICES / SLICES_PER_BLOCK : 1u;
+const uint STEPS_PER_CHUNK = (CHUNK_BLOCKS * SLICES_PER_BLOCK + SUBGROUP_SIZE - 1u) / SUBGROUP_SIZE;  // slices per lane
 // The chunk's bytes start anywhere in a 16-byte unit: one more unit covers the misalignment.
 const uint WINDOW_UNITS = (CHUNK_BLOCKS * BLOCK_BYTES + 15u) / 16u + 1u;
 const uint LOADS_PER_LANE = (WINDOW_UNITS + SUBGROUP_SIZE - 1u) / SUBGROUP_SIZE;
@@ -165,6 +169,41 @@ void main() {
         }                                                                                          \
     }
 
+    if (STAGED == 0u) {
+        // The lane's j-th slice: chunk member + K_SPLIT·(j / STEPS_PER_CHUNK), slice
+        // lane + SUBGROUP_SIZE·(j % STEPS_PER_CHUNK) of it, the order of the staged loop below.
+        const uint member_chunks = member < nchunks ? (nchunks - member + K_SPLIT - 1u) / K_SPLIT : 0u;
+        const uint steps = member_chunks * STEPS_PER_CHUNK;
+        for (uint j0 = 0u; j0 < steps; j0 += UNROLL) {
+            weight_slice w[UNROLL * ROWS];
+            uint block_pos[UNROLL], slice_of[UNROLL];
+            bool live[UNROLL];
+            for (uint u = 0u; u < UNROLL; ++u) {
+                const uint j = j0 + u;
+                const uint first_block = (member + K_SPLIT * (j / STEPS_PER_CHUNK)) * CHUNK_BLOCKS;
+                const uint s = lane + SUBGROUP_SIZE * (j % STEPS_PER_CHUNK);
+                live[u] = j < steps && s < min(CHUNK_BLOCKS, nblocks - min(first_block, nblocks)) * SLICES_PER_BLOCK;
+                const uint block = first_block + s / SLICES_PER_BLOCK;
+                slice_of[u] = s % SLICES_PER_BLOCK;
+                block_pos[u] = block * BLOCK_VALUES;
+                if (live[u])
+                    for (uint r = 0u; r < ROWS; ++r) {
+                        direct_block = row_address[r] + uint64_t(block) * BLOCK_BYTES;
+                        w[u * ROWS + r] = load_weight_slice(0u, slice_of[u]);
+                    }
+            }
+            for (uint u = 0u; u < UNROLL; ++u) {
+                if (!live[u]) continue;
+                for (uint c = 0u; c < NCOLS; ++c) {
+                    const llmrt_q8_1_column column = llmrt_q8_1_column_at(p.act_qs, p.act_records, p.k, x_column + c);
+                    const activation_slice a = load_activation_slice(column, block_pos[u], slice_of[u]);
+                    for (uint r = 0u; r < ROWS; ++r) acc[c * ROWS + r] += slice_dot(w[u * ROWS + r], a);
+                }
+            }
+        }
+        nchunks = 0u;  // the staged loop below has nothing left to do
+    }
+
     if (STAGED != 0u && member < nchunks) { LLMRT_FETCH(member) }
     for (uint chunk = member; chunk < nchunks; chunk += K_SPLIT) {
         uint offset[ROWS];
@@ -185,14 +224,7 @@ void main() {
         for (uint s = lane; s < slices; s += SUBGROUP_SIZE) {
             const uint block = s / SLICES_PER_BLOCK, slice = s % SLICES_PER_BLOCK;
             weight_slice w[ROWS];
-            for (uint r = 0u; r < ROWS; ++r) {
-                if (STAGED != 0u) {
-                    w[r] = load_weight_slice(offset[r] + block * BLOCK_BYTES, slice);
-                } else {
-                    direct_block = row_address[r] + uint64_t(first_block + block) * BLOCK_BYTES;
-                    w[r] = load_weight_slice(0u, slice);
-                }
-            }
+            for (uint r = 0u; r < ROWS; ++r) w[r] = load_weight_slice(offset[r] + block * BLOCK_BYTES, slice);
             const uint block_pos = (first_block + block) * BLOCK_VALUES;
             for (uint c = 0u; c < NCOLS; ++c) {
                 const llmrt_q8_1_column column = llmrt_q8_1_column_at(p.act_qs, p.act_records, p.k, x_column + c);

@@ -1,14 +1,22 @@
 // llmrt-bench-mmvq-vulkan: how close the Vulkan mat-vec comes to the memory bandwidth.
 //
-// For every weight type, shape (rows × k) and number of columns: the median time of one mmvq
-// dispatch in steady state (GPU timestamps around each dispatch, after 20 ms of warm-up), on activations
-// already quantized to Q8_1, with W rotating among copies that together exceed the 50 MB L2 twice
-// over, so every dispatch reads W from memory. GB/s counts the bytes of W, of X (Q8_1: 36 bytes
-// per 32 values) and of Y (f32) over the time; the fraction is of 3.1 TB/s, the read bandwidth
-// measured on the H100. Prints a table, then JSON (also written to --json FILE).
+// For every weight type, shape (rows × k) and number of columns: the time per mmvq dispatch in
+// steady state, on activations already quantized to Q8_1. One command buffer records about 20 ms
+// of dispatches untimed (clocks and caches settle), then --batches batches of back-to-back
+// dispatches (about --batch-us each), a timestamp before and after each batch; the time per
+// dispatch is a batch's time over its dispatches, and the figure is the median over the batches.
+// W rotates among copies that together exceed three times the 50 MB L2, so every dispatch reads
+// W from memory; all dispatches write the same Y.
+//   * chained (the headline figure): a compute-to-compute pipeline barrier between consecutive
+//     dispatches, so each starts when the previous one has finished, as in a decoding step whose
+//     mat-vecs depend on each other;
+//   * overlapped (extra column): no barrier, consecutive dispatches may overlap.
+// GB/s counts the bytes of W, of X (Q8_1: 36 bytes per 32 values) and of Y (f32) over the time;
+// the fraction is of 3.1 TB/s, the read bandwidth measured on the H100. Prints a table, then JSON
+// (also written to --json FILE).
 //
 //   llmrt-bench-mmvq-vulkan [--device NAME|INDEX] [--types q4_K,q8_0] [--shapes 4096x4096,...]
-//                           [--ncols 1,2,4,8] [--iters 100] [--json FILE]
+//                           [--ncols 1,2,4,8] [--batches 7] [--batch-us 2000] [--json FILE]
 //                           [--sweep [--bench-shapes S]]  first try work-group shapes per type on
 //                                 --shapes, print the fastest, then run the table with them on S
 #include <algorithm>
@@ -42,7 +50,8 @@ struct options {
     std::vector<std::string> types;
     std::vector<std::pair<int64_t, int64_t>> shapes = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {128256, 4096}};
     std::vector<int64_t> ncols = {1, 2, 4, 8};
-    int iters = 100;
+    int batches = 7;
+    double batch_us = 2000;
     std::string json;
     bool sweep = false;
     std::vector<std::pair<int64_t, int64_t>> bench_shapes;  // after a sweep: the shapes of the table
@@ -67,7 +76,8 @@ options parse(int argc, char** argv) {
         };
         if (a == "--device") o.device = value();
         else if (a == "--types") o.types = split(value(), ',');
-        else if (a == "--iters") o.iters = std::max(5, std::atoi(value().c_str()));
+        else if (a == "--batches") o.batches = std::max(3, std::atoi(value().c_str()));
+        else if (a == "--batch-us") o.batch_us = std::max(100.0, std::atof(value().c_str()));
         else if (a == "--json") o.json = value();
         else if (a == "--sweep") o.sweep = true;
         else if (a == "--bench-shapes") {
@@ -117,25 +127,37 @@ std::vector<uint8_t> weight_bytes(qtype t, int64_t rows, int64_t k) {
     });
 }
 
-// Median nanoseconds of record(cmd, i) in steady state: one command buffer runs the dispatch
-// for about 20 ms untimed (clocks and caches settle), then `iters` more, each alone on the GPU
-// (a barrier before it) between two timestamps.
+// Steady-state nanoseconds per dispatch of record(cmd, i): about 20 ms of dispatches untimed,
+// then `batches` batches of `per_batch` dispatches back to back between two timestamps (a barrier
+// between consecutive dispatches when `chained`); the median over the batches of batch time /
+// per_batch. The first pass, short, only estimates the time to size the second.
 template <class Record>
-double median_ns(const vk_::context& ctx, int iters, Record&& record) {
-    auto run = [&](int warmup, int timed) {
-        const uint32_t queries = uint32_t(2 * timed);
+double steady_ns(const vk_::context& ctx, bool chained, int batches, double batch_us, int min_per_batch,
+                 Record&& record) {
+    auto run = [&](int warmup, int per_batch) {
+        const uint32_t queries = uint32_t(2 * batches);
         vk::raii::QueryPool pool(ctx.device(), vk::QueryPoolCreateInfo({}, vk::QueryType::eTimestamp, queries));
         ctx.run([&](vk::CommandBuffer cmd) {
             cmd.resetQueryPool(*pool, 0, queries);
             const vk::MemoryBarrier barrier(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eShaderRead,
                                             vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eShaderRead);
-            for (int i = 0; i < warmup + timed; ++i) {
+            auto compute_barrier = [&] {
                 cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader, vk::PipelineStageFlagBits::eComputeShader, {},
                                     barrier, {}, {});
-                const int t = i - warmup;
-                if (t >= 0) cmd.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *pool, uint32_t(2 * t));
+            };
+            int i = 0;
+            for (; i < warmup; ++i) {
+                if (chained) compute_barrier();
                 record(cmd, i);
-                if (t >= 0) cmd.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *pool, uint32_t(2 * t + 1));
+            }
+            for (int b = 0; b < batches; ++b) {
+                compute_barrier();  // batches never overlap
+                cmd.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *pool, uint32_t(2 * b));
+                for (int j = 0; j < per_batch; ++j, ++i) {
+                    if (chained && j > 0) compute_barrier();
+                    record(cmd, i);
+                }
+                cmd.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *pool, uint32_t(2 * b + 1));
             }
         });
         const auto [result, stamps] =
@@ -143,14 +165,16 @@ double median_ns(const vk_::context& ctx, int iters, Record&& record) {
                                       vk::QueryResultFlagBits::e64 | vk::QueryResultFlagBits::eWait);
         check(result == vk::Result::eSuccess, errc::device_error, "bench: timestamp queries not ready");
         std::vector<double> ns;
-        for (int i = 0; i < timed; ++i)
-            ns.push_back(double(stamps[std::size_t(2 * i + 1)] - stamps[std::size_t(2 * i)]) * ctx.info().timestamp_period_ns);
+        for (int b = 0; b < batches; ++b)
+            ns.push_back(double(stamps[std::size_t(2 * b + 1)] - stamps[std::size_t(2 * b)]) * ctx.info().timestamp_period_ns /
+                         per_batch);
         std::sort(ns.begin(), ns.end());
         return ns[ns.size() / 2];
     };
-    const double estimate = run(20, 10);
-    const int warmup = int(std::clamp(20e6 / std::max(estimate, 1.0), 20.0, 20000.0));
-    return run(warmup, iters);
+    const double estimate = run(10, std::max(min_per_batch, 10));
+    const int warmup = int(std::clamp(20e6 / std::max(estimate, 1.0), 20.0, 50000.0));
+    const int per_batch = std::max(min_per_batch, int(std::clamp(batch_us * 1e3 / std::max(estimate, 1.0), 5.0, 20000.0)));
+    return run(warmup, per_batch);
 }
 
 // One type and shape: W copies, X quantized once, Y.
@@ -165,7 +189,7 @@ struct setup {
         : type(t), rows(rows_), k(k_), max_cols(max_cols_) {
         const std::vector<uint8_t> bytes = weight_bytes(t, rows, k);
         w_bytes = double(bytes.size());
-        const int copies = std::max(2, int(std::ceil(2 * l2_bytes / w_bytes)) + 1);
+        const int copies = std::max(2, int(std::ceil(3 * l2_bytes / w_bytes)) + 1);
         for (int c = 0; c < copies; ++c) w.push_back(std::make_unique<vk_::buffer>(ctx, bytes.size()));
         w[0]->upload(bytes.data(), bytes.size());
         ctx.run([&](vk::CommandBuffer cmd) {
@@ -181,14 +205,15 @@ struct setup {
         });
     }
 
-    // Median ns of one mmvq dispatch with ncols columns (the first ncols of the quantized X).
-    double time(vk_::context& ctx, vk_::mmvq& kernels, int64_t ncols, int iters) {
+    // Steady-state ns per mmvq dispatch with ncols columns (the first ncols of the quantized X).
+    double time(vk_::context& ctx, vk_::mmvq& kernels, int64_t ncols, const options& o, bool chained = true) {
         // The scratch holds max_cols columns; ncols of them are one batch of a max_cols-wide layout
         // only when ncols == max_cols, so quantize again for the narrower case.
         ctx.run([&](vk::CommandBuffer cmd) {
             kernels.record_quantize(cmd, {.k = k, .ncols = ncols}, x->span(), scratch->span());
         });
-        return median_ns(ctx, iters, [&](vk::CommandBuffer cmd, int i) {
+        kernels.prepare(type, ncols);  // no pipeline is created while recording
+        return steady_ns(ctx, chained, o.batches, o.batch_us, int(w.size()), [&](vk::CommandBuffer cmd, int i) {
             kernels.record_mmvq(cmd, type, {.rows = rows, .k = k, .ncols = ncols}, w[std::size_t(i) % w.size()]->span(),
                                 scratch->span(), y->span());
         });
@@ -199,14 +224,24 @@ struct setup {
 
 std::string tuning_text(const vk_::mmvq_tuning& t, int64_t ncols) {
     char text[96];
-    std::snprintf(text, sizeof text, "wg%u sg%u ks%u spl%u rows%u %s", t.workgroup_size, t.subgroup_size, t.k_split,
-                  t.slices_per_lane, t.rows[ncols - 1], t.staged ? "staged" : "direct");
+    std::snprintf(text, sizeof text, "wg%u ks%u spl%u rows%u %s", t.workgroup_size, t.k_split, t.slices_per_lane,
+                  t.rows[ncols - 1], t.staged ? "staged" : ("direct u" + std::to_string(t.unroll[ncols - 1])).c_str());
     return text;
 }
 
+// The rows and unroll of a tuning for 1..8 columns, as C++ initializers (for detail::nvidia_shapes).
+std::string per_column_text(const uint32_t (&v)[vk_::mmvq_max_columns]) {
+    std::string text = "{";
+    for (int64_t i = 0; i < vk_::mmvq_max_columns; ++i) text += (i ? ", " : "") + std::to_string(v[i]);
+    return text + "}";
+}
+
+// Per type: every work-group size × k split × slices per lane × rows per team × (staged, or read
+// in place with 1, 2 or 4 slices unrolled) at one column, scored by the mean fraction of peak over
+// --shapes; then, with that fixed, rows (and unroll) for 2, 4 and 8 columns by the summed time.
 std::map<qtype, vk_::mmvq_tuning> sweep(vk_::context& ctx, const options& o) {
     std::map<qtype, vk_::mmvq_tuning> chosen;
-    std::printf("sweep: ncols 1 over work-group size, slices per lane, rows and staging; then rows for 2..8 columns\n");
+    std::printf("sweep: 1 column over work-group shapes (score: mean fraction of peak over the shapes), then 2..8 columns\n");
     for (const std::string& type_name : o.types) {
         const qtype t = qtype_from_name(type_name);
         vk_::mmvq kernels(ctx);
@@ -215,75 +250,87 @@ std::map<qtype, vk_::mmvq_tuning> sweep(vk_::context& ctx, const options& o) {
         const vk_::mmvq_tuning base = kernels.tuning(t);
         vk_::mmvq_tuning best = base;
         double best_score = 0;
-        struct shape_choice {
-            uint32_t wg, k_split, spl, rows;
-        };
-        const shape_choice choices[] = {{128, 1, 1, 1}, {128, 2, 1, 1}, {128, 4, 1, 1}, {128, 1, 1, 2}, {128, 2, 1, 2},
-                                        {128, 1, 2, 1}, {128, 2, 2, 1}, {128, 4, 2, 1}, {128, 1, 1, 4}, {256, 1, 1, 1},
-                                        {256, 2, 1, 1}, {256, 4, 1, 1}, {64, 1, 1, 1}, {64, 2, 1, 1}, {64, 1, 1, 2},
-                                        {128, 1, 4, 1}};
-        for (const shape_choice& choice : choices)
-            for (bool staged : {true, false}) {
-                if (!staged && type_size(t) % 4 != 0) continue;
-                vk_::mmvq_tuning c = base;
-                c.workgroup_size = choice.wg * base.subgroup_size / 32;
-                c.k_split = choice.k_split;
-                c.slices_per_lane = choice.spl;
-                c.rows[0] = choice.rows;
-                c.staged = staged;
-                try {
-                    kernels.set_tuning(t, c);
-                } catch (const error& e) {
-                    std::printf("  %-6s %-34s skipped: %s\n", type_name.c_str(), tuning_text(c, 1).c_str(), e.what());
-                    continue;
-                }
-                double score = 0;  // mean fraction of peak over the shapes
-                std::string line;
-                for (auto& s : setups) {
-                    const double ns = s->time(ctx, kernels, 1, o.iters);
-                    const double fraction = s->bytes(1) / (ns * 1e-9) / peak_bytes_per_s;
-                    score += fraction / double(setups.size());
-                    char cell[48];
-                    std::snprintf(cell, sizeof cell, " %6.1fus %4.0f%%", ns / 1e3, 100 * fraction);
-                    line += cell;
-                }
-                std::printf("  %-6s %-34s%s  mean %4.1f%%  [%s]\n", type_name.c_str(), tuning_text(c, 1).c_str(), line.c_str(),
-                            100 * score, kernels.mmvq_pipeline(t, 1, false, staged).statistics().c_str());
-                std::fflush(stdout);
-                if (score > best_score) {
-                    best_score = score;
-                    best = c;
-                }
+        std::vector<vk_::mmvq_tuning> candidates;
+        const uint32_t sg = base.subgroup_size;
+        for (uint32_t subgroups : {2u, 4u, 8u})
+            for (uint32_t k_split : {1u, 2u, 4u}) {
+                if (subgroups % k_split != 0) continue;
+                for (uint32_t rows : {1u, 2u, 4u})
+                    for (int mode = 0; mode < 4; ++mode) {  // 0: staged; 1..3: direct, unroll 1, 2, 4
+                        if (mode > 0 && type_size(t) % 4 != 0) continue;
+                        for (uint32_t spl : {1u, 2u}) {
+                            if (mode > 0 && spl > 1) continue;  // in place, spl only regroups the same loads
+                            vk_::mmvq_tuning c = base;
+                            c.workgroup_size = subgroups * sg;
+                            c.k_split = k_split;
+                            c.slices_per_lane = spl;
+                            c.rows[0] = rows;
+                            c.staged = mode == 0;
+                            c.unroll[0] = mode == 0 ? 1u : 1u << (mode - 1);
+                            candidates.push_back(c);
+                        }
+                    }
             }
+        for (const vk_::mmvq_tuning& c : candidates) {
+            try {
+                kernels.set_tuning(t, c);
+            } catch (const error& e) {
+                std::printf("  %-6s %-28s skipped: %s\n", type_name.c_str(), tuning_text(c, 1).c_str(), e.what());
+                continue;
+            }
+            double score = 0;
+            std::string line;
+            for (auto& s : setups) {
+                const double ns = s->time(ctx, kernels, 1, o);
+                const double fraction = s->bytes(1) / (ns * 1e-9) / peak_bytes_per_s;
+                score += fraction / double(setups.size());
+                char cell[48];
+                std::snprintf(cell, sizeof cell, " %7.2fus %4.1f%%", ns / 1e3, 100 * fraction);
+                line += cell;
+            }
+            std::printf("  %-6s %-28s%s  mean %4.1f%%\n", type_name.c_str(), tuning_text(c, 1).c_str(), line.c_str(), 100 * score);
+            std::fflush(stdout);
+            if (score > best_score) {
+                best_score = score;
+                best = c;
+            }
+        }
         kernels.set_tuning(t, best);
-        // Rows per work-group for 2..3 columns from a trial at 2, 4..7 from 4, 8 from 8.
+        // Rows (and unroll) for 2..3 columns from a trial at 2, 4..7 from 4, 8 from 8.
         for (int64_t ncols : {2, 4, 8}) {
-            uint32_t best_rows = best.rows[ncols - 1];
+            uint32_t best_rows = best.rows[ncols - 1], best_unroll = best.unroll[ncols - 1];
             double best_ns = 1e30;
-            for (uint32_t rows : {1u, 2u, 4u, 8u}) {
-                vk_::mmvq_tuning c = best;
-                c.rows[ncols - 1] = rows;
-                try {
-                    kernels.set_tuning(t, c);
-                } catch (const error&) {
-                    continue;
+            for (uint32_t rows : {1u, 2u, 4u, 8u})
+                for (uint32_t unroll : {1u, 2u, 4u}) {
+                    if (best.staged && unroll > 1) continue;
+                    vk_::mmvq_tuning c = best;
+                    c.rows[ncols - 1] = rows;
+                    c.unroll[ncols - 1] = unroll;
+                    try {
+                        kernels.set_tuning(t, c);
+                    } catch (const error&) {
+                        continue;
+                    }
+                    double ns = 0;
+                    for (auto& s : setups) ns += s->time(ctx, kernels, ncols, o);
+                    std::printf("  %-6s ncols %lld rows %u unroll %u: %.1fus summed over shapes\n", type_name.c_str(),
+                                (long long)ncols, rows, unroll, ns / 1e3);
+                    if (ns < best_ns) {
+                        best_ns = ns;
+                        best_rows = rows;
+                        best_unroll = unroll;
+                    }
                 }
-                double ns = 0;
-                for (auto& s : setups) ns += s->time(ctx, kernels, ncols, o.iters);
-                std::printf("  %-6s ncols %lld rows %u: %.1fus summed over shapes\n", type_name.c_str(), (long long)ncols, rows,
-                            ns / 1e3);
-                if (ns < best_ns) {
-                    best_ns = ns;
-                    best_rows = rows;
-                }
-            }
             const int64_t last = ncols == 2 ? 3 : ncols == 4 ? 7 : 8;
-            for (int64_t n = ncols; n <= last; ++n) best.rows[n - 1] = best_rows;
+            for (int64_t n = ncols; n <= last; ++n) {
+                best.rows[n - 1] = best_rows;
+                best.unroll[n - 1] = best_unroll;
+            }
             kernels.set_tuning(t, best);
         }
-        std::printf("BEST %-6s wg %u k_split %u spl %u staged %d rows {%u,%u,%u,%u,%u,%u,%u,%u} mean %.1f%% at 1 column\n",
-                    type_name.c_str(), best.workgroup_size, best.k_split, best.slices_per_lane, int(best.staged), best.rows[0], best.rows[1],
-                    best.rows[2], best.rows[3], best.rows[4], best.rows[5], best.rows[6], best.rows[7], 100 * best_score);
+        std::printf("BEST {qtype::%s, %u, %u, %u, %s, %s, %s},  // mean %.1f%% at 1 column\n", type_name.c_str(),
+                    best.workgroup_size, best.k_split, best.slices_per_lane, best.staged ? "true" : "false",
+                    per_column_text(best.rows).c_str(), per_column_text(best.unroll).c_str(), 100 * best_score);
         std::fflush(stdout);
         chosen[t] = best;
     }
@@ -294,7 +341,7 @@ std::map<qtype, vk_::mmvq_tuning> sweep(vk_::context& ctx, const options& o) {
 
 int main(int argc, char** argv) try {
     const options o = parse(argc, argv);
-    vk_::context ctx({.device = o.device, .pipeline_statistics = o.sweep});
+    vk_::context ctx({.device = o.device, .pipeline_statistics = false});
     const vk_::device_info& dev = ctx.info();
     std::printf("device: %s (vendor 0x%x, subgroup %u, integer dot %s)\n", dev.name.c_str(), dev.vendor_id,
                 dev.subgroup_size, dev.integer_dot_accelerated ? "accelerated" : "not accelerated");
@@ -303,8 +350,13 @@ int main(int argc, char** argv) try {
     options bench = o;
     if (!o.bench_shapes.empty()) bench.shapes = o.bench_shapes;
 
-    std::string json = "{\n  \"device\": \"" + dev.name + "\",\n  \"peak_bytes_per_s\": 3.1e12,\n  \"results\": [\n";
-    std::printf("\n%-6s %7s %6s %5s %10s %9s %7s   %s\n", "type", "rows", "k", "ncols", "us", "GB/s", "of 3.1", "tuning");
+    std::string json = "{\n  \"device\": \"" + dev.name +
+                       "\",\n  \"peak_bytes_per_s\": 3.1e12,\n  \"timing\": \"steady state, median over batches of back-to-back "
+                       "dispatches; us, gbps, fraction_of_peak: chained (a compute barrier between consecutive dispatches); "
+                       "*_overlapped: no barrier\",\n  \"results\": [\n";
+    std::printf("\nchained: a compute barrier between consecutive dispatches (the headline figure); overlapped: none\n");
+    std::printf("%-6s %7s %6s %5s %10s %9s %7s %12s %7s   %s\n", "type", "rows", "k", "ncols", "us", "GB/s", "of 3.1",
+                "overlap us", "of 3.1", "tuning");
     bool first = true;
     for (const std::string& type_name : o.types) {
         const qtype t = qtype_from_name(type_name);
@@ -314,17 +366,21 @@ int main(int argc, char** argv) try {
             const int64_t max_cols = *std::max_element(o.ncols.begin(), o.ncols.end());
             setup s(ctx, kernels, t, rows, k, max_cols);
             for (int64_t ncols : o.ncols) {
-                const double ns = s.time(ctx, kernels, ncols, o.iters);
-                const double gbps = s.bytes(ncols) / ns;  // bytes per ns = GB/s
+                const double ns = s.time(ctx, kernels, ncols, o, true);
+                const double ns_overlapped = s.time(ctx, kernels, ncols, o, false);
+                const double gbps = s.bytes(ncols) / ns, gbps_overlapped = s.bytes(ncols) / ns_overlapped;  // bytes per ns = GB/s
                 const std::string tuning = tuning_text(kernels.tuning(t), ncols);
-                std::printf("%-6s %7lld %6lld %5lld %10.2f %9.1f %6.1f%%   %s\n", type_name.c_str(), (long long)rows,
-                            (long long)k, (long long)ncols, ns / 1e3, gbps, 100 * gbps * 1e9 / peak_bytes_per_s, tuning.c_str());
-                char record[320];
+                std::printf("%-6s %7lld %6lld %5lld %10.2f %9.1f %6.1f%% %12.2f %6.1f%%   %s\n", type_name.c_str(),
+                            (long long)rows, (long long)k, (long long)ncols, ns / 1e3, gbps, 100 * gbps * 1e9 / peak_bytes_per_s,
+                            ns_overlapped / 1e3, 100 * gbps_overlapped * 1e9 / peak_bytes_per_s, tuning.c_str());
+                char record[400];
                 std::snprintf(record, sizeof record,
                               "    {\"type\": \"%s\", \"rows\": %lld, \"k\": %lld, \"ncols\": %lld, \"us\": %.3f, \"gbps\": %.1f, "
-                              "\"fraction_of_peak\": %.4f, \"tuning\": \"%s\"}",
+                              "\"fraction_of_peak\": %.4f, \"us_overlapped\": %.3f, \"gbps_overlapped\": %.1f, "
+                              "\"fraction_of_peak_overlapped\": %.4f, \"tuning\": \"%s\"}",
                               type_name.c_str(), (long long)rows, (long long)k, (long long)ncols, ns / 1e3, gbps,
-                              gbps * 1e9 / peak_bytes_per_s, tuning.c_str());
+                              gbps * 1e9 / peak_bytes_per_s, ns_overlapped / 1e3, gbps_overlapped,
+                              gbps_overlapped * 1e9 / peak_bytes_per_s, tuning.c_str());
                 json += std::string(first ? "" : ",\n") + record;
                 first = false;
             }

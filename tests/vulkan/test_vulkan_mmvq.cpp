@@ -235,33 +235,48 @@ TEST_CASE("a work-group shape that needs more shared memory than the device has 
     CHECK_THROWS_WITH_AS(kernels.set_tuning(qtype::q8_0, tuning), doctest::Contains("bytes of shared memory"), error);
 }
 
-TEST_CASE("reading aligned weights in place gives the staged result bit for bit") {
+TEST_CASE("reading aligned weights in place gives the staged result bit for bit, however many slices are unrolled") {
     LLMRT_VULKAN_TEST_DEVICE(ctx);
-    vulkan::mmvq staged(ctx), direct(ctx);
+    struct shape {
+        uint32_t k_split, unroll;
+    };
     for (qtype t : weight_qtypes()) {
         if (type_size(t) % 4 != 0) continue;  // only 4-byte aligned blocks can be read in place
-        CAPTURE(name(t));
-        vulkan::mmvq_tuning tuning = direct.tuning(t);
-        tuning.staged = false;
-        direct.set_tuning(t, tuning);
-        tuning.staged = true;
-        staged.set_tuning(t, tuning);
-        for (int64_t ncols : {1, 3}) {
-            const int64_t rows = 29, k = long_k(t);
-            const std::vector<uint8_t> w = testing::random_weights(t, rows, k, 11);
-            const std::vector<float> x = testing::gaussian(k * ncols, 12);
-            buffer wd = device_copy(ctx, w), xd = device_copy(ctx, x);
-            buffer scratch(ctx, vulkan::q8_1_activation_layout(k, ncols).bytes);
-            buffer y1(ctx, std::size_t(rows * ncols) * 4), y2(ctx, std::size_t(rows * ncols) * 4);
-            staged.run(t, {.rows = rows, .k = k, .ncols = ncols}, wd.span(), xd.span(), scratch.span(), y1.span());
-            direct.run(t, {.rows = rows, .k = k, .ncols = ncols}, wd.span(), xd.span(), scratch.span(), y2.span());
-            const std::vector<float> a = testing::copy_to_host(y1, rows * ncols), b = testing::copy_to_host(y2, rows * ncols);
-            CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+        for (shape sh : {shape{1, 1}, shape{1, 3}, shape{2, 4}}) {
+            CAPTURE(name(t));
+            CAPTURE(sh.k_split);
+            CAPTURE(sh.unroll);
+            vulkan::mmvq staged(ctx), direct(ctx);
+            vulkan::mmvq_tuning tuning = direct.tuning(t);
+            tuning.workgroup_size = 4 * tuning.subgroup_size;
+            tuning.k_split = sh.k_split;
+            for (uint32_t& u : tuning.unroll) u = sh.unroll;
+            tuning.staged = false;
+            direct.set_tuning(t, tuning);
+            tuning.staged = true;
+            staged.set_tuning(t, tuning);
+            for (int64_t ncols : {1, 3}) {
+                const int64_t rows = 29, k = long_k(t);
+                const std::vector<uint8_t> w = testing::random_weights(t, rows, k, 11);
+                const std::vector<float> x = testing::gaussian(k * ncols, 12);
+                buffer wd = device_copy(ctx, w), xd = device_copy(ctx, x);
+                buffer scratch(ctx, vulkan::q8_1_activation_layout(k, ncols).bytes);
+                buffer y1(ctx, std::size_t(rows * ncols) * 4), y2(ctx, std::size_t(rows * ncols) * 4);
+                testing::poison_device(y2);
+                staged.run(t, {.rows = rows, .k = k, .ncols = ncols}, wd.span(), xd.span(), scratch.span(), y1.span());
+                direct.run(t, {.rows = rows, .k = k, .ncols = ncols}, wd.span(), xd.span(), scratch.span(), y2.span());
+                const std::vector<float> a = testing::copy_to_host(y1, rows * ncols), b = testing::copy_to_host(y2, rows * ncols);
+                CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+            }
         }
     }
+    vulkan::mmvq direct(ctx);
     vulkan::mmvq_tuning unaligned = direct.tuning(qtype::q8_0);
     unaligned.staged = false;
     CHECK_THROWS_WITH_AS(direct.set_tuning(qtype::q8_0, unaligned), doctest::Contains("must be staged"), error);
+    vulkan::mmvq_tuning too_much = direct.tuning(qtype::q4_K);
+    too_much.unroll[2] = 9;
+    CHECK_THROWS_WITH_AS(direct.set_tuning(qtype::q4_K, too_much), doctest::Contains("unroll 9"), error);
 }
 
 TEST_CASE("batched mmvq broadcasts W over the activation batches as grouped-query attention") {

@@ -69,6 +69,9 @@ struct mmvq_tuning {
     uint32_t k_split = 4;           // subgroups sharing a row (splitting k); a work-group holds
                                     // workgroup_size / subgroup_size / k_split teams
     uint32_t rows[mmvq_max_columns] = {1, 2, 2, 2, 2, 2, 2, 2};  // rows per team for 1..8 columns
+    // Read in place: slices a lane loads (for all its rows) before it dots them, for 1..8 columns.
+    // More loads in flight per lane; the sums, and so the results, do not change.
+    uint32_t unroll[mmvq_max_columns] = {1, 1, 1, 1, 1, 1, 1, 1};
     // Stage the weights through shared memory (always possible), or let lanes read them in place
     // (types whose blocks are a multiple of 4 bytes, when the strides keep that alignment; other
     // shapes fall back to staging, with the same results bit for bit).
@@ -86,6 +89,7 @@ struct tuned_shape {
     uint32_t workgroup_size, k_split, slices_per_lane;
     bool staged;
     uint32_t rows[mmvq_max_columns];
+    uint32_t unroll[mmvq_max_columns] = {1, 1, 1, 1, 1, 1, 1, 1};
 };
 inline constexpr tuned_shape nvidia_shapes[] = {
     {qtype::q8_0, 128, 1, 1, true, {1, 2, 2, 2, 2, 2, 2, 2}},
@@ -112,7 +116,10 @@ inline mmvq_tuning default_tuning(const device_info& device, qtype type) {
             t.k_split = shape.k_split;
             t.slices_per_lane = shape.slices_per_lane;
             t.staged = shape.staged;
-            for (int64_t i = 0; i < mmvq_max_columns; ++i) t.rows[i] = shape.rows[i];
+            for (int64_t i = 0; i < mmvq_max_columns; ++i) {
+                t.rows[i] = shape.rows[i];
+                t.unroll[i] = shape.unroll[i];
+            }
         }
     }
     return t;
@@ -254,10 +261,14 @@ public:
                    "-byte blocks are not 4-byte aligned, so they must be staged";
         });
         for (int64_t ncols = 1; ncols <= mmvq_max_columns; ++ncols) {
-            const uint32_t rows = t.rows[ncols - 1];
+            const uint32_t rows = t.rows[ncols - 1], unroll = t.unroll[ncols - 1];
             check(rows >= 1 && rows <= 8, errc::invalid_argument, [&] {
                 return std::string("vulkan::mmvq::set_tuning(") + f.name + "): " + std::to_string(rows) +
                        " rows per team; 1..8 are allowed";
+            });
+            check(unroll >= 1 && unroll <= 8, errc::invalid_argument, [&] {
+                return std::string("vulkan::mmvq::set_tuning(") + f.name + "): unroll " + std::to_string(unroll) +
+                       " for " + std::to_string(ncols) + " columns; 1..8 are allowed";
             });
             mmvq_tuning staged = t;  // a shape whose strides break alignment falls back to staging
             staged.staged = true;
@@ -349,8 +360,9 @@ public:
         check_ncols(ncols, "vulkan::mmvq");
         const mmvq_tuning t = tuning(type);
         const std::string name = std::string(id ? "mmvq_id_" : "mmvq_") + f.name;
+        const uint32_t unroll = staged ? 1u : t.unroll[ncols - 1];  // the staged path does not use it
         const std::vector<uint32_t> constants = {t.workgroup_size, t.subgroup_size, t.rows[ncols - 1], uint32_t(ncols),
-                                                 t.slices_per_lane, staged ? 1u : 0u, t.k_split};
+                                                 t.slices_per_lane, staged ? 1u : 0u, t.k_split, unroll};
         return pipeline(name, constants, sizeof(detail::mmvq_push), t.subgroup_size);
     }
 
