@@ -26,6 +26,7 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_control_flow_attributes : require
 
 #include "llmrt/buffers.glsl"
 #include "llmrt/int_dot.glsl"
@@ -178,26 +179,28 @@ void main() {
             weight_slice w[UNROLL * ROWS];
             uint block_pos[UNROLL], slice_of[UNROLL];
             bool live[UNROLL];
-            for (uint u = 0u; u < UNROLL; ++u) {
+            // Every load unconditional (a slice past the row's end reads its last block and is not
+            // added), so the compiler can issue them all before the first dot.
+            [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
                 const uint j = j0 + u;
                 const uint first_block = (member + K_SPLIT * (j / STEPS_PER_CHUNK)) * CHUNK_BLOCKS;
                 const uint s = lane + SUBGROUP_SIZE * (j % STEPS_PER_CHUNK);
-                live[u] = j < steps && s < min(CHUNK_BLOCKS, nblocks - min(first_block, nblocks)) * SLICES_PER_BLOCK;
                 const uint block = first_block + s / SLICES_PER_BLOCK;
+                live[u] = j < steps && s < CHUNK_BLOCKS * SLICES_PER_BLOCK && block < nblocks;
+                const uint read_block = min(block, nblocks - 1u);
                 slice_of[u] = s % SLICES_PER_BLOCK;
-                block_pos[u] = block * BLOCK_VALUES;
-                if (live[u])
-                    for (uint r = 0u; r < ROWS; ++r) {
-                        direct_block = row_address[r] + uint64_t(block) * BLOCK_BYTES;
-                        w[u * ROWS + r] = load_weight_slice(0u, slice_of[u]);
-                    }
+                block_pos[u] = read_block * BLOCK_VALUES;
+                [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+                    direct_block = row_address[r] + uint64_t(read_block) * BLOCK_BYTES;
+                    w[u * ROWS + r] = load_weight_slice(0u, slice_of[u]);
+                }
             }
-            for (uint u = 0u; u < UNROLL; ++u) {
-                if (!live[u]) continue;
-                for (uint c = 0u; c < NCOLS; ++c) {
+            [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+                [[unroll]] for (uint c = 0u; c < NCOLS; ++c) {
                     const llmrt_q8_1_column column = llmrt_q8_1_column_at(p.act_qs, p.act_records, p.k, x_column + c);
                     const activation_slice a = load_activation_slice(column, block_pos[u], slice_of[u]);
-                    for (uint r = 0u; r < ROWS; ++r) acc[c * ROWS + r] += slice_dot(w[u * ROWS + r], a);
+                    [[unroll]] for (uint r = 0u; r < ROWS; ++r)
+                        if (live[u]) acc[c * ROWS + r] += slice_dot(w[u * ROWS + r], a);
                 }
             }
         }

@@ -17,8 +17,9 @@
 //
 //   llmrt-bench-mmvq-vulkan [--device NAME|INDEX] [--types q4_K,q8_0] [--shapes 4096x4096,...]
 //                           [--ncols 1,2,4,8] [--batches 7] [--batch-us 2000] [--json FILE]
-//                           [--sweep [--bench-shapes S]]  first try work-group shapes per type on
-//                                 --shapes, print the fastest, then run the table with them on S
+//                           [--sweep [--quick] [--bench-shapes S]]  first try work-group shapes per
+//                                 type on --shapes, print the fastest, then run the table with them on S
+//                           [--probe]  per-dispatch cost of each kind of barrier, on --shapes
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -54,6 +55,10 @@ struct options {
     double batch_us = 2000;
     std::string json;
     bool sweep = false;
+    bool probe = false;  // --probe: the cost of the barrier between dispatches, then exit
+    // --quick: a smaller sweep (work-groups of 4 subgroups, k split 1-2 with the default's
+    // long-row split, rows 1-2)
+    bool quick = false;
     std::vector<std::pair<int64_t, int64_t>> bench_shapes;  // after a sweep: the shapes of the table
 };
 
@@ -80,6 +85,8 @@ options parse(int argc, char** argv) {
         else if (a == "--batch-us") o.batch_us = std::max(100.0, std::atof(value().c_str()));
         else if (a == "--json") o.json = value();
         else if (a == "--sweep") o.sweep = true;
+        else if (a == "--probe") o.probe = true;
+        else if (a == "--quick") o.quick = true;
         else if (a == "--bench-shapes") {
             for (const auto& sh : split(value(), ',')) {
                 const auto rk = split(sh, 'x');
@@ -131,19 +138,33 @@ std::vector<uint8_t> weight_bytes(qtype t, int64_t rows, int64_t k) {
 // then `batches` batches of `per_batch` dispatches back to back between two timestamps (a barrier
 // between consecutive dispatches when `chained`); the median over the batches of batch time /
 // per_batch. The first pass, short, only estimates the time to size the second.
+// How consecutive dispatches are separated.
+enum class separation {
+    library_barrier,  // chained: what llmrt records between dependent ops (shader write -> shader read)
+    full_barrier,     // chained: shader read|write -> read|write
+    execution_only,   // chained in execution, no memory dependency (not enough for real data flow)
+    overlapped,       // nothing: consecutive dispatches may overlap
+};
+
 template <class Record>
-double steady_ns(const vk_::context& ctx, bool chained, int batches, double batch_us, int min_per_batch,
+double steady_ns(const vk_::context& ctx, separation sep, int batches, double batch_us, int min_per_batch,
                  Record&& record) {
+    const bool chained = sep != separation::overlapped;
     auto run = [&](int warmup, int per_batch) {
         const uint32_t queries = uint32_t(2 * batches);
         vk::raii::QueryPool pool(ctx.device(), vk::QueryPoolCreateInfo({}, vk::QueryType::eTimestamp, queries));
         ctx.run([&](vk::CommandBuffer cmd) {
             cmd.resetQueryPool(*pool, 0, queries);
-            const vk::MemoryBarrier barrier(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eShaderRead,
-                                            vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eShaderRead);
+            const vk::MemoryBarrier full(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eShaderRead,
+                                         vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eShaderRead);
             auto compute_barrier = [&] {
-                cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader, vk::PipelineStageFlagBits::eComputeShader, {},
-                                    barrier, {}, {});
+                if (sep == separation::library_barrier) vk_::detail::compute_barrier(cmd);
+                else if (sep == separation::execution_only)
+                    cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader, vk::PipelineStageFlagBits::eComputeShader, {},
+                                        {}, {}, {});
+                else
+                    cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader, vk::PipelineStageFlagBits::eComputeShader, {},
+                                        full, {}, {});
             };
             int i = 0;
             for (; i < warmup; ++i) {
@@ -206,14 +227,15 @@ struct setup {
     }
 
     // Steady-state ns per mmvq dispatch with ncols columns (the first ncols of the quantized X).
-    double time(vk_::context& ctx, vk_::mmvq& kernels, int64_t ncols, const options& o, bool chained = true) {
+    double time(vk_::context& ctx, vk_::mmvq& kernels, int64_t ncols, const options& o,
+                separation sep = separation::library_barrier) {
         // The scratch holds max_cols columns; ncols of them are one batch of a max_cols-wide layout
         // only when ncols == max_cols, so quantize again for the narrower case.
         ctx.run([&](vk::CommandBuffer cmd) {
             kernels.record_quantize(cmd, {.k = k, .ncols = ncols}, x->span(), scratch->span());
         });
         kernels.prepare(type, ncols);  // no pipeline is created while recording
-        return steady_ns(ctx, chained, o.batches, o.batch_us, int(w.size()), [&](vk::CommandBuffer cmd, int i) {
+        return steady_ns(ctx, sep, o.batches, o.batch_us, int(w.size()), [&](vk::CommandBuffer cmd, int i) {
             kernels.record_mmvq(cmd, type, {.rows = rows, .k = k, .ncols = ncols}, w[std::size_t(i) % w.size()]->span(),
                                 scratch->span(), y->span());
         });
@@ -224,7 +246,8 @@ struct setup {
 
 std::string tuning_text(const vk_::mmvq_tuning& t, int64_t ncols) {
     char text[96];
-    std::snprintf(text, sizeof text, "wg%u ks%u spl%u rows%u %s", t.workgroup_size, t.k_split, t.slices_per_lane,
+    std::snprintf(text, sizeof text, "wg%u ks%u/%u spl%u rows%u %s", t.workgroup_size, t.k_split, t.long_row_k_split,
+                  t.slices_per_lane,
                   t.rows[ncols - 1], t.staged ? "staged" : ("direct u" + std::to_string(t.unroll[ncols - 1])).c_str());
     return text;
 }
@@ -252,10 +275,13 @@ std::map<qtype, vk_::mmvq_tuning> sweep(vk_::context& ctx, const options& o) {
         double best_score = 0;
         std::vector<vk_::mmvq_tuning> candidates;
         const uint32_t sg = base.subgroup_size;
-        for (uint32_t subgroups : {2u, 4u, 8u})
-            for (uint32_t k_split : {1u, 2u, 4u}) {
+        const std::vector<uint32_t> subgroup_counts = o.quick ? std::vector<uint32_t>{4} : std::vector<uint32_t>{2, 4, 8};
+        const std::vector<uint32_t> k_splits = o.quick ? std::vector<uint32_t>{1, 2} : std::vector<uint32_t>{1, 2, 4};
+        const std::vector<uint32_t> row_counts = o.quick ? std::vector<uint32_t>{1, 2} : std::vector<uint32_t>{1, 2, 4};
+        for (uint32_t subgroups : subgroup_counts)
+            for (uint32_t k_split : k_splits) {
                 if (subgroups % k_split != 0) continue;
-                for (uint32_t rows : {1u, 2u, 4u})
+                for (uint32_t rows : row_counts)
                     for (int mode = 0; mode < 4; ++mode) {  // 0: staged; 1..3: direct, unroll 1, 2, 4
                         if (mode > 0 && type_size(t) % 4 != 0) continue;
                         for (uint32_t spl : {1u, 2u}) {
@@ -263,6 +289,8 @@ std::map<qtype, vk_::mmvq_tuning> sweep(vk_::context& ctx, const options& o) {
                             vk_::mmvq_tuning c = base;
                             c.workgroup_size = subgroups * sg;
                             c.k_split = k_split;
+                            c.long_row_k_split = o.quick && subgroups % std::max(base.long_row_k_split, 1u) == 0
+                                                     ? base.long_row_k_split : 0;
                             c.slices_per_lane = spl;
                             c.rows[0] = rows;
                             c.staged = mode == 0;
@@ -302,10 +330,11 @@ std::map<qtype, vk_::mmvq_tuning> sweep(vk_::context& ctx, const options& o) {
             double best_ns = 1e30;
             for (uint32_t rows : {1u, 2u, 4u, 8u})
                 for (uint32_t unroll : {1u, 2u, 4u}) {
-                    if (best.staged && unroll > 1) continue;
+                    if ((best.staged || o.quick) && unroll > 1) continue;
+                    if (o.quick && rows == 8) continue;
                     vk_::mmvq_tuning c = best;
                     c.rows[ncols - 1] = rows;
-                    c.unroll[ncols - 1] = unroll;
+                    c.unroll[ncols - 1] = o.quick ? best.unroll[0] : unroll;
                     try {
                         kernels.set_tuning(t, c);
                     } catch (const error&) {
@@ -328,13 +357,35 @@ std::map<qtype, vk_::mmvq_tuning> sweep(vk_::context& ctx, const options& o) {
             }
             kernels.set_tuning(t, best);
         }
-        std::printf("BEST {qtype::%s, %u, %u, %u, %s, %s, %s},  // mean %.1f%% at 1 column\n", type_name.c_str(),
-                    best.workgroup_size, best.k_split, best.slices_per_lane, best.staged ? "true" : "false",
+        std::printf("BEST {qtype::%s, %u, %u, %u, %u, %s, %s, %s},  // mean %.1f%% at 1 column\n", type_name.c_str(),
+                    best.workgroup_size, best.k_split, best.long_row_k_split, best.slices_per_lane, best.staged ? "true" : "false",
                     per_column_text(best.rows).c_str(), per_column_text(best.unroll).c_str(), 100 * best_score);
         std::fflush(stdout);
         chosen[t] = best;
     }
     return chosen;
+}
+
+// What a dispatch costs beyond its bytes when each waits for the one before: every separation
+// on a tiny mat-vec (the floor) and on the given shapes, with 1 column.
+void probe(vk_::context& ctx, const options& o) {
+    const std::pair<separation, const char*> seps[] = {{separation::library_barrier, "write->read barrier"},
+                                                       {separation::full_barrier, "rw->rw barrier"},
+                                                       {separation::execution_only, "execution-only barrier"},
+                                                       {separation::overlapped, "no barrier"}};
+    std::vector<std::pair<int64_t, int64_t>> shapes = {{128, 256}};
+    shapes.insert(shapes.end(), o.shapes.begin(), o.shapes.end());
+    for (const std::string& type_name : o.types) {
+        const qtype t = qtype_from_name(type_name);
+        vk_::mmvq kernels(ctx);
+        for (auto [rows, k] : shapes) {
+            setup s(ctx, kernels, t, rows, k, 1);
+            for (auto [sep, what] : seps)
+                std::printf("probe %-6s %6lldx%-6lld %-24s %8.2f us\n", type_name.c_str(), (long long)rows, (long long)k, what,
+                            s.time(ctx, kernels, 1, o, sep) / 1e3);
+            std::fflush(stdout);
+        }
+    }
 }
 
 }  // namespace
@@ -345,6 +396,10 @@ int main(int argc, char** argv) try {
     const vk_::device_info& dev = ctx.info();
     std::printf("device: %s (vendor 0x%x, subgroup %u, integer dot %s)\n", dev.name.c_str(), dev.vendor_id,
                 dev.subgroup_size, dev.integer_dot_accelerated ? "accelerated" : "not accelerated");
+    if (o.probe) {
+        probe(ctx, o);
+        return 0;
+    }
     std::map<qtype, vk_::mmvq_tuning> tunings;
     if (o.sweep) tunings = sweep(ctx, o);
     options bench = o;
@@ -366,8 +421,8 @@ int main(int argc, char** argv) try {
             const int64_t max_cols = *std::max_element(o.ncols.begin(), o.ncols.end());
             setup s(ctx, kernels, t, rows, k, max_cols);
             for (int64_t ncols : o.ncols) {
-                const double ns = s.time(ctx, kernels, ncols, o, true);
-                const double ns_overlapped = s.time(ctx, kernels, ncols, o, false);
+                const double ns = s.time(ctx, kernels, ncols, o);
+                const double ns_overlapped = s.time(ctx, kernels, ncols, o, separation::overlapped);
                 const double gbps = s.bytes(ncols) / ns, gbps_overlapped = s.bytes(ncols) / ns_overlapped;  // bytes per ns = GB/s
                 const std::string tuning = tuning_text(kernels.tuning(t), ncols);
                 std::printf("%-6s %7lld %6lld %5lld %10.2f %9.1f %6.1f%% %12.2f %6.1f%%   %s\n", type_name.c_str(),

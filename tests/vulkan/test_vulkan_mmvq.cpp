@@ -189,19 +189,22 @@ TEST_CASE("every work-group shape computes the same mat-vec, each column indepen
     LLMRT_VULKAN_TEST_DEVICE(ctx);
     const uint32_t sg = ctx.info().subgroup_size;
     struct shape {
-        uint32_t subgroups, k_split, slices_per_lane, rows;
+        uint32_t subgroups, k_split, slices_per_lane, rows, long_row_k_split = 0;
     };
-    for (qtype t : {qtype::q8_0, qtype::q4_K, qtype::q6_K})
-        for (shape sh : {shape{4, 1, 1, 1}, shape{4, 2, 2, 3}, shape{2, 2, 1, 2}, shape{8, 4, 1, 1}}) {
+    // The matrix has fewer rows than k, so long_row_k_split, where set, replaces k_split.
+    for (qtype t : {qtype::q8_0, qtype::q4_K, qtype::q6_K, qtype::mxfp4})
+        for (shape sh : {shape{4, 1, 1, 1}, shape{4, 2, 2, 3}, shape{2, 2, 1, 2}, shape{8, 4, 1, 1}, shape{4, 1, 1, 2, 4}}) {
             CAPTURE(name(t));
             CAPTURE(sh.subgroups);
             CAPTURE(sh.k_split);
             CAPTURE(sh.slices_per_lane);
             CAPTURE(sh.rows);
+            CAPTURE(sh.long_row_k_split);
             vulkan::mmvq kernels(ctx);
             vulkan::mmvq_tuning tuning = kernels.tuning(t);
             tuning.workgroup_size = sh.subgroups * sg;
             tuning.k_split = sh.k_split;
+            tuning.long_row_k_split = sh.long_row_k_split;
             tuning.slices_per_lane = sh.slices_per_lane;
             for (uint32_t& rows : tuning.rows) rows = sh.rows;
             tuning.rows[0] = 1;

@@ -62,12 +62,17 @@ inline q8_1_layout q8_1_activation_layout(int64_t k, int64_t columns) {
 // The work-group shape of one weight type's shaders (see shaders/mmvq.comp). Every column's sum
 // depends on subgroup_size, slices_per_lane and k_split alone, so those are fixed per type while
 // the rows per team may follow the number of columns.
+//
+// A row's sum depends on k_split (or long_row_k_split), subgroup_size and slices_per_lane alone.
 struct mmvq_tuning {
     uint32_t workgroup_size = 128;  // a multiple of subgroup_size · k_split
     uint32_t subgroup_size = 32;    // the pipelines' required subgroup size
     uint32_t slices_per_lane = 1;   // slices a lane computes per staged chunk
     uint32_t k_split = 4;           // subgroups sharing a row (splitting k); a work-group holds
                                     // workgroup_size / subgroup_size / k_split teams
+    // The k split of matrices with fewer rows than k (each row long, few teams to share the work);
+    // 0: k_split. Both depend on the matrix shape alone, never on the number of columns.
+    uint32_t long_row_k_split = 0;
     uint32_t rows[mmvq_max_columns] = {1, 2, 2, 2, 2, 2, 2, 2};  // rows per team for 1..8 columns
     // Read in place: slices a lane loads (for all its rows) before it dots them, for 1..8 columns.
     // More loads in flight per lane; the sums, and so the results, do not change.
@@ -76,29 +81,35 @@ struct mmvq_tuning {
     // (types whose blocks are a multiple of 4 bytes, when the strides keep that alignment; other
     // shapes fall back to staging, with the same results bit for bit).
     bool staged = true;
+
+    // The k split used for a matrix of rows × k.
+    uint32_t k_split_for(int64_t rows, int64_t k) const {
+        return k > rows && long_row_k_split != 0 ? long_row_k_split : k_split;
+    }
 };
 
 namespace detail {
 
 // Shapes for NVIDIA (subgroups of 32), picked with llmrt-bench-mmvq-vulkan --sweep on an H100
-// (driver 580; bench/RESULTS.md has the numbers and how far that sweep can be trusted): one team
-// per row (the 2-subgroup k split for q5_K); blocks of a multiple of 4 bytes read in place, the
-// others staged through shared memory.
+// (driver 580; bench/RESULTS.md has the numbers), by the steady-state time of dependent dispatches
+// (a barrier between consecutive ones) on 14336×4096, 4096×14336 and 128256×4096: blocks of a
+// multiple of 4 bytes read in place, the others staged through shared memory; q4_K and q5_K split
+// k over two subgroups, q6_K over four where rows are longer than the matrix is tall.
 struct tuned_shape {
     qtype type;
-    uint32_t workgroup_size, k_split, slices_per_lane;
+    uint32_t workgroup_size, k_split, long_row_k_split, slices_per_lane;
     bool staged;
     uint32_t rows[mmvq_max_columns];
     uint32_t unroll[mmvq_max_columns] = {1, 1, 1, 1, 1, 1, 1, 1};
 };
 inline constexpr tuned_shape nvidia_shapes[] = {
-    {qtype::q8_0, 128, 1, 1, true, {1, 2, 2, 2, 2, 2, 2, 2}},
-    {qtype::q2_K, 128, 1, 1, false, {2, 4, 4, 4, 4, 4, 4, 4}},
-    {qtype::q3_K, 256, 1, 1, true, {1, 2, 2, 2, 2, 2, 2, 2}},
-    {qtype::q4_K, 128, 1, 1, false, {2, 2, 2, 2, 2, 2, 2, 2}},
-    {qtype::q5_K, 128, 2, 1, false, {2, 4, 4, 2, 2, 2, 2, 2}},
-    {qtype::q6_K, 64, 1, 1, true, {1, 2, 2, 2, 2, 2, 2, 2}},
-    {qtype::mxfp4, 128, 1, 2, true, {1, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::q8_0, 64, 1, 0, 1, true, {1, 1, 1, 2, 2, 2, 2, 4}},
+    {qtype::q2_K, 64, 1, 0, 1, false, {2, 4, 4, 4, 4, 4, 4, 2}},
+    {qtype::q3_K, 64, 1, 0, 1, true, {2, 2, 2, 4, 4, 4, 4, 4}},
+    {qtype::q4_K, 128, 2, 0, 1, false, {1, 4, 4, 2, 2, 2, 2, 2}},
+    {qtype::q5_K, 128, 2, 0, 1, false, {2, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::q6_K, 128, 1, 4, 1, true, {1, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::mxfp4, 256, 1, 0, 2, true, {1, 1, 1, 2, 2, 2, 2, 2}},
 };
 
 }  // namespace detail
@@ -114,6 +125,7 @@ inline mmvq_tuning default_tuning(const device_info& device, qtype type) {
             if (shape.type != type) continue;
             t.workgroup_size = shape.workgroup_size;
             t.k_split = shape.k_split;
+            t.long_row_k_split = shape.long_row_k_split;
             t.slices_per_lane = shape.slices_per_lane;
             t.staged = shape.staged;
             for (int64_t i = 0; i < mmvq_max_columns; ++i) {
@@ -247,11 +259,13 @@ public:
         check((d.can_require_subgroup_size || fixed) && t.subgroup_size >= d.min_subgroup_size &&
                   t.subgroup_size <= d.max_subgroup_size && t.workgroup_size % t.subgroup_size == 0 &&
                   t.workgroup_size <= d.max_workgroup_size && t.slices_per_lane >= 1 && t.slices_per_lane <= 16 &&
-                  t.k_split >= 1 && (t.workgroup_size / t.subgroup_size) % t.k_split == 0,
+                  t.k_split >= 1 && (t.workgroup_size / t.subgroup_size) % t.k_split == 0 &&
+                  (t.workgroup_size / t.subgroup_size) % std::max(t.long_row_k_split, 1u) == 0,
               errc::invalid_argument, [&] {
                   return std::string("vulkan::mmvq::set_tuning(") + f.name + "): work-group " +
                          std::to_string(t.workgroup_size) + ", subgroup " + std::to_string(t.subgroup_size) +
                          ", slices per lane " + std::to_string(t.slices_per_lane) + ", k split " + std::to_string(t.k_split) +
+                         " (long rows " + std::to_string(t.long_row_k_split) + ")" +
                          " do not fit the device or each other (subgroups " +
                          std::to_string(d.min_subgroup_size) + ".." + std::to_string(d.max_subgroup_size) +
                          ", work-groups up to " + std::to_string(d.max_workgroup_size) + ")";
@@ -272,7 +286,8 @@ public:
             });
             mmvq_tuning staged = t;  // a shape whose strides break alignment falls back to staging
             staged.staged = true;
-            const std::size_t bytes = shared_bytes(type, staged, ncols);
+            std::size_t bytes = shared_bytes(type, staged, ncols, t.k_split);
+            if (t.long_row_k_split != 0) bytes = std::max(bytes, shared_bytes(type, staged, ncols, t.long_row_k_split));
             check(bytes <= d.max_shared_memory, errc::invalid_argument, [&] {
                 return std::string("vulkan::mmvq::set_tuning(") + f.name + "): " + std::to_string(ncols) +
                        " columns need " + std::to_string(bytes) + " bytes of shared memory, the device has " +
@@ -287,12 +302,15 @@ public:
     // creates nothing.
     void prepare(qtype type, int64_t ncols) {
         check_ncols(ncols, "vulkan::mmvq::prepare");
-        const bool staged = tuning(type).staged;
-        (void)mmvq_pipeline(type, ncols, false, staged);
-        (void)mmvq_pipeline(type, 1, true, staged);
-        if (!staged) {  // shapes whose strides break the alignment fall back to staging
-            (void)mmvq_pipeline(type, ncols, false, true);
-            (void)mmvq_pipeline(type, 1, true, true);
+        const mmvq_tuning t = tuning(type);
+        for (uint32_t k_split : {t.k_split, t.long_row_k_split}) {
+            if (k_split == 0) continue;
+            (void)mmvq_pipeline(type, ncols, false, t.staged, k_split);
+            (void)mmvq_pipeline(type, 1, true, t.staged, k_split);
+            if (!t.staged) {  // shapes whose strides break the alignment fall back to staging
+                (void)mmvq_pipeline(type, ncols, false, true, k_split);
+                (void)mmvq_pipeline(type, 1, true, true, k_split);
+            }
         }
         (void)quantize_pipeline();
     }
@@ -354,21 +372,22 @@ public:
         ctx_->run([&](vk::CommandBuffer cmd) { record_id(cmd, type, shape, w, ids, x, scratch, y); });
     }
 
-    // The pipeline of one variant ("mmvq" or "mmvq_id") for ncols columns, created on first use.
-    const compute_pipeline& mmvq_pipeline(qtype type, int64_t ncols, bool id, bool staged) {
+    // The pipeline of one variant ("mmvq" or "mmvq_id") for ncols columns and a k split (the
+    // tuning's k_split or long_row_k_split), created on first use.
+    const compute_pipeline& mmvq_pipeline(qtype type, int64_t ncols, bool id, bool staged, uint32_t k_split) {
         const auto f = detail::facts(type, id ? "vulkan::mmvq_id" : "vulkan::mmvq");
         check_ncols(ncols, "vulkan::mmvq");
         const mmvq_tuning t = tuning(type);
         const std::string name = std::string(id ? "mmvq_id_" : "mmvq_") + f.name;
         const uint32_t unroll = staged ? 1u : t.unroll[ncols - 1];  // the staged path does not use it
         const std::vector<uint32_t> constants = {t.workgroup_size, t.subgroup_size, t.rows[ncols - 1], uint32_t(ncols),
-                                                 t.slices_per_lane, staged ? 1u : 0u, t.k_split, unroll};
+                                                 t.slices_per_lane, staged ? 1u : 0u, k_split, unroll};
         return pipeline(name, constants, sizeof(detail::mmvq_push), t.subgroup_size);
     }
 
     // Shared memory of the mmvq pipeline for (type, tuning, ncols), as shaders/mmvq.comp sizes it;
     // the slice size and block bytes come from the SPIR-V's own constants.
-    static std::size_t shared_bytes(qtype type, const mmvq_tuning& t, int64_t ncols) {
+    static std::size_t shared_bytes(qtype type, const mmvq_tuning& t, int64_t ncols, uint32_t k_split) {
         const auto f = detail::facts(type, "vulkan::mmvq");
         const spirv_blob& blob = shader(std::string("mmvq_") + f.name);
         const auto slice_values = spec_constant_default(blob, 100), block_bytes = spec_constant_default(blob, 101);
@@ -381,7 +400,7 @@ public:
         const std::size_t chunk_blocks = lane_slices >= slices_per_block ? lane_slices / slices_per_block : 1;
         const std::size_t window_units = (chunk_blocks * f.block_bytes + 15) / 16 + 1;
         const std::size_t tile_words = t.staged ? subgroups * rows * 4 * (window_units + 1) : 1;
-        const std::size_t partial_words = t.k_split > 1 ? subgroups * std::size_t(ncols) * rows : 1;
+        const std::size_t partial_words = k_split > 1 ? subgroups * std::size_t(ncols) * rows : 1;
         return 4 * (tile_words + partial_words);
     }
 
@@ -403,6 +422,7 @@ private:
         int64_t ncols = 1;
         bool id = false;
         bool staged = true;
+        uint32_t k_split = 1;
         uint32_t groups = 0, batches = 0;  // groups == 0: nothing to do
     };
 
@@ -457,7 +477,8 @@ private:
         detail::require_span(y, uint64_t(y_floats) * 4, 4, op, "Y");
 
         const mmvq_tuning t = tuning(type);
-        const uint32_t rows_per_group = t.rows[s.ncols - 1] * (t.workgroup_size / t.subgroup_size / t.k_split);
+        plan.k_split = t.k_split_for(s.rows, s.k);
+        const uint32_t rows_per_group = t.rows[s.ncols - 1] * (t.workgroup_size / t.subgroup_size / plan.k_split);
         plan.staged = t.staged || !direct_aligned(f, w.address, s.w_row_stride, s.w_batch_stride);
         auto& push = plan.push;
         push.w = w.address;
@@ -510,7 +531,8 @@ private:
         push.rows = detail::to_u32(s.rows, op, "rows");
         push.k = detail::to_u32(s.k, op, "k");
         push.w_row_stride = detail::to_u32(s.w_row_stride, op, "w_row_stride");
-        const uint32_t rows_per_group = t.rows[0] * (t.workgroup_size / t.subgroup_size / t.k_split);
+        plan.k_split = t.k_split_for(s.rows, s.k);
+        const uint32_t rows_per_group = t.rows[0] * (t.workgroup_size / t.subgroup_size / plan.k_split);
         push.row_groups = uint32_t((s.rows + rows_per_group - 1) / rows_per_group);
         push.y_col_stride = detail::to_u32(s.y_col_stride, op, "y_col_stride");
         push.y_batch_stride = detail::to_u32(s.y_token_stride, op, "y_token_stride");
@@ -553,7 +575,7 @@ private:
     // Row groups spread over x (and z beyond the device's x limit), batches over y in chunks.
     void record_plan(vk::CommandBuffer cmd, const mmvq_plan& plan) {
         if (plan.groups == 0) return;
-        const compute_pipeline& p = mmvq_pipeline(plan.type, plan.ncols, plan.id, plan.staged);
+        const compute_pipeline& p = mmvq_pipeline(plan.type, plan.ncols, plan.id, plan.staged, plan.k_split);
         cmd.bindPipeline(vk::PipelineBindPoint::eCompute, p.handle());
         cmd.pushConstants(p.layout(), vk::ShaderStageFlagBits::eCompute, 0, sizeof(plan.push), &plan.push);
         const auto& limit = ctx_->info().max_workgroup_count;

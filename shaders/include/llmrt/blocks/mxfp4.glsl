@@ -7,8 +7,10 @@
 //
 // value(code) is twice E2M1, {0,1,2,3,4,6,8,12} with bit 3 the sign, so it is an integer and the
 // dot runs on int8. The magnitudes come from the three low code bits m = 4h + l without a
-// table: value = l for h = 0 and 2l + 4 + 2·[l = 3] for h = 1, i.e. l + h·(l + 4 + 2·[l = 3]),
-// computed on four codes at once. Negative codes are taken off twice: Σ v·a = Σ|v|·a − 2·Σ_{neg}|v|·a.
+// table: value = l for h = 0 and 2l + 4 + 2·[l = 3] for h = 1, i.e. l + h·(l + 4 + 2·[l = 3]).
+// Every term stays below 16, so this runs on the eight codes of a qs word at once, one per
+// nibble, before low and high nibbles are split into bytes. Negative codes are taken off twice:
+// Σ v·a = Σ|v|·a − 2·Σ_{neg}|v|·a.
 #ifndef LLMRT_BLOCK_MXFP4_GLSL
 #define LLMRT_BLOCK_MXFP4_GLSL
 
@@ -37,15 +39,16 @@ struct weight_slice {
 };
 #define activation_slice llmrt_act_32
 
-// |value| of the codes in the low nibble of each byte, four per word, one per byte.
+// |value| of each code of the words, in place: eight codes per word, one per nibble.
 uvec4 mxfp4_magnitudes(uvec4 codes) {
-    const uvec4 l = codes & 0x03030303u;
-    const uvec4 h = (codes >> 2u) & 0x01010101u;
-    const uvec4 l_is_3 = l & (l >> 1u) & 0x01010101u;
-    return l + ((h * 0xffu) & (l + 0x04040404u + (l_is_3 << 1u)));
+    const uvec4 l = codes & 0x33333333u;
+    const uvec4 h = (codes >> 2u) & 0x11111111u;
+    const uvec4 l_is_3 = l & (l >> 1u) & 0x11111111u;
+    return l + ((h * 0xfu) & (l + 0x44444444u + (l_is_3 << 1u)));
 }
 
-uvec4 mxfp4_sign_masks(uvec4 codes) { return ((codes >> 3u) & 0x01010101u) * 0xffu; }
+// 0xf in each nibble whose code is negative.
+uvec4 mxfp4_sign_masks(uvec4 codes) { return ((codes >> 3u) & 0x11111111u) * 0xfu; }
 
 weight_slice load_weight_slice(uint at, uint slice) {
     weight_slice w;
@@ -53,11 +56,11 @@ weight_slice load_weight_slice(uint at, uint slice) {
     // 2^(e−128): a normal float for e >= 2, the subnormals 2^-127 and 2^-128 below.
     w.scale = uintBitsToFloat(e >= 2u ? (e - 1u) << 23u : 0x00200000u << e);
     const uvec4 qs = llmrt_w128(at + MXFP4_OFFSET_QS);
-    const uvec4 low = qs & 0x0f0f0f0fu, high = (qs >> 4u) & 0x0f0f0f0fu;
-    w.magnitude_low = mxfp4_magnitudes(low);
-    w.magnitude_high = mxfp4_magnitudes(high);
-    w.negative_low = w.magnitude_low & mxfp4_sign_masks(low);
-    w.negative_high = w.magnitude_high & mxfp4_sign_masks(high);
+    const uvec4 magnitude = mxfp4_magnitudes(qs), negative = magnitude & mxfp4_sign_masks(qs);
+    w.magnitude_low = magnitude & 0x0f0f0f0fu;
+    w.magnitude_high = (magnitude >> 4u) & 0x0f0f0f0fu;
+    w.negative_low = negative & 0x0f0f0f0fu;
+    w.negative_high = (negative >> 4u) & 0x0f0f0f0fu;
     return w;
 }
 
