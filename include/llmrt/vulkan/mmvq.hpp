@@ -91,10 +91,11 @@ struct mmvq_tuning {
 namespace detail {
 
 // Shapes for NVIDIA (subgroups of 32), picked with llmrt-bench-mmvq-vulkan --sweep on an H100
-// (driver 580; bench/RESULTS.md has the numbers), by the steady-state time of dependent dispatches
+// (driver 580; bench/RESULTS.md has the numbers) by the steady-state time of dependent dispatches
 // (a barrier between consecutive ones) on 14336×4096, 4096×14336 and 128256×4096: blocks of a
-// multiple of 4 bytes read in place, the others staged through shared memory; q4_K and q5_K split
-// k over two subgroups, q6_K over four where rows are longer than the matrix is tall.
+// multiple of 4 bytes read in place (q4_K two slices ahead at one column), the others staged
+// through shared memory; q4_K and q5_K split k over two subgroups, q6_K over four where rows are
+// longer than the matrix is tall.
 struct tuned_shape {
     qtype type;
     uint32_t workgroup_size, k_split, long_row_k_split, slices_per_lane;
@@ -104,12 +105,12 @@ struct tuned_shape {
 };
 inline constexpr tuned_shape nvidia_shapes[] = {
     {qtype::q8_0, 64, 1, 0, 1, true, {1, 1, 1, 2, 2, 2, 2, 4}},
-    {qtype::q2_K, 64, 1, 0, 1, false, {2, 4, 4, 4, 4, 4, 4, 2}},
+    {qtype::q2_K, 128, 1, 0, 1, false, {2, 2, 2, 4, 4, 4, 4, 4}},
     {qtype::q3_K, 64, 1, 0, 1, true, {2, 2, 2, 4, 4, 4, 4, 4}},
-    {qtype::q4_K, 128, 2, 0, 1, false, {1, 4, 4, 2, 2, 2, 2, 2}},
-    {qtype::q5_K, 128, 2, 0, 1, false, {2, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::q4_K, 128, 2, 0, 1, false, {1, 1, 1, 2, 2, 2, 2, 2}, {2, 1, 1, 1, 1, 1, 1, 1}},
+    {qtype::q5_K, 128, 2, 0, 1, false, {1, 2, 2, 2, 2, 2, 2, 2}},
     {qtype::q6_K, 128, 1, 4, 1, true, {1, 2, 2, 2, 2, 2, 2, 2}},
-    {qtype::mxfp4, 256, 1, 0, 2, true, {1, 1, 1, 2, 2, 2, 2, 2}},
+    {qtype::mxfp4, 128, 1, 0, 2, true, {1, 2, 2, 2, 2, 2, 2, 2}},
 };
 
 }  // namespace detail
