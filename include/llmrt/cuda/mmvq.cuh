@@ -12,10 +12,11 @@
 // anything is launched; a mismatch raises llmrt::error naming both shapes.
 //
 // The kernel, mmvq_kernel<Block, NCols, MaxSplit>, is instantiated from the type list through
-// llmrt::dispatch, never by hand. Each warp owns 16 rows and a contiguous range of 256-element
-// steps; cp.async streams each step's rows (raw bytes, any alignment) and activation records
-// into a shared-memory ring, a few steps deep. One to four columns take the dp4a form (one lane
-// per row and half-step), five to eight the int8 tensor-core form (the 8 columns of an
+// llmrt::dispatch, never by hand. Each warp owns 16 rows and a contiguous range of k units (1,
+// 2 or 4 substeps of 256 elements: enough that a row's part of a unit is a multiple of 16
+// bytes); tensor-map or bulk copies stream each step's rows (raw bytes, any alignment) and
+// activation records into a shared-memory ring, a few steps deep. One to four columns take the
+// dp4a form (one lane per row and half-substep), five to eight the int8 tensor-core form (the 8 columns of an
 // m16n8k32/k16 mma); both form the same integers and add them in the same float order (see
 // codec.cuh), so a column's result does not depend on NCols. The warps of a CTA split k; their
 // partial sums meet in shared memory in a fixed order. No atomics.
@@ -49,7 +50,13 @@ inline constexpr int mmvq_max_cols = 8;
 namespace detail {
 
 constexpr int mmvq_tile_rows = 16;         // rows per warp
-constexpr int mmvq_step_elements = 256;    // k per pipeline step
+constexpr int mmvq_substep_elements = 256;  // k per codec call (a dp4a lane takes half of it)
+#ifndef LLMRT_MMVQ_MAX_STEP_GROUP
+#define LLMRT_MMVQ_MAX_STEP_GROUP 4
+#endif
+#ifndef LLMRT_MMVQ_GROUP_MAX_COLS
+#define LLMRT_MMVQ_GROUP_MAX_COLS 2
+#endif
 #ifndef LLMRT_MMVQ_MAX_SPLIT
 #define LLMRT_MMVQ_MAX_SPLIT 8
 #endif
@@ -81,12 +88,40 @@ constexpr int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? 
 // each 16 rows of one step's weight bytes (row r at r·pitch, starting at the address's offset
 // modulo 16: the copies move the aligned 16-byte span around them) then the step's 8 activation
 // records.
+// The unit of the k-split, in 256-element substeps: for types under 192 bytes per substep, the
+// fewest (a power of two, at most LLMRT_MMVQ_MAX_STEP_GROUP) that make a row's part of it a
+// multiple of 16 bytes. A copy's box must start 16-byte aligned, so a step of any other size
+// drags in up to 31 bytes of its neighbours: a third more traffic between L2 and the SM for
+// Q2_K's 84-byte substep, which measured as the limit of the small types on large matrices
+// (Q2_K 128256×4096: 69% of 3.1 TB/s with 1-substep steps, 88% with 4).
+template <class B>
+constexpr int mmvq_unit_substeps() {
+    constexpr int sub_bytes = int(sizeof(B)) * (mmvq_substep_elements / int(B::block_size));
+    int g = 1;
+    while (sub_bytes < 192 && g < LLMRT_MMVQ_MAX_STEP_GROUP && (g * sub_bytes) % 16 != 0) g *= 2;
+    return g;
+}
+// Substeps per pipeline step (one copy per row): the whole unit up to LLMRT_MMVQ_GROUP_MAX_COLS
+// columns; beyond, one substep, where the activation records of many columns would make a
+// unit's slot too large for a ring of two. Each warp still takes whole units, in the same order,
+// so how a unit is copied never changes a result.
+template <class B, int NCols>
+constexpr int mmvq_step_substeps() {
+    return NCols <= LLMRT_MMVQ_GROUP_MAX_COLS ? mmvq_unit_substeps<B>() : 1;
+}
+
 template <class B, int NCols>
 struct mmvq_layout {
-    static_assert(mmvq_step_elements % B::block_size == 0, "mmvq: a step must hold whole weight blocks");
+    static_assert(mmvq_substep_elements % B::block_size == 0, "mmvq: a step must hold whole weight blocks");
     static_assert(NCols >= 1 && NCols <= mmvq_max_cols, "mmvq: NCols must be 1..8");
-    static constexpr int blocks_per_step = mmvq_step_elements / int(B::block_size);
-    static constexpr int step_bytes = int(sizeof(B)) * blocks_per_step;
+    static constexpr int substeps = mmvq_step_substeps<B, NCols>();
+    static constexpr int steps_per_unit = mmvq_unit_substeps<B>() / substeps;
+    static constexpr int step_elements = substeps * mmvq_substep_elements;
+    static constexpr int blocks_per_substep = mmvq_substep_elements / int(B::block_size);
+    static constexpr int substep_bytes = int(sizeof(B)) * blocks_per_substep;
+    static constexpr int records_per_step = step_elements / 32;
+    static constexpr int blocks_per_step = substeps * blocks_per_substep;
+    static constexpr int step_bytes = substeps * substep_bytes;
     // Per-row copies (any alignment): the aligned 16-byte span around a step, plus slack for
     // the decoders' word reads; an odd multiple of 16 keeps lanes of different rows off each
     // other's banks.
@@ -97,12 +132,12 @@ struct mmvq_layout {
     // step, in 1-byte elements, or 2-byte ones where a step exceeds the box limit of 256 elements.
     static constexpr int box_span = step_bytes % 16 == 0 ? step_bytes : step_bytes + 15;
     static constexpr int box_bytes = 16 * (((box_span + 15) / 16) | 1);
-    static constexpr int box_element_bytes = box_bytes <= 256 ? 1 : 2;
+    static constexpr int box_element_bytes = box_bytes <= 256 ? 1 : box_bytes <= 512 ? 2 : box_bytes <= 1024 ? 4 : 8;
     static_assert(box_bytes / box_element_bytes <= 256, "mmvq: a step must fit a tensor-map box");
     static_assert(step_bytes % box_element_bytes == 0, "mmvq: a step must be whole box elements");
     static constexpr int weight_bytes = (mmvq_tile_rows * (row_pitch > box_bytes ? row_pitch : box_bytes) + 127) / 128 * 128;
     static constexpr int record_bytes = int(activation_record_bytes(NCols));
-    static constexpr int stage_bytes = (weight_bytes + 8 * record_bytes + 127) / 128 * 128;
+    static constexpr int stage_bytes = (weight_bytes + records_per_step * record_bytes + 127) / 128 * 128;
     static constexpr bool tensor_cores = NCols >= mmvq_mma_min_cols;
     static_assert(2 * stage_bytes >= mmvq_tile_rows * NCols * 4, "mmvq: the partial sums reuse a warp's ring");
 };
@@ -121,7 +156,8 @@ struct mmvq_params {
     int32_t rows;
     int32_t nblocks;    // weight blocks per row
     int32_t nblocks32;  // k / 32
-    int32_t nsteps;     // ceil(k / 256)
+    int32_t nsteps;     // ceil(k / step_elements): pipeline steps of a row
+    int32_t nunits;     // ceil(k / (256·mmvq_unit_substeps)): what the warps of a CTA divide
     int32_t ratio2, ratio3;  // activation batches per W batch
     int32_t stages;          // ring slots per warp, 2..8
     int32_t tensor_map;      // 1: W's rows come through the tensor map, 0: per-row bulk copies
@@ -174,8 +210,8 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
         return;
     }
 
-    const int step_begin = int(int64_t(warp) * p.nsteps / split);
-    const int nsteps = int(int64_t(warp + 1) * p.nsteps / split) - step_begin;
+    const int step_begin = int(int64_t(warp) * p.nunits / split) * layout::steps_per_unit;
+    const int nsteps = min(int(int64_t(warp + 1) * p.nunits / split) * layout::steps_per_unit, p.nsteps) - step_begin;
     const int stages = p.stages;
     const int warp_smem_bytes = stages * layout::stage_bytes;
     uint8_t* const ring = smem + warp * warp_smem_bytes;
@@ -222,12 +258,12 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
     };
     auto issue_records = [&](int step, int slot) {
         if (lane != mmvq_tile_rows) return;
-        const int nrecords = min(8, p.nblocks32 - 8 * step);
+        const int nrecords = min(layout::records_per_step, p.nblocks32 - layout::records_per_step * step);
         uint64_t* barrier = &barriers[slot];
         const unsigned bytes = unsigned(nrecords * layout::record_bytes);
         ptx::mbarrier_expect_bytes(barrier, bytes);
         ptx::bulk_copy_to_shared(ring + slot * layout::stage_bytes + layout::weight_bytes,
-                                 x + int64_t(8 * step) * layout::record_bytes, bytes, barrier);
+                                 x + int64_t(layout::records_per_step) * step * layout::record_bytes, bytes, barrier);
     };
     // A slot's phase completes once lane 0 has arrived (after every lane's copies are issued and
     // their bytes announced) and all those bytes have landed.
@@ -272,17 +308,21 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
         ptx::mbarrier_wait(&barriers[slot], parity);
         const int step = step_begin + i;
         const uint8_t* slot_base = ring + slot * layout::stage_bytes;
-        const uint8_t* records = slot_base + layout::weight_bytes;
-        const int nvalid32 = min(8, p.nblocks32 - 8 * step);
         const unsigned shift = mis_step * unsigned(i);
-        const uint8_t* row_a = slot_base + my_row_a * pitch + ((mis_a + shift) & 15u);
-        if constexpr (layout::tensor_cores) {
-            const uint8_t* row_b = slot_base + my_row_b * pitch + ((mis_b + shift) & 15u);
-            codec::template mma_step<NCols>(row_a, row_b, nvalid32, records, lane, acc_mma);
-        } else {
-            const int part = lane >> 4;
-            const int nvalid = max(0, min(4, nvalid32 - 4 * part));
-            codec::template dot_part<NCols>(row_a, part, nvalid, records + 4 * part * layout::record_bytes, acc_lane);
+#pragma unroll 1
+        for (int g = 0; g < layout::substeps; ++g) {
+            const int nvalid32 = min(8, p.nblocks32 - layout::records_per_step * step - 8 * g);
+            if (nvalid32 <= 0) break;
+            const uint8_t* records = slot_base + layout::weight_bytes + 8 * g * layout::record_bytes;
+            const uint8_t* row_a = slot_base + my_row_a * pitch + ((mis_a + shift) & 15u) + g * layout::substep_bytes;
+            if constexpr (layout::tensor_cores) {
+                const uint8_t* row_b = slot_base + my_row_b * pitch + ((mis_b + shift) & 15u) + g * layout::substep_bytes;
+                codec::template mma_step<NCols>(row_a, row_b, nvalid32, records, lane, acc_mma);
+            } else {
+                const int part = lane >> 4;
+                const int nvalid = max(0, min(4, nvalid32 - 4 * part));
+                codec::template dot_part<NCols>(row_a, part, nvalid, records + 4 * part * layout::record_bytes, acc_lane);
+            }
         }
         __syncwarp();  // every lane is done with the slot before it is refilled
         if (i + stages < nsteps) {
@@ -331,15 +371,31 @@ namespace detail {
 // NCols adds the same partial sums. Few row tiles (4096 rows: 256) get up to 8 warps each, so
 // that the decoding of the small types has warps enough to hide its latency; types whose row
 // step is 192 bytes or more (q6_K, q8_0) stop at 4, which measured faster for them on the H100.
+// Every warp gets at least one step.
 inline int mmvq_split(int64_t tiles, int64_t nsteps, int max_split) {
     int split = 1;
     while (split < max_split && 2 * split <= nsteps && tiles * split < mmvq_target_warps) split *= 2;
     return split;
 }
+// The widest split whose rings (two slots per warp) fit a CTA at every NCols: the split may not
+// depend on NCols.
 template <class B>
 constexpr int mmvq_type_max_split() {
-    return mmvq_layout<B, 1>::step_bytes < 192 || mmvq_max_split < mmvq_wide_step_max_split ? mmvq_max_split
-                                                                                             : mmvq_wide_step_max_split;
+    int split = mmvq_layout<B, 1>::substep_bytes < 192 || mmvq_max_split < mmvq_wide_step_max_split
+                    ? mmvq_max_split
+                    : mmvq_wide_step_max_split;
+    constexpr int64_t widest_slot = std::max<int64_t>(mmvq_layout<B, mmvq_max_cols>::stage_bytes,
+                                                      mmvq_layout<B, LLMRT_MMVQ_GROUP_MAX_COLS>::stage_bytes);
+    while (split > 1 && int64_t(split) * 2 * widest_slot > mmvq_max_cta_smem) split /= 2;
+    return split;
+}
+// Steps and k-split units of a row of k elements.
+template <class B, int NCols>
+void set_mmvq_steps(mmvq_params& p, int64_t k) {
+    using layout = mmvq_layout<B, NCols>;
+    constexpr int64_t unit = int64_t(mmvq_unit_substeps<B>()) * mmvq_substep_elements;
+    p.nsteps = int32_t((k + layout::step_elements - 1) / layout::step_elements);
+    p.nunits = int32_t((k + unit - 1) / unit);
 }
 template <class B>
 int mmvq_split(int64_t tiles, int64_t nsteps) {
@@ -450,10 +506,10 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 // A 4-d tensor map over W's bytes (row bytes, rows, W batch 2, W batch 3) whose box is the 16 rows
 // of one step. False where TMA cannot describe W (address or a stride not a multiple of 16
 // bytes): the kernel then copies row by row.
-template <class B>
+template <class B, int NCols>
 bool make_weight_tensor_map(CUtensorMap& map, const void* data, int64_t row_bytes, int64_t rows, int64_t batch2,
                             int64_t batch3, int64_t row_stride, int64_t stride2, int64_t stride3) {
-    using layout = mmvq_layout<B, 1>;
+    using layout = mmvq_layout<B, NCols>;
     constexpr int element = layout::box_element_bytes;
     const bool describable = reinterpret_cast<uintptr_t>(data) % 16 == 0 && row_stride % 16 == 0 &&
                              stride2 % 16 == 0 && stride3 % 16 == 0 && row_bytes % element == 0 &&
@@ -489,7 +545,8 @@ template <class B, int NCols, int MaxSplit>
 void launch_mmvq_kernel(mmvq_params p, const CUtensorMap& map, dim3 grid, int split, const device_limits& device,
                         cudaStream_t stream, const launch_options& options) {
     using layout = mmvq_layout<B, NCols>;
-    p.stages = mmvq_stages<B, NCols>(int64_t(grid.x) * grid.y * grid.z, split, (p.nsteps + split - 1) / split, device);
+    p.stages = mmvq_stages<B, NCols>(int64_t(grid.x) * grid.y * grid.z, split,
+                                     int64_t((p.nunits + split - 1) / split) * layout::steps_per_unit, device);
     const std::size_t smem = std::size_t(split) * p.stages * layout::stage_bytes;
     {
         // The opt-in above 48 KB (dynamic plus static) is a per-device function attribute: set
@@ -578,15 +635,15 @@ void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const out
     p.rows = int32_t(w.rows);
     p.nblocks = int32_t(w.k / B::block_size);
     p.nblocks32 = int32_t(w.k / 32);
-    p.nsteps = int32_t((w.k + mmvq_step_elements - 1) / mmvq_step_elements);
+    set_mmvq_steps<B, NCols>(p, w.k);
     p.ratio2 = int32_t(x.batch2 / w.batch2);
     p.ratio3 = int32_t(x.batch3 / w.batch3);
     const int64_t tiles = (w.rows + mmvq_tile_rows - 1) / mmvq_tile_rows;
-    const int split = mmvq_split<B>(tiles * x.batch2 * x.batch3, p.nsteps);
+    const int split = mmvq_split<B>(tiles * x.batch2 * x.batch3, p.nunits);
     const dim3 grid(unsigned(tiles), unsigned(x.batch2), unsigned(x.batch3));
     CUtensorMap map{};
     p.tensor_map = options.allow_tensor_map &&
-                   make_weight_tensor_map<B>(map, w.data, p.w_row_bytes, w.rows, w.batch2, w.batch3, p.w_row_stride,
+                   make_weight_tensor_map<B, NCols>(map, w.data, p.w_row_bytes, w.rows, w.batch2, w.batch3, p.w_row_stride,
                                              p.w_stride2, p.w_stride3);
     launch_mmvq<B, NCols>(p, map, grid, split, device, stream, options);
 }
@@ -722,13 +779,13 @@ inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const e
         p.rows = int32_t(experts.rows);
         p.nblocks = int32_t(experts.k / B::block_size);
         p.nblocks32 = int32_t(experts.k / 32);
-        p.nsteps = int32_t((experts.k + detail::mmvq_step_elements - 1) / detail::mmvq_step_elements);
+        detail::set_mmvq_steps<B, 1>(p, experts.k);
         p.ratio2 = p.ratio3 = 1;
         const int64_t tiles = (experts.rows + detail::mmvq_tile_rows - 1) / detail::mmvq_tile_rows;
-        const int split = detail::mmvq_split<B>(tiles * ids.n_used * ids.n_tokens, p.nsteps);
+        const int split = detail::mmvq_split<B>(tiles * ids.n_used * ids.n_tokens, p.nunits);
         const dim3 grid(unsigned(tiles), unsigned(ids.n_used), unsigned(ids.n_tokens));
         CUtensorMap map{};
-        p.tensor_map = options.allow_tensor_map && detail::make_weight_tensor_map<B>(map, experts.data, p.w_row_bytes, experts.rows, experts.batch2,
+        p.tensor_map = options.allow_tensor_map && detail::make_weight_tensor_map<B, 1>(map, experts.data, p.w_row_bytes, experts.rows, experts.batch2,
                                                          1, p.w_row_stride, p.w_stride2, experts.batch2 * p.w_stride2);
         detail::launch_mmvq<B, 1>(p, map, grid, split, device, stream, options);
     });

@@ -215,9 +215,11 @@ __device__ __forceinline__ uint32_t load_u32(const uint8_t* p) {
     if constexpr (Align >= 4) {
         return *reinterpret_cast<const uint32_t*>(p);
     } else {
-        const uintptr_t address = reinterpret_cast<uintptr_t>(p);
-        const uint32_t* aligned = reinterpret_cast<const uint32_t*>(address & ~uintptr_t(3));
-        return __funnelshift_r(aligned[0], aligned[1], unsigned(address & 3u) * 8u);
+        // Stepping back from p (not rebuilding a pointer from an integer) keeps p's address
+        // space known, so shared memory is read with LDS rather than generic loads.
+        const unsigned offset = unsigned(reinterpret_cast<uintptr_t>(p) & 3u);
+        const uint32_t* aligned = reinterpret_cast<const uint32_t*>(p - offset);
+        return __funnelshift_r(aligned[0], aligned[1], offset * 8u);
     }
 }
 
@@ -241,9 +243,9 @@ __device__ __forceinline__ void load_words(const uint8_t* p, uint32_t (&w)[N]) {
 #pragma unroll
         for (int i = 0; i < N; ++i) w[i] = reinterpret_cast<const uint32_t*>(p)[i];
     } else {
-        const uintptr_t address = reinterpret_cast<uintptr_t>(p);
-        const uint32_t* aligned = reinterpret_cast<const uint32_t*>(address & ~uintptr_t(3));
-        const unsigned shift = unsigned(address & 3u) * 8u;
+        const unsigned offset = unsigned(reinterpret_cast<uintptr_t>(p) & 3u);
+        const uint32_t* aligned = reinterpret_cast<const uint32_t*>(p - offset);
+        const unsigned shift = offset * 8u;
         uint32_t previous = aligned[0];
 #pragma unroll
         for (int i = 0; i < N; ++i) {

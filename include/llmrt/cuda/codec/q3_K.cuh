@@ -53,6 +53,12 @@ struct device_codec<q3_K> {
         return detail::mul_rn(__half2float(__ushort_as_half(w.d)), sd);
     }
 
+    // The dp4a form takes each quant as u = low + 4·high (0..7), so q = u − 4 and
+    //   Σ q·x = Σ u·x − 4·Σ x   over a 16-element sub-block (Σ x: the record's sums).
+    // u is formed in place: 32-block i of the part keeps its low bits at bit 2e of their bytes
+    // (e = i, but 2 for i = 3, whose bits move down two places so that u·4^e fits a byte) and
+    // its high bit (bit 4·part + i of hmask) is shifted to bit 2e + 2; the dot then carries
+    // the factor 4^e, which one exact shift removes. Four operations per 4 quants.
     template <int NCols>
     __device__ __forceinline__ static void dot_part(const uint8_t* block, int part, int, const uint8_t* records,
                                                     float (&acc)[NCols]) {
@@ -62,16 +68,22 @@ struct device_codec<q3_K> {
         ptx::load_words<align>(block, hmask);
         ptx::load_words<align>(block + 96, s);
         scale_words(s, part, scales);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) hmask[j] >>= 4 * part;  // this part's 32-blocks at bits 0..3
         const float d = ptx::load_fp16(block + 108);
         float sd[NCols];
 #pragma unroll
         for (int c = 0; c < NCols; ++c) sd[c] = 0.0f;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            const int b = 4 * part + i;
+            const int e = i < 3 ? i : 2;
+            const uint32_t low_mask = 0x03030303u << (2 * e), high_mask = 0x04040404u << (2 * e);
             uint32_t v[8];
 #pragma unroll
-            for (int j = 0; j < 8; ++j) v[j] = quants(q[j] >> (2 * i), hmask[j], b);
+            for (int j = 0; j < 8; ++j) {
+                const uint32_t low = i < 3 ? q[j] : q[j] >> 2;
+                v[j] = (low & low_mask) | ((hmask[j] << (2 * e + 2 - i)) & high_mask);
+            }
             int sc_a, sc_b;
             block_scales(scales, i, sc_a, sc_b);
             const uint8_t* record = records + i * rec::bytes;
@@ -82,10 +94,12 @@ struct device_codec<q3_K> {
                 int sa = 0, sb = 0;
 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
-                    sa = __dp4a(int(v[j]), x[j], sa);
-                    sb = __dp4a(int(v[4 + j]), x[4 + j], sb);
+                    sa = ptx::dp4a_u8s8(v[j], x[j], sa);
+                    sb = ptx::dp4a_u8s8(v[4 + j], x[4 + j], sb);
                 }
-                sd[c] = detail::fma_rn(rec::aux(record, c).d, detail::to_float(sc_a * sa + sc_b * sb), sd[c]);
+                const q8_1_aux xa = rec::aux(record, c);
+                const int I = sc_a * ((sa >> (2 * e)) - 4 * xa.sum_lo) + sc_b * ((sb >> (2 * e)) - 4 * xa.sum_hi);
+                sd[c] = detail::fma_rn(xa.d, detail::to_float(I), sd[c]);
             }
         }
 #pragma unroll
