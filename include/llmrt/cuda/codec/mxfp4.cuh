@@ -5,7 +5,7 @@
 // Canonical order, per 32-block with I = Σ value·qx:  acc = fma(de·dx, I, acc), de = 2^(e-128).
 #pragma once
 
-#include "llmrt/cuda/codec.cuh"
+#include "llmrt/cuda/codec/block32.cuh"
 #include "llmrt/quant/mxfp4.hpp"
 
 namespace llmrt::cuda {
@@ -33,12 +33,25 @@ __device__ __forceinline__ void mxfp4_decode_word(uint32_t w, uint32_t& low, uin
     high = ptx::byte_perm_unmasked(v0, v1, 0x7531u);
 }
 
+struct mxfp4_bits {
+    static constexpr int align = 1;
+    __device__ __forceinline__ static float scale(const uint8_t* block) { return e8m0_to_fp32_half(*block); }
+    __device__ __forceinline__ static void values(const uint8_t* block, uint32_t (&v)[8]) {
+        uint32_t q[4];
+        ptx::load_words<align>(block + 1, q);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) mxfp4_decode_word(q[j], v[j], v[4 + j]);
+    }
+    __device__ __forceinline__ static void a_fragment(const uint8_t* block, int t, uint32_t& lo, uint32_t& hi) {
+        mxfp4_decode_word(ptx::load_u32<align>(block + 1 + 4 * t), lo, hi);
+    }
+};
+
 }  // namespace detail
 
+// dot_part and mma_step: codec/block32.cuh.
 template <>
-struct device_codec<mxfp4> {
-    static constexpr int align = 1;
-
+struct device_codec<mxfp4> : detail::block32_codec<mxfp4, detail::mxfp4_bits> {
     __device__ static float dot_q8_1(const mxfp4& w, const q8_1* x) {
         const detail::q8_1_words xq = detail::load_q8_1(x[0]);
         const uint8_t* qs = reinterpret_cast<const uint8_t*>(w.qs);
@@ -51,69 +64,6 @@ struct device_codec<mxfp4> {
             sum = __dp4a(int(high), xq.q[4 + j], sum);
         }
         return detail::mul_rn(detail::mul_rn(e8m0_to_fp32_half(w.e), xq.d), detail::to_float(sum));
-    }
-
-    template <int NCols>
-    __device__ __forceinline__ static void dot_part(const uint8_t* step, int part, int nvalid, const uint8_t* records,
-                                                    float (&acc)[NCols]) {
-        using rec = detail::records<NCols>;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            if (i >= nvalid) break;
-            const uint8_t* block = step + (4 * part + i) * int(sizeof(mxfp4));
-            const float de = e8m0_to_fp32_half(*block);
-            uint32_t q[4];
-            ptx::load_words<align>(block + 1, q);
-            uint32_t low[4], high[4];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) detail::mxfp4_decode_word(q[j], low[j], high[j]);
-            const uint8_t* record = records + i * rec::bytes;
-#pragma unroll
-            for (int c = 0; c < NCols; ++c) {
-                int x[8];
-                rec::quants(record, c, x);
-                int sum = 0;
-#pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    sum = __dp4a(int(low[j]), x[j], sum);
-                    sum = __dp4a(int(high[j]), x[4 + j], sum);
-                }
-                const float dx = rec::aux(record, c).d;
-                acc[c] = detail::fma_rn(detail::mul_rn(de, dx), detail::to_float(sum), acc[c]);
-            }
-        }
-    }
-
-    template <int NCols>
-    __device__ __forceinline__ static void mma_step(const uint8_t* row_lo, const uint8_t* row_hi, int nvalid,
-                                                    const uint8_t* records, int lane, float (&acc)[2][2][2]) {
-        using rec = detail::records<NCols>;
-        const int t = lane & 3;
-#pragma unroll
-        for (int b = 0; b < 8; ++b) {
-            if (b >= nvalid) break;
-            const uint8_t* record = records + b * rec::bytes;
-            uint32_t b0, b1;
-            rec::b_fragment(record, lane, b0, b1);
-            uint32_t a[4];
-            float de[2];
-#pragma unroll
-            for (int ri = 0; ri < 2; ++ri) {
-                const uint8_t* block = (ri ? row_hi : row_lo) + b * int(sizeof(mxfp4));
-                de[ri] = e8m0_to_fp32_half(*block);
-                detail::mxfp4_decode_word(ptx::load_u32<align>(block + 1 + 4 * t), a[ri], a[ri + 2]);
-            }
-            int c[4] = {0, 0, 0, 0};
-            ptx::mma_s8_m16n8k32(c, a, b0, b1);
-            q8_1_aux x[2];
-            rec::aux_pair(record, lane, x);
-#pragma unroll
-            for (int ri = 0; ri < 2; ++ri)
-#pragma unroll
-                for (int ci = 0; ci < 2; ++ci)
-                    acc[b / 4][ri][ci] = detail::fma_rn(detail::mul_rn(de[ri], x[ci].d),
-                                                        detail::to_float(c[2 * ri + ci]), acc[b / 4][ri][ci]);
-        }
     }
 };
 

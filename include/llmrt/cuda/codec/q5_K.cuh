@@ -1,156 +1,30 @@
 // Q5_K on the device (layout in llmrt/quant/q5_K.hpp): d, dmin at 0, scales[12] at 4, qh[32] at
-// 16, qs[128] at 48. As Q4_K, with the fifth bit of element l of sub-block j in bit j of qh[l].
-//
-// Canonical order: as Q4_K (per 32-block j: sd = fma(dx, sc_j·Σq·qx, sd), sm = fma(m_j, d_sum, sm);
-// after each 4 blocks: acc = fma(d, sd, acc), acc = fma(−dmin, sm, acc)).
+// 16, qs[128] at 48. As Q4_K, with the fifth bit of element l of sub-block j in bit j of qh[l]. The
+// codec and its canonical order are those of codec/scale_min.cuh.
 #pragma once
 
-#include "llmrt/cuda/codec.cuh"
-#include "llmrt/cuda/codec/q4_K.cuh"
+#include "llmrt/cuda/codec/scale_min.cuh"
 #include "llmrt/quant/q5_K.hpp"
 
 namespace llmrt::cuda {
 
-template <>
-struct device_codec<q5_K> {
-    static constexpr int align = 16;
+namespace detail {
 
-    // The 5-bit quants of 4 elements of sub-block j: the nibble at shift 4(j%2) of their qs word
-    // and bit j of their qh word.
+struct q5_K_bits {
+    static constexpr int qs_offset = 48;
+    static constexpr bool has_qh = true;
+    // The nibble at shift 4(j%2) of their qs word and bit j of their qh word.
     __device__ __forceinline__ static uint32_t quants(uint32_t qs, uint32_t qh, int j) {
         return ((qs >> (4 * (j % 2))) & 0x0f0f0f0fu) | (((qh >> j) << 4) & 0x10101010u);
     }
-
-    __device__ static float dot_q8_1(const q5_K& w, const q8_1* x) {
-        float sd = 0.0f, sm = 0.0f;
-        for (int j = 0; j < 8; ++j) {
-            const detail::q8_1_words xq = detail::load_q8_1(x[j]);
-            int sum = 0;
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                const uint32_t q = quants(detail::bytes_to_u32(w.qs + 32 * (j / 2) + 4 * k),
-                                          detail::bytes_to_u32(w.qh + 4 * k), j);
-                sum = __dp4a(int(q), xq.q[k], sum);
-            }
-            const k4_scale_min sm_j = unpack_k4_scale_min(w.scales, j);
-            sd = detail::fma_rn(xq.d, detail::to_float(sm_j.scale * sum), sd);
-            sm = detail::fma_rn(detail::to_float(sm_j.min), detail::mul_rn(xq.d, detail::to_float(xq.sum_lo + xq.sum_hi)), sm);
-        }
-        const float d = __half2float(__ushort_as_half(w.d)), dmin = __half2float(__ushort_as_half(w.dmin));
-        return detail::fma_rn(-dmin, sm, detail::mul_rn(d, sd));
-    }
-
-    template <int NCols>
-    __device__ __forceinline__ static void dot_part(const uint8_t* block, int part, int, const uint8_t* records,
-                                                    float (&acc)[NCols]) {
-        using rec = detail::records<NCols>;
-        const uint32_t dm = ptx::load_u32<align>(block);
-        const float d = ptx::fp16_bits_to_float(dm & 0xffffu), dmin = ptx::fp16_bits_to_float(dm >> 16);
-        uint32_t s[3], scales, mins, q[16], qh[8];
-        ptx::load_words<4>(block + 4, s);
-        detail::k4_scale_min_words(s, part, scales, mins);
-        ptx::load_words<align>(block + 16, qh);
-        ptx::load_words<align>(block + 48 + 64 * part, q);
-        float sd[NCols], sm[NCols];
-#pragma unroll
-        for (int c = 0; c < NCols; ++c) sd[c] = sm[c] = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int j = 4 * part + i;
-            uint32_t v[8];
-#pragma unroll
-            for (int k = 0; k < 8; ++k) v[k] = quants(q[8 * (i / 2) + k], qh[k], j);
-            const int sc = detail::byte_of(scales, i);
-            const float m = detail::to_float(detail::byte_of(mins, i));
-            const uint8_t* record = records + i * rec::bytes;
-#pragma unroll
-            for (int c = 0; c < NCols; ++c) {
-                int x[8];
-                rec::quants(record, c, x);
-                int sum = 0;
-#pragma unroll
-                for (int k = 0; k < 8; ++k) sum = __dp4a(int(v[k]), x[k], sum);
-                const q8_1_aux xa = rec::aux(record, c);
-                sd[c] = detail::fma_rn(xa.d, detail::to_float(sc * sum), sd[c]);
-                sm[c] = detail::fma_rn(m, xa.d_sum, sm[c]);
-            }
-        }
-#pragma unroll
-        for (int c = 0; c < NCols; ++c) {
-            acc[c] = detail::fma_rn(d, sd[c], acc[c]);
-            acc[c] = detail::fma_rn(-dmin, sm[c], acc[c]);
-        }
-    }
-
-    template <int NCols>
-    __device__ __forceinline__ static void mma_step(const uint8_t* row_lo, const uint8_t* row_hi, int,
-                                                    const uint8_t* records, int lane, float (&acc)[2][2][2]) {
-        using rec = detail::records<NCols>;
-        const int t = lane & 3;
-        float d[2], dmin[2];
-        uint32_t s[2][3], qh_a[2], qh_b[2];
-#pragma unroll
-        for (int ri = 0; ri < 2; ++ri) {
-            const uint8_t* block = ri ? row_hi : row_lo;
-            const uint32_t dm = ptx::load_u32<align>(block);
-            d[ri] = ptx::fp16_bits_to_float(dm & 0xffffu);
-            dmin[ri] = ptx::fp16_bits_to_float(dm >> 16);
-            ptx::load_words<4>(block + 4, s[ri]);
-            qh_a[ri] = ptx::load_u32<4>(block + 16 + 4 * t);
-            qh_b[ri] = ptx::load_u32<4>(block + 32 + 4 * t);
-        }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            uint32_t scales[2], mins[2];
-#pragma unroll
-            for (int ri = 0; ri < 2; ++ri) detail::k4_scale_min_words(s[ri], h, scales[ri], mins[ri]);
-            float sd[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}}, sm[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
-            uint32_t wa[2] = {0, 0}, wb[2] = {0, 0};
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const int j = 4 * h + i;
-                if (i % 2 == 0) {
-#pragma unroll
-                    for (int ri = 0; ri < 2; ++ri) {
-                        const uint8_t* block = ri ? row_hi : row_lo;
-                        wa[ri] = ptx::load_u32<4>(block + 48 + 32 * (j / 2) + 4 * t);
-                        wb[ri] = ptx::load_u32<4>(block + 64 + 32 * (j / 2) + 4 * t);
-                    }
-                }
-                const uint8_t* record = records + j * rec::bytes;
-                uint32_t b0, b1;
-                rec::b_fragment(record, lane, b0, b1);
-                uint32_t a[4];
-                int sc[2];
-                float m[2];
-#pragma unroll
-                for (int ri = 0; ri < 2; ++ri) {
-                    a[ri] = quants(wa[ri], qh_a[ri], j);
-                    a[ri + 2] = quants(wb[ri], qh_b[ri], j);
-                    sc[ri] = detail::byte_of(scales[ri], i);
-                    m[ri] = detail::to_float(detail::byte_of(mins[ri], i));
-                }
-                int c[4] = {0, 0, 0, 0};
-                ptx::mma_s8_m16n8k32(c, a, b0, b1);
-                q8_1_aux x[2];
-                rec::aux_pair(record, lane, x);
-#pragma unroll
-                for (int ri = 0; ri < 2; ++ri)
-#pragma unroll
-                    for (int ci = 0; ci < 2; ++ci) {
-                        sd[ri][ci] = detail::fma_rn(x[ci].d, detail::to_float(sc[ri] * c[2 * ri + ci]), sd[ri][ci]);
-                        sm[ri][ci] = detail::fma_rn(m[ri], x[ci].d_sum, sm[ri][ci]);
-                    }
-            }
-#pragma unroll
-            for (int ri = 0; ri < 2; ++ri)
-#pragma unroll
-                for (int ci = 0; ci < 2; ++ci) {
-                    acc[h][ri][ci] = detail::fma_rn(d[ri], sd[ri][ci], acc[h][ri][ci]);
-                    acc[h][ri][ci] = detail::fma_rn(-dmin[ri], sm[ri][ci], acc[h][ri][ci]);
-                }
-        }
-    }
+    // An odd sub-block's 5-bit quants would not fit a byte at bit 4: no scaling.
+    __device__ __forceinline__ static uint32_t quants_scaled(uint32_t qs, uint32_t qh, int j) { return quants(qs, qh, j); }
+    __device__ __forceinline__ static int scale_shift(int) { return 0; }
 };
+
+}  // namespace detail
+
+template <>
+struct device_codec<q5_K> : detail::scale_min_codec<q5_K, detail::q5_K_bits> {};
 
 }  // namespace llmrt::cuda

@@ -1,0 +1,78 @@
+// The mmvq forms shared by the types whose blocks are 32 elements with one scale (Q8_0, MXFP4).
+// Each type names how a block's scale and its 32 values (int8, four to a word) are read (Bits).
+//
+// Canonical order, per 32-block b with I = Σ value·qx:  acc = fma(scale·dx, I, acc).
+#pragma once
+
+#include "llmrt/cuda/codec.cuh"
+
+namespace llmrt::cuda::detail {
+
+// Bits is a type with
+//   static constexpr int align                                     (see codec.cuh)
+//   static float scale(const uint8_t* block)
+//   static void values(const uint8_t* block, uint32_t (&v)[8])     v[j]: elements 4j .. 4j+3
+//   static void a_fragment(const uint8_t* block, int t, uint32_t& lo, uint32_t& hi)
+//                                                                   elements 4t.., and 16+4t..
+template <class Block, class Bits>
+struct block32_codec {
+    static_assert(Block::block_size == 32, "block32_codec: the block must hold 32 elements");
+    static constexpr int align = Bits::align;
+
+    template <int NCols>
+    __device__ __forceinline__ static void dot_part(const uint8_t* step, int part, int nvalid, const uint8_t* records,
+                                                    float (&acc)[NCols]) {
+        using rec = detail::records<NCols>;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            if (i >= nvalid) break;
+            const uint8_t* block = step + (4 * part + i) * int(sizeof(Block));
+            const float dw = Bits::scale(block);
+            uint32_t v[8];
+            Bits::values(block, v);
+            const uint8_t* record = records + i * rec::bytes;
+#pragma unroll
+            for (int c = 0; c < NCols; ++c) {
+                int x[8];
+                rec::quants(record, c, x);
+                int sum = 0;
+#pragma unroll
+                for (int j = 0; j < 8; ++j) sum = __dp4a(int(v[j]), x[j], sum);
+                acc[c] = fma_rn(mul_rn(dw, rec::aux(record, c).d), to_float(sum), acc[c]);
+            }
+        }
+    }
+
+    template <int NCols>
+    __device__ __forceinline__ static void mma_step(const uint8_t* row_lo, const uint8_t* row_hi, int nvalid,
+                                                    const uint8_t* records, int lane, float (&acc)[2][2][2]) {
+        using rec = detail::records<NCols>;
+        const int t = lane & 3;
+#pragma unroll
+        for (int b = 0; b < 8; ++b) {
+            if (b >= nvalid) break;
+            const uint8_t* record = records + b * rec::bytes;
+            uint32_t b0, b1;
+            rec::b_fragment(record, lane, b0, b1);
+            uint32_t a[4];
+            float dw[2];
+#pragma unroll
+            for (int ri = 0; ri < 2; ++ri) {
+                const uint8_t* block = (ri ? row_hi : row_lo) + b * int(sizeof(Block));
+                dw[ri] = Bits::scale(block);
+                Bits::a_fragment(block, t, a[ri], a[ri + 2]);
+            }
+            int c[4] = {0, 0, 0, 0};
+            ptx::mma_s8_m16n8k32(c, a, b0, b1);
+            q8_1_aux x[2];
+            rec::aux_pair(record, lane, x);
+#pragma unroll
+            for (int ri = 0; ri < 2; ++ri)
+#pragma unroll
+                for (int ci = 0; ci < 2; ++ci)
+                    acc[b / 4][ri][ci] = fma_rn(mul_rn(dw[ri], x[ci].d), to_float(c[2 * ri + ci]), acc[b / 4][ri][ci]);
+        }
+    }
+};
+
+}  // namespace llmrt::cuda::detail
