@@ -112,6 +112,46 @@ __device__ __forceinline__ q8_1_words load_q8_1(const q8_1& x) {
     return r;
 }
 
+// The types with 16-element sub-blocks and integer scales (Q3_K, Q6_K) take each quant as
+// u − offset with u >= 0 held times 2^shift: per column and 32-block, with sa, sb the dots of the
+// u over sub-blocks a (elements 0..15) and b (16..31),
+//   I = sc_a·(sa/2^shift − offset·Σ_a qx) + sc_b·(sb/2^shift − offset·Σ_b qx),  sd = fma(dx, I, sd).
+// v: the 8 words of u (4 per sub-block), record: the 32-block's activation record.
+template <int NCols>
+__device__ __forceinline__ void accumulate_sub16(const uint32_t (&v)[8], int sc_a, int sc_b, int shift, int offset,
+                                                 const uint8_t* record, float (&sd)[NCols]) {
+    using rec = records<NCols>;
+#pragma unroll
+    for (int c = 0; c < NCols; ++c) {
+        int x[8];
+        rec::quants(record, c, x);
+        int sa = 0, sb = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            sa = ptx::dp4a_u8s8(v[k], x[k], sa);
+            sb = ptx::dp4a_u8s8(v[4 + k], x[4 + k], sb);
+        }
+        const q8_1_aux xa = rec::aux(record, c);
+        const int I = sc_a * ((sa >> shift) - offset * xa.sum_lo) + sc_b * ((sb >> shift) - offset * xa.sum_hi);
+        sd[c] = fma_rn(xa.d, to_float(I), sd[c]);
+    }
+}
+
+// The same for the tensor-core form: ca, cb the k16 mma results of sub-blocks a and b (rows lo/hi
+// × the lane's column pair), u not scaled.
+__device__ __forceinline__ void accumulate_sub16_mma(const int (&ca)[4], const int (&cb)[4], const int (&sc_a)[2],
+                                                     const int (&sc_b)[2], int offset, const q8_1_aux (&x)[2],
+                                                     float (&sd)[2][2]) {
+#pragma unroll
+    for (int ri = 0; ri < 2; ++ri)
+#pragma unroll
+        for (int ci = 0; ci < 2; ++ci) {
+            const int I = sc_a[ri] * (ca[2 * ri + ci] - offset * x[ci].sum_lo) +
+                          sc_b[ri] * (cb[2 * ri + ci] - offset * x[ci].sum_hi);
+            sd[ri][ci] = fma_rn(x[ci].d, to_float(I), sd[ri][ci]);
+        }
+}
+
 }  // namespace detail
 
 // Σ w·x over one weight block and the block_size/32 Q8_1 blocks x[0..] that hold its activations

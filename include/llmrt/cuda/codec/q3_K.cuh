@@ -86,21 +86,7 @@ struct device_codec<q3_K> {
             }
             int sc_a, sc_b;
             block_scales(scales, i, sc_a, sc_b);
-            const uint8_t* record = records + i * rec::bytes;
-#pragma unroll
-            for (int c = 0; c < NCols; ++c) {
-                int x[8];
-                rec::quants(record, c, x);
-                int sa = 0, sb = 0;
-#pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    sa = ptx::dp4a_u8s8(v[j], x[j], sa);
-                    sb = ptx::dp4a_u8s8(v[4 + j], x[4 + j], sb);
-                }
-                const q8_1_aux xa = rec::aux(record, c);
-                const int I = sc_a * ((sa >> (2 * e)) - 4 * xa.sum_lo) + sc_b * ((sb >> (2 * e)) - 4 * xa.sum_hi);
-                sd[c] = detail::fma_rn(xa.d, detail::to_float(I), sd[c]);
-            }
+            detail::accumulate_sub16<NCols>(v, sc_a, sc_b, 2 * e, 4, records + i * rec::bytes, sd);
         }
 #pragma unroll
         for (int c = 0; c < NCols; ++c) acc[c] = detail::fma_rn(d, sd[c], acc[c]);
@@ -152,13 +138,7 @@ struct device_codec<q3_K> {
                 ptx::mma_s8_m16n8k16(cb, vb[0], vb[1], b1);
                 q8_1_aux x[2];
                 rec::aux_pair(record, lane, x);
-#pragma unroll
-                for (int ri = 0; ri < 2; ++ri)
-#pragma unroll
-                    for (int ci = 0; ci < 2; ++ci) {
-                        const int I = sc_a[ri] * ca[2 * ri + ci] + sc_b[ri] * cb[2 * ri + ci];
-                        sd[ri][ci] = detail::fma_rn(x[ci].d, detail::to_float(I), sd[ri][ci]);
-                    }
+                detail::accumulate_sub16_mma(ca, cb, sc_a, sc_b, 0, x, sd);  // signed quants: no offset
             }
 #pragma unroll
             for (int ri = 0; ri < 2; ++ri)

@@ -60,21 +60,7 @@ struct device_codec<q6_K> {
 #pragma unroll
             for (int k = 0; k < 8; ++k) v[k] = values(ql[8 * (i & 1) + k], qh[k], i);
             const int sc_a = scale_byte(scales[i >> 1], 2 * (i & 1)), sc_b = scale_byte(scales[i >> 1], 2 * (i & 1) + 1);
-            const uint8_t* record = records + i * rec::bytes;
-#pragma unroll
-            for (int c = 0; c < NCols; ++c) {
-                int x[8];
-                rec::quants(record, c, x);
-                int sa = 0, sb = 0;
-#pragma unroll
-                for (int k = 0; k < 4; ++k) {
-                    sa = __dp4a(int(v[k]), x[k], sa);
-                    sb = __dp4a(int(v[4 + k]), x[4 + k], sb);
-                }
-                const q8_1_aux xa = rec::aux(record, c);
-                const int I = sc_a * (sa - 32 * xa.sum_lo) + sc_b * (sb - 32 * xa.sum_hi);
-                sd[c] = detail::fma_rn(xa.d, detail::to_float(I), sd[c]);
-            }
+            detail::accumulate_sub16<NCols>(v, sc_a, sc_b, 0, 32, records + i * rec::bytes, sd);
         }
 #pragma unroll
         for (int c = 0; c < NCols; ++c) acc[c] = detail::fma_rn(d, sd[c], acc[c]);
@@ -120,14 +106,7 @@ struct device_codec<q6_K> {
                 ptx::mma_s8_m16n8k16(cb, vb[0], vb[1], b1);
                 q8_1_aux x[2];
                 rec::aux_pair(record, lane, x);
-#pragma unroll
-                for (int ri = 0; ri < 2; ++ri)
-#pragma unroll
-                    for (int ci = 0; ci < 2; ++ci) {
-                        const int I = sc_a[ri] * (ca[2 * ri + ci] - 32 * x[ci].sum_lo) +
-                                      sc_b[ri] * (cb[2 * ri + ci] - 32 * x[ci].sum_hi);
-                        sd[ri][ci] = detail::fma_rn(x[ci].d, detail::to_float(I), sd[ri][ci]);
-                    }
+                detail::accumulate_sub16_mma(ca, cb, sc_a, sc_b, 32, x, sd);
             }
 #pragma unroll
             for (int ri = 0; ri < 2; ++ri)
