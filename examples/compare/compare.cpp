@@ -4,7 +4,8 @@
 //   llmrt-compare [MODEL.gguf] [--a NAME] [--b NAME] [--prompt IDS] [--threshold X] [--type T]
 //
 // --a is the reference (default cpu: Q8_1-rounded activations, what the GPU kernels compute), --b
-// the one under test (default cpu:f32: float activations; with CUDA or Vulkan built, those). With
+// the one under test (default: the best backend present, CUDA then a GPU Vulkan device, else
+// cpu:f32, float activations). With
 // no model, a small random llama is made in memory (--type picks its weights, q4_K by default).
 // Both run the prompt as one batch on graphs planned without memory reuse, so every node's result
 // is still there to read; the table lists nodes in execution order.
@@ -23,7 +24,7 @@
 namespace {
 
 struct arguments {
-    std::string model_path, a = "cpu", b = "cpu:f32";
+    std::string model_path, a = "cpu", b;  // b empty: the best backend present
     std::vector<int32_t> prompt{1, 259, 260, 261, 300, 17};
     double threshold = 1e-3;
     llmrt::qtype type = llmrt::qtype::q4_K;
@@ -50,11 +51,16 @@ arguments parse(int argc, char** argv) {
                 at = comma + 1;
             }
         } else if (o == "-h" || o == "--help") {
-            std::puts("usage: llmrt-compare [MODEL.gguf] [--a NAME] [--b NAME] [--prompt IDS] [--threshold X] [--type T]\n"
-                      "backends: cpu (q8_1 activations), cpu:f32, cpu:ggml");
+            std::printf("usage: llmrt-compare [MODEL.gguf] [--a NAME] [--b NAME] [--prompt IDS] [--threshold X] [--type T]\n"
+                      "backends in this build: %s (cpu variants: cpu:q8_1, cpu:f32, cpu:ggml)\n",
+                      llmrt_examples::joined(llmrt_examples::backends_by_preference()).c_str());
             std::exit(0);
         } else if (o[0] != '-' && a.model_path.empty()) a.model_path = o;
         else throw llmrt::error(llmrt::errc::invalid_argument, "unknown argument '" + o + "' (see --help)");
+    }
+    if (a.b.empty()) {
+        const std::string best = llmrt_examples::backends_by_preference().front();
+        a.b = best == "cpu" ? "cpu:f32" : best;
     }
     return a;
 }
