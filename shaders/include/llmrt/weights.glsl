@@ -8,6 +8,12 @@
 uint llmrt_w32(uint byte_offset);
 // The 16 bytes at byte_offset, as four little-endian words.
 uvec4 llmrt_w128(uint byte_offset);
+// The 128 bits that start bit_shift (0..8) bits past byte byte_offset, as four words: each word
+// one funnel shift of two aligned words (it reads the word after the last byte too).
+uvec4 llmrt_w128_bits(uint byte_offset, uint bit_shift);
+
+// Bits shift .. shift + 31 (shift 0..32) of the 64 bits hi:lo: one funnel shift.
+uint llmrt_funnel(uint lo, uint hi, uint shift) { return uint(packUint2x32(uvec2(lo, hi)) >> shift); }
 
 // Byte i (0..3) of w.
 uint llmrt_byte(uint w, uint i) { return bitfieldExtract(w, int(8u * i), 8); }

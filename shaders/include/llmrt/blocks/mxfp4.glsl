@@ -43,8 +43,8 @@ struct weight_slice {
 uvec4 mxfp4_magnitudes(uvec4 codes) {
     const uvec4 l = codes & 0x33333333u;
     const uvec4 h = (codes >> 2u) & 0x11111111u;
-    const uvec4 l_is_3 = l & (l >> 1u) & 0x11111111u;
-    return l + ((h * 0xfu) & (l + 0x44444444u + (l_is_3 << 1u)));
+    const uvec4 l_is_3_twice = (l << 1u) & l & 0x22222222u;  // 2·[l = 3]
+    return l + ((h * 0xfu) & (l + 0x44444444u + l_is_3_twice));
 }
 
 // 0xf in each nibble whose code is negative.
@@ -55,7 +55,8 @@ weight_slice load_weight_slice(uint at, uint slice) {
     const uint e = llmrt_w32(at + MXFP4_OFFSET_E) & 0xffu;
     // 2^(e−128): a normal float for e >= 2, the subnormals 2^-127 and 2^-128 below.
     w.scale = uintBitsToFloat(e >= 2u ? (e - 1u) << 23u : 0x00200000u << e);
-    const uvec4 qs = llmrt_w128(at + MXFP4_OFFSET_QS);
+    // The codes as 128 bits 8 bits past e: the same five words as e's (one funnel shift each).
+    const uvec4 qs = llmrt_w128_bits(at + MXFP4_OFFSET_E, 8u);
     const uvec4 magnitude = mxfp4_magnitudes(qs), negative = magnitude & mxfp4_sign_masks(qs);
     w.magnitude_low = magnitude & 0x0f0f0f0fu;
     w.magnitude_high = (magnitude >> 4u) & 0x0f0f0f0fu;

@@ -44,21 +44,27 @@ struct weight_slice {
 weight_slice load_weight_slice(uint at, uint slice) {
     const uint n = slice >> 1u, h = slice & 1u;
     const uvec4 qs = llmrt_w128(at + Q3_K_OFFSET_QS + 32u * n + 16u * h);
-    const uvec4 hm = llmrt_w128(at + Q3_K_OFFSET_HMASK + 16u * h) >> (4u * n);
-    // Sub-block 8n + 2i + h: low nibble from byte 2i + h (n = 0: low half, n = 1: high half),
-    // high bits from byte 8 + 2(i % 2) + h at bit 4n + 2(i / 2); gathered as [i0, i2, i1, i3].
-    const uint low = (llmrt_gather_alternate_bytes(llmrt_w32(at + Q3_K_OFFSET_SCALES),
-                                                   llmrt_w32(at + Q3_K_OFFSET_SCALES + 4u), h) >> (4u * n)) & 0x0f0f0f0fu;
-    const uint x = llmrt_w32(at + Q3_K_OFFSET_SCALES + 8u) >> (8u * h + 4u * n);
-    const uint high = (x & 0x00030003u) | (((x >> 2u) & 0x00030003u) << 8u);
-    const uint sc = low | (high << 4u);
+    // hmask bytes 16h .. 16h + 15 from bit 4n on: bit i of each byte is group i's high bit (bits
+    // 4..7 hold the next byte's bits; no mask below keeps them).
+    const uvec4 hm = llmrt_w128_bits(at + Q3_K_OFFSET_HMASK + 16u * h, 4u * n);
+    // scales[0..11] and d in one read (the two bytes past the block are not used; Q3_K blocks
+    // are never read in place, so they are the tile's).
+    const uvec4 sd = llmrt_w128(at + Q3_K_OFFSET_SCALES);
+    // Sub-block 8n + 2i + h: low nibble n of scale byte 2i + h, high two bits at bits 4n + 2(i/2)
+    // of byte 8 + 2(i % 2) + h. One shift by 8h + 4n brings all of them down: the low nibbles to
+    // bits 0 (i even) and 16 (i odd) of lo01 (i < 2) and lo23, the high bits to bits 0, 16
+    // (i < 2) and 2, 18 (i >= 2) of hi.
+    const uint shift = 8u * h + 4u * n;
+    const uint lo01 = sd.x >> shift, lo23 = sd.y >> shift, hi = sd.z >> shift;
+    const uint sc01 = (lo01 & 0x000f000fu) | ((hi << 4u) & 0x00300030u);
+    const uint sc23 = (lo23 & 0x000f000fu) | ((hi << 2u) & 0x00300030u);
     weight_slice w;
     w.v0 = (qs & 0x03030303u) | ((hm << 2u) & 0x04040404u);
     w.v1 = ((qs >> 2u) & 0x03030303u) | ((hm << 1u) & 0x04040404u);
     w.v2 = ((qs >> 4u) & 0x03030303u) | (hm & 0x04040404u);
     w.v3 = ((qs >> 6u) & 0x03030303u) | ((hm >> 1u) & 0x04040404u);
-    w.scale = ivec4(sc & 0xffu, (sc >> 16u) & 0xffu, (sc >> 8u) & 0xffu, sc >> 24u) - 32;  // i = 0..3
-    w.d = unpackHalf2x16(llmrt_w32(at + Q3_K_OFFSET_D)).x;
+    w.scale = ivec4(sc01 & 0xffffu, sc01 >> 16u, sc23 & 0xffffu, sc23 >> 16u) - 32;  // i = 0..3
+    w.d = unpackHalf2x16(sd.w).x;
     return w;
 }
 

@@ -46,9 +46,10 @@ weight_slice load_weight_slice(uint at, uint slice) {
     const uvec4 ql0 = llmrt_w128(at + Q6_K_OFFSET_QL + 64u * c + 16u * h);        // t = 0 (low), 2 (high)
     const uvec4 ql1 = llmrt_w128(at + Q6_K_OFFSET_QL + 64u * c + 32u + 16u * h);  // t = 1 (low), 3 (high)
     const uvec4 qh = llmrt_w128(at + Q6_K_OFFSET_QH + 32u * c + 16u * h);
-    // Scale bytes 8c + h + 2t (t = 0..3), gathered as [t0, t2, t1, t3].
-    const uint sc = llmrt_gather_alternate_bytes(llmrt_w32(at + Q6_K_OFFSET_SCALES + 8u * c),
-                                                 llmrt_w32(at + Q6_K_OFFSET_SCALES + 8u * c + 4u), h);
+    // Scale bytes 8c + h + 2t (t = 0..3), gathered as [t0, t2, t1, t3] (one read: the upper
+    // two words are not used).
+    const uvec4 scale_words = llmrt_w128(at + Q6_K_OFFSET_SCALES + 8u * c);
+    const uint sc = llmrt_gather_alternate_bytes(scale_words.x, scale_words.y, h);
     weight_slice w;
     w.v0 = (ql0 & 0x0f0f0f0fu) | ((qh << 4u) & 0x30303030u);
     w.v1 = (ql1 & 0x0f0f0f0fu) | ((qh << 2u) & 0x30303030u);
