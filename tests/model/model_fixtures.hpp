@@ -2,13 +2,41 @@
 #pragma once
 
 #include <cmath>
+#include <cstring>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include <llmrt/cpu/backend.hpp>
 #include <llmrt/model/model.hpp>
 
 namespace llmrt::test {
+
+// The prompt the model tests feed (ids below every test vocabulary).
+inline const std::vector<int32_t> model_prompt{1, 17, 260, 300, 5, 42, 259, 318, 77, 2, 199};
+
+// Positions from, from + 1, ..., n of them.
+inline std::vector<int32_t> iota_positions(int32_t from, std::size_t n) {
+    std::vector<int32_t> p(n);
+    for (std::size_t i = 0; i < n; ++i) p[i] = from + int32_t(i);
+    return p;
+}
+
+// Logits of `tokens` fed one at a time from the model's current cache length.
+template <class Model>
+std::vector<float> one_by_one(Model& m, const std::vector<int32_t>& tokens) {
+    std::vector<float> all;
+    for (int32_t t : tokens) {
+        const int32_t p = m.cache_length();
+        const auto l = m.forward(std::span<const int32_t>(&t, 1), std::span<const int32_t>(&p, 1));
+        all.insert(all.end(), l.begin(), l.end());
+    }
+    return all;
+}
+
+inline bool same_bits(std::span<const float> a, std::span<const float> b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
 
 // q8_0 and f16 fit n_embd 64; k-quants need every k (n_embd, n_ff) a multiple of 256.
 inline model::llama_shape small_shape(qtype t) {

@@ -17,28 +17,11 @@ static_assert(sample::causal_model<cpu_model>, "llama_model must satisfy the sam
 
 namespace {
 
-const std::vector<int32_t> prompt{1, 17, 260, 300, 5, 42, 259, 318, 77, 2, 199};
+const std::vector<int32_t>& prompt = test::model_prompt;
+using test::iota_positions;
+using test::same_bits;
+using test::one_by_one;
 
-std::vector<int32_t> iota_positions(int32_t from, std::size_t n) {
-    std::vector<int32_t> p(n);
-    for (std::size_t i = 0; i < n; ++i) p[i] = from + int32_t(i);
-    return p;
-}
-
-// Logits of `tokens` fed one at a time from the model's current cache length.
-std::vector<float> one_by_one(cpu_model& m, const std::vector<int32_t>& tokens) {
-    std::vector<float> all;
-    for (int32_t t : tokens) {
-        const int32_t p = m.cache_length();
-        const auto l = m.forward(std::span<const int32_t>(&t, 1), std::span<const int32_t>(&p, 1));
-        all.insert(all.end(), l.begin(), l.end());
-    }
-    return all;
-}
-
-bool same_bits(std::span<const float> a, std::span<const float> b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
-}
 
 }  // namespace
 

@@ -35,17 +35,10 @@ constexpr double mmvq_nmse_bound = 5e-4;
         }                                                                            \
     } while (0)
 
-const std::vector<int32_t> prompt{1, 17, 260, 300, 5, 42, 259, 318, 77, 2, 199};
+const std::vector<int32_t>& prompt = test::model_prompt;
+using test::iota_positions;
+using test::same_bits;
 
-std::vector<int32_t> iota_positions(int32_t from, std::size_t n) {
-    std::vector<int32_t> p(n);
-    for (std::size_t i = 0; i < n; ++i) p[i] = from + int32_t(i);
-    return p;
-}
-
-bool same_bits(std::span<const float> a, std::span<const float> b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
-}
 
 double nmse(std::span<const float> out, std::span<const float> ref) {
     double num = 0.0, den = 0.0;
