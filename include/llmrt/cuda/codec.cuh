@@ -112,6 +112,17 @@ __device__ __forceinline__ q8_1_words load_q8_1(const q8_1& x) {
     return r;
 }
 
+// The dots of 8 words of unsigned quants v with 8 words of activations x, over a 32-block's
+// 16-element sub-blocks a (words 0..3) and b (words 4..7).
+__device__ __forceinline__ void sub16_dots(const uint32_t (&v)[8], const int (&x)[8], int& sa, int& sb) {
+    sa = sb = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        sa = ptx::dp4a_u8s8(v[k], x[k], sa);
+        sb = ptx::dp4a_u8s8(v[4 + k], x[4 + k], sb);
+    }
+}
+
 // The types with 16-element sub-blocks and integer scales (Q3_K, Q6_K) take each quant as
 // u − offset with u >= 0 held times 2^shift: per column and 32-block, with sa, sb the dots of the
 // u over sub-blocks a (elements 0..15) and b (16..31),
@@ -125,12 +136,8 @@ __device__ __forceinline__ void accumulate_sub16(const uint32_t (&v)[8], int sc_
     for (int c = 0; c < NCols; ++c) {
         int x[8];
         rec::quants(record, c, x);
-        int sa = 0, sb = 0;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            sa = ptx::dp4a_u8s8(v[k], x[k], sa);
-            sb = ptx::dp4a_u8s8(v[4 + k], x[4 + k], sb);
-        }
+        int sa, sb;
+        sub16_dots(v, x, sa, sb);
         const q8_1_aux xa = rec::aux(record, c);
         const int I = sc_a * ((sa >> shift) - offset * xa.sum_lo) + sc_b * ((sb >> shift) - offset * xa.sum_hi);
         sd[c] = fma_rn(xa.d, to_float(I), sd[c]);

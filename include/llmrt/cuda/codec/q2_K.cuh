@@ -69,12 +69,8 @@ struct device_codec<q2_K> {
             for (int c = 0; c < NCols; ++c) {
                 int x[8];
                 rec::quants(record, c, x);
-                int sa = 0, sb = 0;
-#pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    sa = ptx::dp4a_u8s8(v[j], x[j], sa);
-                    sb = ptx::dp4a_u8s8(v[4 + j], x[4 + j], sb);
-                }
+                int sa, sb;
+                detail::sub16_dots(v, x, sa, sb);
                 const q8_1_aux xa = rec::aux(record, c);
                 const int I = (sc_a * sa + sc_b * sb) >> (2 * i);
                 const int M = m_a * xa.sum_lo + m_b * xa.sum_hi;
