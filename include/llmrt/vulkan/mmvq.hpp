@@ -94,8 +94,10 @@ namespace detail {
 // (driver 580; bench/RESULTS.md has the numbers) by the steady-state time of dependent dispatches
 // (a barrier between consecutive ones) on 14336×4096, 4096×14336 and 128256×4096: blocks of a
 // multiple of 4 bytes read in place (q4_K two slices ahead at one column), the others staged
-// through shared memory; q4_K and q5_K split k over two subgroups, q6_K over four where rows are
-// longer than the matrix is tall.
+// through shared memory; q4_K and q5_K split k over two subgroups, q6_K over two where
+// rows are longer than the matrix is tall. q6_K and mxfp4 re-picked after the cheaper
+// staged reads and unpacking of 03e528b (two rows per team at one column; q6_K in work-groups of
+// two subgroups); q2_K and q3_K keep theirs.
 struct tuned_shape {
     qtype type;
     uint32_t workgroup_size, k_split, long_row_k_split, slices_per_lane;
@@ -109,8 +111,8 @@ inline constexpr tuned_shape nvidia_shapes[] = {
     {qtype::q3_K, 64, 1, 0, 1, true, {2, 2, 2, 4, 4, 4, 4, 4}},
     {qtype::q4_K, 128, 2, 0, 1, false, {1, 1, 1, 2, 2, 2, 2, 2}, {2, 1, 1, 1, 1, 1, 1, 1}},
     {qtype::q5_K, 128, 2, 0, 1, false, {1, 2, 2, 2, 2, 2, 2, 2}},
-    {qtype::q6_K, 128, 1, 4, 1, true, {1, 2, 2, 2, 2, 2, 2, 2}},
-    {qtype::mxfp4, 128, 1, 0, 2, true, {1, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::q6_K, 64, 1, 2, 1, true, {2, 2, 2, 4, 4, 4, 4, 2}},
+    {qtype::mxfp4, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
 };
 
 }  // namespace detail
