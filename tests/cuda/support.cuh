@@ -116,12 +116,14 @@ std::vector<uint8_t> random_blocks(int64_t count, uint64_t seed) {
 }
 
 // The block sizes k takes in the tests: multiples of the block size that are not multiples of
-// the 256-element step (for 32-element types) or of a warp's share of it.
+// the 256-element substep (for 32-element types), of mmvq's k-split unit (1, 2 or 4 substeps) or
+// of a warp's share of it.
 template <class B>
 std::vector<int64_t> test_ks() {
-    // The last k has 17 steps of 256: enough for mmvq's largest k-split (8 warps), unevenly shared.
+    // The last k has 17 substeps: 9 units of 2 (MXFP4), enough for the largest k-split (8 warps),
+    // unevenly shared. For 256-element types, 33 substeps: 9 units of 4 (Q2_K, Q3_K), the same.
     if constexpr (B::block_size == 32) return {32, 32 * 11, 256 * 3, 256 * 4 + 32 * 5, 256 * 16 + 32 * 3};
-    else return {256, 256 * 3, 256 * 5, 256 * 17};
+    else return {256, 256 * 3, 256 * 5, 256 * 17, 256 * 33};
 }
 inline const std::vector<int64_t>& test_rows() {
     static const std::vector<int64_t> rows = {1, 7, 33, 257};

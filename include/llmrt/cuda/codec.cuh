@@ -13,14 +13,14 @@
 //                                               launchers check it): gcd(sizeof(B), 16)
 //   dot_q8_1(const B&, const q8_1*)             the block dot above
 //   dot_part<NCols>(step, part, nvalid, records, acc)
-//       the dp4a form: one lane, one row, one half ("part") of a 256-element step
+//       the dp4a form: one lane, one row, one half ("part") of a 256-element substep
 //   mma_step<NCols>(row_lo, row_hi, nvalid, records, lane, acc)
-//       the tensor-core form: one warp, 16 rows, a whole step
+//       the tensor-core form: one warp, 16 rows, a whole 256-element substep
 //
 // Both mmvq forms compute the same integers (exact) and then the same float operations in the
 // same order, spelled with the _rn intrinsics so no contraction differs: that is what makes a
 // column's result independent of how many columns share a launch. The "canonical order" for
-// one (row, column): per 256-element step, 32-blocks 0..3 go to accumulator 0 and 4..7 to
+// one (row, column): per 256-element substep, 32-blocks 0..3 go to accumulator 0 and 4..7 to
 // accumulator 1; each type's comment says what it adds per 32-block and per step.
 #pragma once
 
