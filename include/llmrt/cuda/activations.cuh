@@ -182,9 +182,13 @@ struct launch_options {
 };
 
 namespace detail {
-template <class Kernel, class... Args>
-void launch(Kernel kernel, dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream, const launch_options& options,
-            Args... args) {
+
+// kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent launch when
+// options.programmatic_dependent_launch; a failure raises llmrt::error naming `op`. The one
+// launcher of llmrt's CUDA kernels (mmvq, the activation quantizer, the graph executor's ops).
+template <class... Params, class... Args>
+void launch(const char* op, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
+            const launch_options& options, Args... args) {
     cudaLaunchConfig_t config = {};
     config.gridDim = grid;
     config.blockDim = block;
@@ -197,8 +201,14 @@ void launch(Kernel kernel, dim3 grid, dim3 block, std::size_t smem, cudaStream_t
         config.attrs = attribute;
         config.numAttrs = 1;
     }
-    LLMRT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+    const cudaError_t status = cudaLaunchKernelEx(&config, kernel, Params(args)...);
+    if (status != cudaSuccess) {
+        cudaGetLastError();
+        throw error(errc::device_error, std::string(op) + ": kernel launch failed: " + cudaGetErrorName(status) + ": " +
+                                            cudaGetErrorString(status));
+    }
 }
+
 }  // namespace detail
 
 // Quantizes x (ncols columns of k floats, k a multiple of 32, in batch2 × batch3 batches) into
@@ -237,7 +247,7 @@ inline void quantize_activations(input_columns x, void* scratch, std::size_t scr
     p.nblocks = int32_t(nblocks);
     p.ncols = int32_t(x.ncols);
     p.batch2 = int32_t(x.batch2);
-    detail::launch(detail::quantize_activations_kernel<detail::quantize_warps_per_block>,
+    detail::launch("cuda::quantize_activations", detail::quantize_activations_kernel<detail::quantize_warps_per_block>,
                    dim3(unsigned(grid), unsigned(x.batch2), unsigned(x.batch3)),
                    dim3(32 * detail::quantize_warps_per_block), 0, stream, options, p);
 }

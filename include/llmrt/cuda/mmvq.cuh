@@ -567,7 +567,7 @@ void launch_mmvq_kernel(mmvq_params p, const CUtensorMap& map, dim3 grid, int sp
             configured_devices.fetch_or(bit);
         }
     }
-    launch(mmvq_kernel<B, NCols, MaxSplit>, grid, dim3(32, unsigned(split)), smem, stream, options, p, map);
+    launch("cuda::mmvq", mmvq_kernel<B, NCols, MaxSplit>, grid, dim3(32, unsigned(split)), smem, stream, options, p, map);
 }
 
 // The launch with the narrowest kernel that holds `split` warps per CTA.

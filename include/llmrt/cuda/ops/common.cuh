@@ -1,8 +1,8 @@
-// Shared pieces of the graph executor's CUDA ops (include/llmrt/cuda/ops/*.cuh): the launch (with
-// programmatic dependent launch when asked: every op kernel begins with enter_kernel(), so it may
-// start while the kernel before it drains), the launch check that turns a failure into
-// llmrt::error, grid sizing, and the fixed-order block reductions that keep every op
-// deterministic (the same tree on every run, no atomics).
+// Shared pieces of the graph executor's CUDA ops (include/llmrt/cuda/ops/*.cuh): the launch
+// (llmrt::cuda::detail::launch, with programmatic dependent launch when asked: every op kernel
+// begins with enter_kernel(), so it may start while the kernel before it drains), grid sizing, and
+// the fixed-order block reductions that keep every op deterministic (the same tree on every run,
+// no atomics).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,30 +28,8 @@ __device__ __forceinline__ void enter_kernel() {
     ptx::allow_dependent_grids();
 }
 
-// kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent launch when
-// options.programmatic_dependent_launch; a failure raises llmrt::error naming `op`.
-template <class... Params, class... Args>
-void launch(const char* op, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
-            const launch_options& options, Args... args) {
-    cudaLaunchConfig_t config = {};
-    config.gridDim = grid;
-    config.blockDim = block;
-    config.dynamicSmemBytes = smem;
-    config.stream = stream;
-    cudaLaunchAttribute attribute[1];
-    if (options.programmatic_dependent_launch) {
-        attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attribute[0].val.programmaticStreamSerializationAllowed = 1;
-        config.attrs = attribute;
-        config.numAttrs = 1;
-    }
-    const cudaError_t status = cudaLaunchKernelEx(&config, kernel, Params(args)...);
-    if (status != cudaSuccess) {
-        cudaGetLastError();
-        throw error(errc::device_error, std::string(op) + ": kernel launch failed: " + cudaGetErrorName(status) + ": " +
-                                            cudaGetErrorString(status));
-    }
-}
+// The launch: llmrt::cuda::detail::launch (activations.cuh), which names `op` on failure.
+using llmrt::cuda::detail::launch;
 
 // Grid x of ceil(n / per_block) blocks, refused beyond CUDA's limit.
 inline unsigned blocks_for(int64_t n, int64_t per_block, const char* op) {
