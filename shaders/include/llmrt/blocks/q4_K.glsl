@@ -12,10 +12,7 @@
 #ifndef LLMRT_BLOCK_Q4_K_GLSL
 #define LLMRT_BLOCK_Q4_K_GLSL
 
-#include "llmrt/activation_slices.glsl"
 #include "llmrt/blocks/k4_scales.glsl"
-#include "llmrt/int_dot.glsl"
-#include "llmrt/weights.glsl"
 
 #define Q4_K_OFFSET_D 0
 #define Q4_K_OFFSET_DMIN 2
@@ -32,39 +29,15 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer blo
 #define LLMRT_BLOCK block_q4_K
 
 const uint BLOCK_BYTES = Q4_K_BYTES;
-const uint BLOCK_VALUES = 256u;
-const uint SLICE_VALUES = 32u;
-
-struct weight_slice {
-    uvec4 q[2];  // values of sub-block 2c (q[0]) and 2c + 1 (q[1]), one per byte
-    vec2 scale;  // d·sc of the two sub-blocks
-    vec2 min;    // dmin·m of the two sub-blocks
-};
-#define activation_slice llmrt_act_2x16
 
 weight_slice load_weight_slice(uint at, uint slice) {
     const uint c = slice >> 1u, h = slice & 1u;
-    const vec2 dm = unpackHalf2x16(llmrt_w32(at + Q4_K_OFFSET_D));
-    const uvec3 s = uvec3(llmrt_w32(at + Q4_K_OFFSET_SCALES), llmrt_w32(at + Q4_K_OFFSET_SCALES + 4u),
-                          llmrt_w32(at + Q4_K_OFFSET_SCALES + 8u));
-    const uvec2 sm = k4_scale_min_pair(s, c);
     const uvec4 qs = llmrt_w128(at + Q4_K_OFFSET_QS + 32u * c + 16u * h);
     weight_slice w;
     w.q[0] = qs & 0x0f0f0f0fu;
     w.q[1] = (qs >> 4u) & 0x0f0f0f0fu;
-    w.scale = dm.x * vec2(float(sm.x & 0xffu), float(sm.x >> 8u));
-    w.min = dm.y * vec2(float(sm.y & 0xffu), float(sm.y >> 8u));
+    k4_slice_scales(w, at, c);
     return w;
-}
-
-activation_slice load_activation_slice(llmrt_q8_1_column col, uint block_pos, uint slice) {
-    return llmrt_load_act_2x16(col, block_pos + 64u * (slice >> 1u) + 16u * (slice & 1u));
-}
-
-float slice_dot(weight_slice w, activation_slice a) {
-    const vec2 dots = vec2(float(llmrt_dot16(w.q[0], a.q0)), float(llmrt_dot16(w.q[1], a.q1)));
-    const vec2 parts = a.d * (w.scale * dots - w.min * vec2(a.sum));
-    return parts.x + parts.y;
 }
 
 #endif
