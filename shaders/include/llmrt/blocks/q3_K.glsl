@@ -12,9 +12,7 @@
 #ifndef LLMRT_BLOCK_Q3_K_GLSL
 #define LLMRT_BLOCK_Q3_K_GLSL
 
-#include "llmrt/activation_slices.glsl"
-#include "llmrt/int_dot.glsl"
-#include "llmrt/weights.glsl"
+#include "llmrt/blocks/sub16_slices.glsl"
 
 #define Q3_K_OFFSET_HMASK 0
 #define Q3_K_OFFSET_QS 32
@@ -31,15 +29,6 @@ layout(buffer_reference, std430, buffer_reference_align = 2) readonly buffer blo
 #define LLMRT_BLOCK block_q3_K
 
 const uint BLOCK_BYTES = Q3_K_BYTES;
-const uint BLOCK_VALUES = 256u;
-const uint SLICE_VALUES = 64u;
-
-struct weight_slice {
-    uvec4 v0, v1, v2, v3;  // q + 4 of group i, one per byte
-    ivec4 scale;           // sc − 32
-    float d;
-};
-#define activation_slice llmrt_act_4x16
 
 weight_slice load_weight_slice(uint at, uint slice) {
     const uint n = slice >> 1u, h = slice & 1u;
@@ -68,15 +57,6 @@ weight_slice load_weight_slice(uint at, uint slice) {
     return w;
 }
 
-activation_slice load_activation_slice(llmrt_q8_1_column col, uint block_pos, uint slice) {
-    return llmrt_load_act_4x16(col, block_pos + 128u * (slice >> 1u) + 16u * (slice & 1u));
-}
-
-float slice_dot(weight_slice w, activation_slice a) {
-    const ivec4 dots = ivec4(llmrt_dot16(w.v0, a.q0), llmrt_dot16(w.v1, a.q1), llmrt_dot16(w.v2, a.q2),
-                             llmrt_dot16(w.v3, a.q3));
-    const vec4 parts = a.d * vec4(w.scale * (dots - 4 * a.sum));
-    return w.d * ((parts.x + parts.y) + (parts.z + parts.w));
-}
+float slice_dot(weight_slice w, activation_slice a) { return sub16_slice_dot(w, a, 4); }
 
 #endif
