@@ -32,11 +32,11 @@ const uint BLOCK_BYTES = Q4_K_BYTES;
 
 weight_slice load_weight_slice(uint at, uint slice) {
     const uint c = slice >> 1u, h = slice & 1u;
-    const uvec4 qs = llmrt_w128(at + Q4_K_OFFSET_QS + 32u * c + 16u * h);
     weight_slice w;
+    k4_slice_scales(w, at, c);  // first, as the block's first words: the loads issue in address order
+    const uvec4 qs = llmrt_w128(at + Q4_K_OFFSET_QS + 32u * c + 16u * h);
     w.q[0] = qs & 0x0f0f0f0fu;
     w.q[1] = (qs >> 4u) & 0x0f0f0f0fu;
-    k4_slice_scales(w, at, c);
     return w;
 }
 

@@ -35,12 +35,12 @@ const uint BLOCK_BYTES = Q5_K_BYTES;
 
 weight_slice load_weight_slice(uint at, uint slice) {
     const uint c = slice >> 1u, h = slice & 1u;
+    weight_slice w;
+    k4_slice_scales(w, at, c);  // first, as the block's first words: the loads issue in address order
     const uvec4 qs = llmrt_w128(at + Q5_K_OFFSET_QS + 32u * c + 16u * h);
     const uvec4 qh = llmrt_w128(at + Q5_K_OFFSET_QH + 16u * h) >> (2u * c);
-    weight_slice w;
     w.q[0] = (qs & 0x0f0f0f0fu) | ((qh << 4u) & 0x10101010u);
     w.q[1] = ((qs >> 4u) & 0x0f0f0f0fu) | ((qh << 3u) & 0x10101010u);
-    k4_slice_scales(w, at, c);
     return w;
 }
 
