@@ -22,9 +22,13 @@
 #include <llmrt/gguf/gguf.hpp>
 #include <llmrt/model/model.hpp>
 
+#include "arguments.hpp"
 #include "backend_choice.hpp"
 
 namespace {
+
+using llmrt_examples::to_ids;
+using llmrt_examples::to_int;
 
 struct arguments {
     std::string model_path, make_model_path, backend;
@@ -35,25 +39,6 @@ struct arguments {
     llmrt::qtype type = llmrt::qtype::q4_K;
     uint64_t seed = 1;
 };
-
-int32_t to_int(const std::string& option, const std::string& text) {
-    char* end = nullptr;
-    const long v = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || v < 0 || v > INT32_MAX)
-        throw llmrt::error(llmrt::errc::invalid_argument, option + " needs a non-negative integer, got '" + text + "'");
-    return int32_t(v);
-}
-
-std::vector<int32_t> to_ids(const std::string& text) {
-    std::vector<int32_t> ids;
-    std::size_t at = 0;
-    while (at <= text.size()) {
-        const std::size_t comma = std::min(text.find(',', at), text.size());
-        ids.push_back(to_int("--prompt", text.substr(at, comma - at)));
-        at = comma + 1;
-    }
-    return ids;
-}
 
 arguments parse(int argc, char** argv) {
     arguments a;

@@ -20,10 +20,14 @@
 #include <llmrt/model/model.hpp>
 #include <llmrt/sample/sample.hpp>
 
+#include "../generate/arguments.hpp"
 #include "../generate/backend_choice.hpp"
 #include "speculative_run.hpp"
 
 namespace {
+
+using llmrt_examples::to_ids;
+using llmrt_examples::to_int;
 
 namespace spec = llmrt_examples::speculative;
 
@@ -60,31 +64,12 @@ struct arguments {
     uint64_t seed = 1;
 };
 
-int32_t to_int(const std::string& option, const std::string& text) {
-    char* end = nullptr;
-    const long v = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || v < 0 || v > INT32_MAX)
-        throw llmrt::error(llmrt::errc::invalid_argument, option + " needs a non-negative integer, got '" + text + "'");
-    return int32_t(v);
-}
-
 float to_float(const std::string& option, const std::string& text) {
     char* end = nullptr;
     const float v = std::strtof(text.c_str(), &end);
     if (text.empty() || *end != '\0' || !(v >= 0.0f) || v > 1e6f)
         throw llmrt::error(llmrt::errc::invalid_argument, option + " needs a non-negative number, got '" + text + "'");
     return v;
-}
-
-std::vector<int32_t> to_ids(const std::string& text) {
-    std::vector<int32_t> ids;
-    std::size_t at = 0;
-    while (at <= text.size()) {
-        const std::size_t comma = std::min(text.find(',', at), text.size());
-        ids.push_back(to_int("--prompt", text.substr(at, comma - at)));
-        at = comma + 1;
-    }
-    return ids;
 }
 
 arguments parse(int argc, char** argv) {
