@@ -15,7 +15,8 @@
 // llmrt::dispatch, never by hand. Each warp owns 16 rows and a contiguous range of k units (1,
 // 2 or 4 substeps of 256 elements: enough that a row's part of a unit is a multiple of 16
 // bytes); tensor-map or bulk copies stream each step's rows (raw bytes, any alignment) and
-// activation records into a shared-memory ring, a few steps deep. One to four columns take the
+// activation records into a shared-memory ring, one or more steps ahead of the step being read
+// (mmvq_lookahead says how many, from the type and shape). One to four columns take the
 // dp4a form (one lane per row and half-substep), five to eight the int8 tensor-core form (the 8 columns of an
 // m16n8k32/k16 mma); both form the same integers and add them in the same float order (see
 // codec.cuh), so a column's result does not depend on NCols. The warps of a CTA split k; their
@@ -62,6 +63,9 @@ constexpr int mmvq_substep_elements = 256;  // k per codec call (a dp4a lane tak
 #endif
 #ifndef LLMRT_MMVQ_TARGET_WARPS
 #define LLMRT_MMVQ_TARGET_WARPS 1536
+#endif
+#ifndef LLMRT_MMVQ_LOOKAHEAD_GAP
+#define LLMRT_MMVQ_LOOKAHEAD_GAP 0
 #endif
 #ifndef LLMRT_MMVQ_MMA_MIN_COLS
 #define LLMRT_MMVQ_MMA_MIN_COLS 5
@@ -160,6 +164,7 @@ struct mmvq_params {
     int32_t nunits;     // ceil(k / (256·mmvq_unit_substeps)): what the warps of a CTA divide
     int32_t ratio2, ratio3;  // activation batches per W batch
     int32_t stages;          // ring slots per warp, 2..8
+    int32_t lookahead;       // steps in flight ahead of the one being read, 1..stages
     int32_t tensor_map;      // 1: W's rows come through the tensor map, 0: per-row bulk copies
 };
 
@@ -275,10 +280,11 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
     // The weights do not depend on the previous kernel: start them before waiting for it.
     // The next kernel on the stream may start as well: it waits for this grid before reading
     // anything this grid writes.
-    for (int i = 0; i < stages && i < nsteps; ++i) issue(step_begin + i, i);
+    const int ahead = p.lookahead;
+    for (int i = 0; i < ahead && i < nsteps; ++i) issue(step_begin + i, i);
     ptx::allow_dependent_grids();
     ptx::wait_for_prerequisite_grids();
-    for (int i = 0; i < stages && i < nsteps; ++i) {
+    for (int i = 0; i < ahead && i < nsteps; ++i) {
         issue_records(step_begin + i, i);
         close_slot(i);
     }
@@ -304,9 +310,19 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
 
     int slot = 0;
     unsigned parity = 0;
+    int ahead_slot = ahead == stages ? 0 : ahead;
     for (int i = 0; i < nsteps; ++i) {
         ptx::mbarrier_wait(&barriers[slot], parity);
         const int step = step_begin + i;
+        if (ahead < stages) {
+            // The slot ahead was emptied by an earlier step: refill it before this step's work.
+            if (i + ahead < nsteps) {
+                issue(step + ahead, ahead_slot);
+                issue_records(step + ahead, ahead_slot);
+                close_slot(ahead_slot);
+            }
+            if (++ahead_slot == stages) ahead_slot = 0;
+        }
         const uint8_t* slot_base = ring + slot * layout::stage_bytes;
         const unsigned shift = mis_step * unsigned(i);
 #pragma unroll 1
@@ -325,7 +341,7 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
             }
         }
         __syncwarp();  // every lane is done with the slot before it is refilled
-        if (i + stages < nsteps) {
+        if (ahead == stages && i + stages < nsteps) {
             issue(step + stages, slot);
             issue_records(step + stages, slot);
             close_slot(slot);
@@ -546,12 +562,33 @@ int mmvq_stages(int64_t ctas, int split, int64_t steps_per_warp, const device_li
     return clamp_int(int(std::min<int64_t>({fit, steps_per_warp, mmvq_max_stages})), 2, mmvq_max_stages);
 }
 
+// Steps a warp keeps in flight while it reads one (its ring has `stages` slots). Copies in
+// flight share the memory system fairly, so the more every warp asks for at once, the later each
+// warp's first step lands and the more of its decoding is left for after the last byte arrives.
+// Measured on the H100, 1 column: steps of four substeps (Q2_K, Q3_K), whose decoding is long,
+// do best with one step ahead (Q2_K 14336×4096 10.5 -> 9.4 µs, Q3_K 13.7 -> 12.2 µs), and so do
+// MXFP4's two-substep steps where four or more warps split k (4096×14336: 16.8 -> 15.3 µs; with
+// fewer warps per CTA it lost 3%). Where a warp's whole range fits a ring of three or more, one
+// step fewer than the ring (Q6_K 4096×4096: 7.1 -> 6.3 µs). Otherwise the whole ring: Q4_K and
+// Q5_K lost 3-10% with less in flight. The ring keeps its size either way (smaller rings, which
+// let more CTAs share an SM, measured slower). Never changes a result.
+template <class B, int NCols>
+int mmvq_lookahead(int stages, int split, int64_t steps_per_warp) {
+    if constexpr (LLMRT_MMVQ_LOOKAHEAD_GAP != 0)  // tuning experiments: a fixed gap, or -1 for none
+        return LLMRT_MMVQ_LOOKAHEAD_GAP < 0 ? stages : std::max(1, stages - LLMRT_MMVQ_LOOKAHEAD_GAP);
+    constexpr int substeps = mmvq_layout<B, NCols>::substeps;
+    if (substeps >= 4 || (substeps > 1 && split >= 4)) return 1;
+    return stages >= 3 && stages >= steps_per_warp ? stages - 1 : stages;
+}
+
 template <class B, int NCols, int MaxSplit>
 void launch_mmvq_kernel(mmvq_params p, const CUtensorMap& map, dim3 grid, int split, const device_limits& device,
                         cudaStream_t stream, const launch_options& options) {
     using layout = mmvq_layout<B, NCols>;
     p.stages = mmvq_stages<B, NCols>(int64_t(grid.x) * grid.y * grid.z, split,
                                      int64_t((p.nunits + split - 1) / split) * layout::steps_per_unit, device);
+    p.lookahead =
+        mmvq_lookahead<B, NCols>(p.stages, split, int64_t((p.nunits + split - 1) / split) * layout::steps_per_unit);
     const std::size_t smem = std::size_t(split) * p.stages * layout::stage_bytes;
     {
         // The opt-in above 48 KB (dynamic plus static) is a per-device function attribute: set
