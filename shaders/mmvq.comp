@@ -31,7 +31,6 @@
 #include "llmrt/buffers.glsl"
 #include "llmrt/int_dot.glsl"
 #include "llmrt/q8_1_activations.glsl"
-#include "llmrt_block.glsl"
 
 layout(constant_id = 0) const uint WG_SIZE = 128;         // a multiple of SUBGROUP_SIZE · K_SPLIT
 layout(constant_id = 1) const uint SUBGROUP_SIZE = 32;    // the pipeline's required subgroup size
@@ -43,6 +42,10 @@ layout(constant_id = 4) const uint SLICES_PER_LANE = 1;   // slices per lane and
 layout(constant_id = 5) const uint STAGED = 1;
 layout(constant_id = 6) const uint K_SPLIT = 4;           // subgroups per team, splitting k
 layout(constant_id = 7) const uint UNROLL = 1;            // unstaged: slices a lane loads before it dots them
+// A block include may pick its integer arithmetic by the number of columns (a decode done once per
+// row against a cheaper one done per column); the sums, and so the results, do not change.
+#define LLMRT_MMVQ_COLUMNS NCOLS
+#include "llmrt_block.glsl"
 // Facts of the block include for the host, which reads these defaults from the SPIR-V (never set).
 layout(constant_id = 100) const uint REPORTED_SLICE_VALUES = SLICE_VALUES;
 layout(constant_id = 101) const uint REPORTED_BLOCK_BYTES = BLOCK_BYTES;

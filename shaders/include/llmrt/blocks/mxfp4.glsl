@@ -11,6 +11,11 @@
 // Every term stays below 16, so this runs on the eight codes of a qs word at once, one per
 // nibble, before low and high nibbles are split into bytes. Negative codes are taken off twice:
 // Σ v·a = Σ|v|·a − 2·Σ_{neg}|v|·a.
+//
+// At one or two columns (MXFP4_HIGH_UNSHIFTED) the high nibbles are not shifted down: their bytes
+// (16·|v|, up to 192) are dotted unsigned and the high half's sum, a multiple of 16, shifted down
+// by 4 once per column: one mask per word and half instead of a shift and a mask, one more shift
+// and multiply-add per column. Same integers, so the same results (bit for bit at every column count).
 #ifndef LLMRT_BLOCK_MXFP4_GLSL
 #define LLMRT_BLOCK_MXFP4_GLSL
 
@@ -22,6 +27,10 @@
 #define MXFP4_OFFSET_QS 1
 #define MXFP4_BYTES 17
 
+#ifndef MXFP4_UNSHIFTED_MAX_COLUMNS
+#define MXFP4_UNSHIFTED_MAX_COLUMNS 2u  // the most columns that keep the high nibbles in place
+#endif
+
 layout(buffer_reference, std430, buffer_reference_align = 1) readonly buffer block_mxfp4 {
     layout(offset = MXFP4_OFFSET_E) uint8_t e;
     layout(offset = MXFP4_OFFSET_QS) uint8_t qs[16];
@@ -32,16 +41,29 @@ const uint BLOCK_BYTES = MXFP4_BYTES;
 const uint BLOCK_VALUES = 32u;
 const uint SLICE_VALUES = 32u;
 
+#ifdef LLMRT_MMVQ_COLUMNS
+const bool MXFP4_HIGH_UNSHIFTED = LLMRT_MMVQ_COLUMNS <= MXFP4_UNSHIFTED_MAX_COLUMNS;
+#else
+const bool MXFP4_HIGH_UNSHIFTED = false;
+#endif
+
 struct weight_slice {
     uvec4 magnitude_low, magnitude_high;  // |value| of elements 0..15 and 16..31, one byte each
     uvec4 negative_low, negative_high;    // the same bytes where the code is negative, else 0
+                                          // (the high halves as 16·|v| where MXFP4_HIGH_UNSHIFTED)
     float scale;                          // 2^(e−128)
 };
 #define activation_slice llmrt_act_32
 
-// |value| of each code of the words, in place: eight codes per word, one per nibble.
+// |value| of each code of the words, in place: eight codes per word, one per nibble. At few
+// columns the same as one bitwise select: with h set the value is 2l + 4 + 2·[l = 3], else l.
 uvec4 mxfp4_magnitudes(uvec4 codes) {
     const uvec4 l = codes & 0x33333333u;
+    if (MXFP4_HIGH_UNSHIFTED) {
+        const uvec4 l2 = l * 2u, h_mask = ((codes >> 2u) & 0x11111111u) * 0xfu;
+        const uvec4 with_h = l2 + 0x44444444u + (l2 & l & 0x22222222u);  // 2l + 4 + 2·[l = 3]
+        return (h_mask & with_h) | (~h_mask & l);
+    }
     const uvec4 h = (codes >> 2u) & 0x11111111u;
     const uvec4 l_is_3_twice = (l << 1u) & l & 0x22222222u;  // 2·[l = 3]
     return l + ((h * 0xfu) & (l + 0x44444444u + l_is_3_twice));
@@ -59,9 +81,14 @@ weight_slice load_weight_slice(uint at, uint slice) {
     const uvec4 qs = llmrt_w128_bits(at + MXFP4_OFFSET_E, 8u);
     const uvec4 magnitude = mxfp4_magnitudes(qs), negative = magnitude & mxfp4_sign_masks(qs);
     w.magnitude_low = magnitude & 0x0f0f0f0fu;
-    w.magnitude_high = (magnitude >> 4u) & 0x0f0f0f0fu;
     w.negative_low = negative & 0x0f0f0f0fu;
-    w.negative_high = (negative >> 4u) & 0x0f0f0f0fu;
+    if (MXFP4_HIGH_UNSHIFTED) {
+        w.magnitude_high = magnitude & 0xf0f0f0f0u;
+        w.negative_high = negative & 0xf0f0f0f0u;
+    } else {
+        w.magnitude_high = (magnitude >> 4u) & 0x0f0f0f0fu;
+        w.negative_high = (negative >> 4u) & 0x0f0f0f0fu;
+    }
     return w;
 }
 
@@ -70,9 +97,17 @@ activation_slice load_activation_slice(llmrt_q8_1_column col, uint block_pos, ui
 }
 
 float slice_dot(weight_slice w, activation_slice a) {
-    const int positive = llmrt_dot16(w.magnitude_low, a.q0) + llmrt_dot16(w.magnitude_high, a.q1);
-    const int negative = llmrt_dot16(w.negative_low, a.q0) + llmrt_dot16(w.negative_high, a.q1);
-    return float(positive - 2 * negative) * (w.scale * a.d);
+    int sum;
+    if (MXFP4_HIGH_UNSHIFTED) {
+        const int low = llmrt_dot16(w.magnitude_low, a.q0) - 2 * llmrt_dot16(w.negative_low, a.q0);
+        const int high16 = llmrt_dot16_unsigned_b(a.q1, w.magnitude_high) - 2 * llmrt_dot16_unsigned_b(a.q1, w.negative_high);
+        sum = low + (high16 >> 4);
+    } else {
+        const int positive = llmrt_dot16(w.magnitude_low, a.q0) + llmrt_dot16(w.magnitude_high, a.q1);
+        const int negative = llmrt_dot16(w.negative_low, a.q0) + llmrt_dot16(w.negative_high, a.q1);
+        sum = positive - 2 * negative;
+    }
+    return float(sum) * (w.scale * a.d);
 }
 
 #endif
