@@ -583,15 +583,18 @@ int mmvq_stages(int64_t ctas, int split, int64_t steps_per_warp, const device_li
 // do best with one step ahead (Q2_K 14336×4096 10.5 -> 9.4 µs, Q3_K 13.7 -> 12.2 µs), and so do
 // MXFP4's two-substep steps where four or more warps split k (4096×14336: 16.8 -> 15.3 µs; with
 // fewer warps per CTA it lost 3%). Where a warp's whole range fits a ring of three or more, one
-// step fewer than the ring (Q6_K 4096×4096: 7.1 -> 6.3 µs). Otherwise the whole ring: Q4_K and
-// Q5_K lost 3-10% with less in flight. The ring keeps its size either way (smaller rings, which
-// let more CTAs share an SM, measured slower). Never changes a result.
+// step fewer than the ring (Q6_K 4096×4096: 7.1 -> 6.3 µs), and so from 3 columns on (more
+// decoding per step) where four or more warps split k (4096×14336, 4 columns: Q4_K 15.4 -> 14.3 µs,
+// MXFP4 19.1 -> 17.7 µs; with fewer warps per CTA, up to 3% slower). Otherwise the whole ring:
+// Q4_K and Q5_K lost 3-10% at 1 column with less in flight. The ring keeps its size either way
+// (smaller rings, which let more CTAs share an SM, measured slower). Never changes a result.
 template <class B, int NCols>
 int mmvq_lookahead(int stages, int split, int64_t steps_per_warp) {
     if constexpr (LLMRT_MMVQ_LOOKAHEAD_GAP != 0)  // tuning experiments: a fixed gap, or -1 for none
         return LLMRT_MMVQ_LOOKAHEAD_GAP < 0 ? stages : std::max(1, stages - LLMRT_MMVQ_LOOKAHEAD_GAP);
     constexpr int substeps = mmvq_layout<B, NCols>::substeps;
     if (substeps >= 4 || (substeps > 1 && split >= 4)) return 1;
+    if (NCols >= 3 && split >= 4) return std::max(1, stages - 1);
     return stages >= 3 && stages >= steps_per_warp ? stages - 1 : stages;
 }
 
