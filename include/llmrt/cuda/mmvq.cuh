@@ -602,10 +602,9 @@ template <class B, int NCols, int MaxSplit>
 void launch_mmvq_kernel(mmvq_params p, const CUtensorMap& map, dim3 grid, int split, const device_limits& device,
                         cudaStream_t stream, const launch_options& options) {
     using layout = mmvq_layout<B, NCols>;
-    p.stages = mmvq_stages<B, NCols>(int64_t(grid.x) * grid.y * grid.z, split,
-                                     int64_t((p.nunits + split - 1) / split) * layout::steps_per_unit, device);
-    p.lookahead =
-        mmvq_lookahead<B, NCols>(p.stages, split, int64_t((p.nunits + split - 1) / split) * layout::steps_per_unit);
+    const int64_t steps_per_warp = int64_t((p.nunits + split - 1) / split) * layout::steps_per_unit;
+    p.stages = mmvq_stages<B, NCols>(int64_t(grid.x) * grid.y * grid.z, split, steps_per_warp, device);
+    p.lookahead = mmvq_lookahead<B, NCols>(p.stages, split, steps_per_warp);
     const std::size_t smem = std::size_t(split) * p.stages * layout::stage_bytes;
     {
         // The opt-in above 48 KB (dynamic plus static) is a per-device function attribute: set
