@@ -55,18 +55,13 @@ struct weight_slice {
 };
 #define activation_slice llmrt_act_32
 
-// |value| of each code of the words, in place: eight codes per word, one per nibble. At few
-// columns the same as one bitwise select: with h set the value is 2l + 4 + 2·[l = 3], else l.
+// |value| of each code of the words, in place: eight codes per word, one per nibble, as one
+// bitwise select: with h set the value is 2l + 4 + 2·[l = 3], else l.
 uvec4 mxfp4_magnitudes(uvec4 codes) {
     const uvec4 l = codes & 0x33333333u;
-    if (MXFP4_HIGH_UNSHIFTED) {
-        const uvec4 l2 = l * 2u, h_mask = ((codes >> 2u) & 0x11111111u) * 0xfu;
-        const uvec4 with_h = l2 + 0x44444444u + (l2 & l & 0x22222222u);  // 2l + 4 + 2·[l = 3]
-        return (h_mask & with_h) | (~h_mask & l);
-    }
-    const uvec4 h = (codes >> 2u) & 0x11111111u;
-    const uvec4 l_is_3_twice = (l << 1u) & l & 0x22222222u;  // 2·[l = 3]
-    return l + ((h * 0xfu) & (l + 0x44444444u + l_is_3_twice));
+    const uvec4 l2 = l * 2u, h_mask = ((codes >> 2u) & 0x11111111u) * 0xfu;
+    const uvec4 with_h = l2 + 0x44444444u + (l2 & l & 0x22222222u);  // 2l + 4 + 2·[l = 3]
+    return (h_mask & with_h) | (~h_mask & l);
 }
 
 // 0xf in each nibble whose code is negative.
