@@ -5,7 +5,9 @@
 // back-to-back launches, weights rotating among buffers that together exceed the L2 three times),
 // with and without programmatic dependent launch; GB/s counting the bytes the kernel must move
 // (W, the quantized activation records, Y) and their fraction of the H100's measured 3.1 TB/s.
-// Also the activation quantizer + mmvq pair, what ggml's published figure times.
+// Also the activation quantizer + mmvq pair, what ggml's published figure times, and two
+// ceilings over the same bytes: a plain read-only kernel, and a pipelined reader whose launches
+// overlap (see pipelined_read).
 // Prints a table, then writes JSON (--json FILE, default mmvq_cuda.json).
 //
 //   llmrt-bench-mmvq-cuda [--json FILE] [--types q4_K,q8_0] [--shapes 4096x4096,...] [--ncols 1,8]
@@ -87,6 +89,45 @@ __global__ void read_only(const uint4* p, int64_t n, uint32_t* sink) {
     if (acc == 0x12345678u) sink[blockIdx.x] = acc;
 }
 
+// A second ceiling, for chains of launches: a reader that streams its share of W through a
+// shared-memory ring (bulk copies of 4 KB, 3 slots per warp, 8 warps and 96 KB per SM), launched
+// as programmatic dependent launches. It starts its first copies before waiting for the previous
+// launch and leaves half of every SM free, so the next launch is resident beside it and DRAM never
+// idles between launches. mmvq starts its copies early too, but fills the SMs.
+constexpr int ring_chunk_bytes = 4096, ring_slots = 3, ring_warps = 8;
+__global__ void __launch_bounds__(32 * ring_warps) pipelined_read(const uint8_t* w, int64_t nchunks, uint32_t* sink) {
+    extern __shared__ __align__(128) uint8_t ring_smem[];
+    __shared__ uint64_t barriers[ring_warps][ring_slots];
+    namespace ptx = llmrt::cuda::ptx;
+    const int lane = int(threadIdx.x), warp = int(threadIdx.y);
+    const int64_t first = int64_t(blockIdx.x) * ring_warps + warp, stride = int64_t(gridDim.x) * ring_warps;
+    const int64_t n = first < nchunks ? (nchunks - first + stride - 1) / stride : 0;  // this warp's chunks
+    uint8_t* ring = ring_smem + warp * ring_slots * ring_chunk_bytes;
+    if (lane == 0)
+        for (int s = 0; s < ring_slots; ++s) ptx::mbarrier_init(&barriers[warp][s], 1);
+    __syncwarp();
+    auto issue = [&](int64_t i, int s) {
+        if (lane != 0) return;
+        ptx::mbarrier_expect_bytes(&barriers[warp][s], ring_chunk_bytes);
+        ptx::bulk_copy_to_shared(ring + s * ring_chunk_bytes, w + (first + i * stride) * ring_chunk_bytes,
+                                 ring_chunk_bytes, &barriers[warp][s]);
+        ptx::mbarrier_arrive(&barriers[warp][s]);
+    };
+    for (int i = 0; i < ring_slots && i < n; ++i) issue(i, i);
+    ptx::allow_dependent_grids();
+    ptx::wait_for_prerequisite_grids();
+    uint32_t acc = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const int s = int(i % ring_slots);
+        ptx::mbarrier_wait(&barriers[warp][s], unsigned(i / ring_slots) & 1u);
+        const uint4* chunk = reinterpret_cast<const uint4*>(ring + s * ring_chunk_bytes);
+        for (int j = lane; j < ring_chunk_bytes / 16; j += 32) acc ^= chunk[j].x ^ chunk[j].y ^ chunk[j].z ^ chunk[j].w;
+        __syncwarp();
+        if (i + ring_slots < n) issue(i + ring_slots, s);
+    }
+    if (acc == 0x12345678u) sink[blockIdx.x] = acc;
+}
+
 void check(cudaError_t e, const char* what) {
     if (e != cudaSuccess) {
         std::fprintf(stderr, "%s failed: %s\n", what, cudaGetErrorString(e));
@@ -100,7 +141,8 @@ struct measurement {
     int ncols;
     double us_pdl, us_plain, us_pair, gbs, fraction;
     double nmse;
-    double read_fraction;  // the read-only kernel over the same weights
+    double read_fraction;       // the read-only kernel over the same weights
+    double pipelined_fraction;  // the pipelined reader over the same weights
 };
 
 // Median over `replays` of (graph replay time / launches), the graph holding `launches` calls of
@@ -184,6 +226,27 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
                                                   matrix_bytes / 16, sink);
         });
         const double read_fraction = double(matrix_bytes) / (us_read * 1e-6) / read_bandwidth;
+        const int ring_smem = ring_warps * ring_slots * ring_chunk_bytes;
+        check(cudaFuncSetAttribute(pipelined_read, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_smem), "ring smem");
+        const double us_pipelined = time_graph(read_launches, 7, [&](int i, cudaStream_t stream) {
+            cudaLaunchConfig_t config = {};
+            config.gridDim = dim3(132);
+            config.blockDim = dim3(32, ring_warps);
+            config.dynamicSmemBytes = ring_smem;
+            config.stream = stream;
+            cudaLaunchAttribute attribute[1];
+            attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            attribute[0].val.programmaticStreamSerializationAllowed = 1;
+            config.attrs = attribute;
+            config.numAttrs = 1;
+            // Whole chunks only: the last partial chunk (under 4 KB) is left out of both the bytes
+            // read and the bytes counted.
+            check(cudaLaunchKernelEx(&config, pipelined_read, static_cast<const uint8_t*>(w + (i % nbuf) * slot_bytes),
+                                     int64_t(matrix_bytes / ring_chunk_bytes), sink),
+                  "pipelined_read");
+        });
+        const double pipelined_fraction =
+            double(matrix_bytes / ring_chunk_bytes * ring_chunk_bytes) / (us_pipelined * 1e-6) / read_bandwidth;
         cudaFree(sink);
 
         double us_one = 0;
@@ -242,11 +305,12 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
             const double bytes = double(matrix_bytes) + double(cuda::activation_scratch_bytes(s.k, ncols)) +
                                  4.0 * double(s.rows) * ncols;
             measurement m{B::name, s, ncols, us_pdl, us_plain, us_pair, bytes / (us * 1e-6) / 1e9,
-                          bytes / (us * 1e-6) / read_bandwidth, nmse, read_fraction};
+                          bytes / (us * 1e-6) / read_bandwidth, nmse, read_fraction, pipelined_fraction};
             out.push_back(m);
-            std::printf("%-6s %6lldx%-6lld %2d | %8.2f %8.2f %8.2f | %7.0f %5.1f%% | %5.2fx | %5.1f%% | nmse %.1e\n",
+            std::printf("%-6s %6lldx%-6lld %2d | %8.2f %8.2f %8.2f | %7.0f %5.1f%% | %5.2fx | %5.1f%% %5.1f%% | nmse %.1e\n",
                         B::name, (long long)s.rows, (long long)s.k, ncols, us_pdl, us_plain, us_pair, m.gbs,
-                        100 * m.fraction, us_one > 0 ? us / us_one : 0.0, 100 * read_fraction, nmse);
+                        100 * m.fraction, us_one > 0 ? us / us_one : 0.0, 100 * read_fraction, 100 * pipelined_fraction,
+                        nmse);
             std::fflush(stdout);
         }
         cudaFree(w);
@@ -293,7 +357,7 @@ int main(int argc, char** argv) {
     check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
     std::printf("device: %s, %d SMs, L2 %d MB; bandwidth reference %.1f TB/s\n", prop.name, prop.multiProcessorCount,
                 prop.l2CacheSize >> 20, read_bandwidth / 1e12);
-    std::printf("type   rows x k     nc | us (pdl) us plain us q+mmvq | GB/s   of 3.1 | vs nc1 | read-only | check\n");
+    std::printf("type   rows x k     nc | us (pdl) us plain us q+mmvq | GB/s   of 3.1 | vs nc1 | read-only pipelined | check\n");
 
     std::vector<measurement> results;
     for (const std::string& t : types) {
@@ -315,9 +379,10 @@ int main(int argc, char** argv) {
         std::fprintf(f,
                      "    {\"type\": \"%s\", \"rows\": %lld, \"k\": %lld, \"ncols\": %d, \"us_per_launch_pdl\": %.3f, "
                      "\"us_per_launch_plain\": %.3f, \"us_quantize_and_mmvq\": %.3f, \"gb_per_s\": %.1f, "
-                     "\"fraction_of_read_bandwidth\": %.4f, \"read_only_kernel_fraction\": %.4f, \"spot_check_nmse\": %.3g}%s\n",
+                     "\"fraction_of_read_bandwidth\": %.4f, \"read_only_kernel_fraction\": %.4f, "
+                     "\"pipelined_read_fraction\": %.4f, \"spot_check_nmse\": %.3g}%s\n",
                      m.type.c_str(), (long long)m.s.rows, (long long)m.s.k, m.ncols, m.us_pdl, m.us_plain, m.us_pair,
-                     m.gbs, m.fraction, m.read_fraction, m.nmse, i + 1 < results.size() ? "," : "");
+                     m.gbs, m.fraction, m.read_fraction, m.pipelined_fraction, m.nmse, i + 1 < results.size() ? "," : "");
     }
     std::fprintf(f, "  ]\n}\n");
     std::fclose(f);

@@ -33,7 +33,8 @@ struct run_result {
 // columns of X at d_x, Y poisoned first.
 run_result run_mmvq(llmrt::qtype type, const device_buffer& d_w, int64_t w_offset, int64_t rows, int64_t k,
                     int64_t row_stride, const device_buffer& d_x, int64_t ncols, const device_buffer& d_y,
-                    const device_buffer& scratch) {
+                    const device_buffer& scratch, const cuda::launch_options& options = {},
+                    cudaStream_t stream = nullptr) {
     cuda::qmatrix_view w;
     w.type = type;
     w.data = static_cast<const uint8_t*>(d_w.ptr) + w_offset;
@@ -43,8 +44,9 @@ run_result run_mmvq(llmrt::qtype type, const device_buffer& d_w, int64_t w_offse
     const cuda::input_columns x{d_x.as<const float>(), k, ncols};
     const cuda::output_columns y{d_y.as<float>(), rows, ncols};
     llmrt::testing::poison_device(y.data, rows * ncols);
-    cuda::mmvq(w, x, y, scratch.ptr, scratch.bytes, nullptr);
+    cuda::mmvq(w, x, y, scratch.ptr, scratch.bytes, stream, options);
     check_cuda(cudaGetLastError(), "mmvq");
+    check_cuda(cudaStreamSynchronize(stream), "mmvq");
     run_result r;
     r.y = d_y.download<float>(std::size_t(rows * ncols));
     r.unwritten = llmrt::testing::unwritten(r.y.data(), int64_t(r.y.size()));
@@ -156,6 +158,52 @@ TEST_CASE_TEMPLATE("mmvq gives the same bits whether W's rows come through a ten
         const llmrt::testing::error_report report = llmrt::testing::compare(a.y.data(), ref.data(), rows * ncols);
         CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound), report.describe(a.y.data(), ref.data()));
     }
+}
+
+TEST_CASE_TEMPLATE("a programmatic dependent launch gives the same bits as a plain one", B, LLMRT_WEIGHT_TYPES) {
+    // The programmatic launch starts W's copies before waiting for the previous kernel; on a
+    // matrix of 314 row tiles (the last one partial), dense (tensor-map boxes) and with padded rows
+    // at an odd offset (per-row copies), its results must equal the plain launch's bit for bit.
+    LLMRT_CUDA_TEST_NEEDS_DEVICE();
+    const int64_t rows = 5009;
+    cudaStream_t stream = nullptr;
+    check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    cuda::launch_options programmatic;
+    programmatic.programmatic_dependent_launch = true;
+    uint64_t seed = 7000 * uint64_t(B::id);
+    for (const int64_t k : {test_ks<B>()[1], test_ks<B>().back()}) {
+        for (const bool padded : {false, true}) {
+            const int64_t row_bytes = int64_t(llmrt::row_size(B::id, k));
+            const int64_t align = cuda::device_codec<B>::align;
+            const int64_t row_stride = padded ? row_bytes + 16 * align : row_bytes;
+            const int64_t offset = padded ? align : 0;
+            CAPTURE(k);
+            CAPTURE(padded);
+            const std::vector<uint8_t> w = random_matrix<B>(rows, k, row_stride, ++seed);
+            const std::vector<float> x = llmrt::testing::generate(distribution::gaussian, k * cuda::mmvq_max_cols, ++seed);
+            device_buffer d_w(w.size() + 64), d_x(x.size() * sizeof(float));
+            device_buffer d_y(std::size_t(rows) * cuda::mmvq_max_cols * sizeof(float));
+            device_buffer scratch(cuda::activation_scratch_bytes(k, cuda::mmvq_max_cols));
+            d_w.upload(w, std::size_t(offset));
+            d_x.upload(x);
+            for (const int64_t ncols : {int64_t(1), int64_t(3), int64_t(8)}) {
+                CAPTURE(ncols);
+                const run_result plain = run_mmvq(B::id, d_w, offset, rows, k, row_stride, d_x, ncols, d_y, scratch, {}, stream);
+                const run_result resident =
+                    run_mmvq(B::id, d_w, offset, rows, k, row_stride, d_x, ncols, d_y, scratch, programmatic, stream);
+                REQUIRE_MESSAGE(resident.unwritten.empty(), llmrt::testing::describe_unwritten(resident.unwritten));
+                CHECK_MESSAGE(bits_equal(plain.y.data(), resident.y.data(), plain.y.size()),
+                              "programmatic launch changed bits");
+                if (ncols == 8 && !padded) {
+                    const std::vector<float> ref = llmrt::testing::reference_matvec(B::id, w.data(), x.data(), rows, k, ncols);
+                    const llmrt::testing::error_report report = llmrt::testing::compare(resident.y.data(), ref.data(), rows * ncols);
+                    CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound),
+                                  report.describe(resident.y.data(), ref.data()));
+                }
+            }
+        }
+    }
+    check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
 }
 
 TEST_CASE_TEMPLATE("the batched form broadcasts W across activation batches and matches separate launches", B,
