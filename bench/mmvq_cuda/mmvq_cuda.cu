@@ -228,22 +228,14 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
         const double read_fraction = double(matrix_bytes) / (us_read * 1e-6) / read_bandwidth;
         const int ring_smem = ring_warps * ring_slots * ring_chunk_bytes;
         check(cudaFuncSetAttribute(pipelined_read, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_smem), "ring smem");
+        cuda::launch_options programmatic;
+        programmatic.programmatic_dependent_launch = true;
         const double us_pipelined = time_graph(read_launches, 7, [&](int i, cudaStream_t stream) {
-            cudaLaunchConfig_t config = {};
-            config.gridDim = dim3(132);
-            config.blockDim = dim3(32, ring_warps);
-            config.dynamicSmemBytes = ring_smem;
-            config.stream = stream;
-            cudaLaunchAttribute attribute[1];
-            attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            attribute[0].val.programmaticStreamSerializationAllowed = 1;
-            config.attrs = attribute;
-            config.numAttrs = 1;
             // Whole chunks only: the last partial chunk (under 4 KB) is left out of both the bytes
             // read and the bytes counted.
-            check(cudaLaunchKernelEx(&config, pipelined_read, static_cast<const uint8_t*>(w + (i % nbuf) * slot_bytes),
-                                     int64_t(matrix_bytes / ring_chunk_bytes), sink),
-                  "pipelined_read");
+            cuda::detail::launch("pipelined_read", pipelined_read, dim3(132), dim3(32, ring_warps), ring_smem, stream,
+                                 programmatic, static_cast<const uint8_t*>(w + (i % nbuf) * slot_bytes),
+                                 int64_t(matrix_bytes / ring_chunk_bytes), sink);
         });
         const double pipelined_fraction =
             double(matrix_bytes / ring_chunk_bytes * ring_chunk_bytes) / (us_pipelined * 1e-6) / read_bandwidth;

@@ -189,16 +189,16 @@ TEST_CASE_TEMPLATE("a programmatic dependent launch gives the same bits as a pla
             for (const int64_t ncols : {int64_t(1), int64_t(3), int64_t(8)}) {
                 CAPTURE(ncols);
                 const run_result plain = run_mmvq(B::id, d_w, offset, rows, k, row_stride, d_x, ncols, d_y, scratch, {}, stream);
-                const run_result resident =
+                const run_result early =
                     run_mmvq(B::id, d_w, offset, rows, k, row_stride, d_x, ncols, d_y, scratch, programmatic, stream);
-                REQUIRE_MESSAGE(resident.unwritten.empty(), llmrt::testing::describe_unwritten(resident.unwritten));
-                CHECK_MESSAGE(bits_equal(plain.y.data(), resident.y.data(), plain.y.size()),
+                REQUIRE_MESSAGE(early.unwritten.empty(), llmrt::testing::describe_unwritten(early.unwritten));
+                CHECK_MESSAGE(bits_equal(plain.y.data(), early.y.data(), plain.y.size()),
                               "programmatic launch changed bits");
                 if (ncols == 8 && !padded) {
                     const std::vector<float> ref = llmrt::testing::reference_matvec(B::id, w.data(), x.data(), rows, k, ncols);
-                    const llmrt::testing::error_report report = llmrt::testing::compare(resident.y.data(), ref.data(), rows * ncols);
+                    const llmrt::testing::error_report report = llmrt::testing::compare(early.y.data(), ref.data(), rows * ncols);
                     CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound),
-                                  report.describe(resident.y.data(), ref.data()));
+                                  report.describe(early.y.data(), ref.data()));
                 }
             }
         }
