@@ -193,6 +193,7 @@ std::vector<std::string> split_list(const std::string& s) {
 
 bool per_row_copies = false;
 bool quick = false;
+int device_sms = 132;  // the device's SM count, set in main: the ceilings launch a fixed number of CTAs per SM
 
 template <class B>
 void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_list, std::vector<measurement>& out) {
@@ -219,10 +220,10 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
 
         // The read-only roofline over the same rotating buffers.
         uint32_t* sink = nullptr;
-        check(cudaMalloc(&sink, 132 * 8 * sizeof(uint32_t)), "cudaMalloc sink");
+        check(cudaMalloc(&sink, std::size_t(device_sms) * 8 * sizeof(uint32_t)), "cudaMalloc sink");
         const int read_launches = int(std::clamp<int64_t>(int64_t(2e8 / double(matrix_bytes)), 2 * nbuf + 4, 400));
         const double us_read = time_graph(read_launches, 7, [&](int i, cudaStream_t stream) {
-            read_only<<<132 * 8, 512, 0, stream>>>(reinterpret_cast<const uint4*>(w + (i % nbuf) * slot_bytes),
+            read_only<<<device_sms * 8, 512, 0, stream>>>(reinterpret_cast<const uint4*>(w + (i % nbuf) * slot_bytes),
                                                   matrix_bytes / 16, sink);
         });
         const double read_fraction = double(matrix_bytes) / (us_read * 1e-6) / read_bandwidth;
@@ -233,7 +234,7 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
         const double us_pipelined = time_graph(read_launches, 7, [&](int i, cudaStream_t stream) {
             // Whole chunks only: the last partial chunk (under 4 KB) is left out of both the bytes
             // read and the bytes counted.
-            cuda::detail::launch("pipelined_read", pipelined_read, dim3(132), dim3(32, ring_warps), ring_smem, stream,
+            cuda::detail::launch("pipelined_read", pipelined_read, dim3(unsigned(device_sms)), dim3(32, ring_warps), ring_smem, stream,
                                  programmatic, static_cast<const uint8_t*>(w + (i % nbuf) * slot_bytes),
                                  int64_t(matrix_bytes / ring_chunk_bytes), sink);
         });
@@ -347,6 +348,7 @@ int main(int argc, char** argv) {
     }
     cudaDeviceProp prop;
     check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    device_sms = prop.multiProcessorCount;
     std::printf("device: %s, %d SMs, L2 %d MB; bandwidth reference %.1f TB/s\n", prop.name, prop.multiProcessorCount,
                 prop.l2CacheSize >> 20, read_bandwidth / 1e12);
     std::printf("type   rows x k     nc | us (pdl) us plain us q+mmvq | GB/s   of 3.1 | vs nc1 | read-only pipelined | check\n");

@@ -522,6 +522,26 @@ void check_weights(const qmatrix_view& w, const char* operation, const std::stri
     });
 }
 
+// CTAs per SM where the whole grid of `ctas` CTAs (`split` warps each) is resident at once, or 0
+// where it takes several waves.
+inline int64_t mmvq_one_wave_ctas_per_sm(int64_t ctas, int split, const device_limits& device) {
+    const int64_t per_sm = (ctas + device.sms - 1) / std::max(device.sms, 1);
+    return per_sm * split > 2 * mmvq_warps_per_sm ? 0 : per_sm;
+}
+
+// How far an L2 miss of W's tensor-map loads is widened. A one-wave grid asks for nearly all of
+// W at once; for the types whose k-split units are several substeps (Q2_K, Q3_K, MXFP4: boxes of
+// 16 rows of 136-440 bytes) widening to 256 bytes then costs more than it saves. Measured on the
+// H100, 1 column, 256 B -> none: Q2_K 14336×4096 66.8 -> 74.4% of 3.1 TB/s, Q3_K 67.3 -> 70.7%,
+// MXFP4 4096×14336 66.2 -> 70.8%; but Q2_K 128256×4096 (many waves) 88.2 -> 86.6%, and Q4_K and
+// Q8_0 lost 1-3 points on the one-wave shapes too. Copies only: never changes a result.
+template <class B>
+CUtensorMapL2promotion mmvq_l2_promotion(int64_t ctas, int split, const device_limits& device) {
+    return mmvq_unit_substeps<B>() >= 2 && mmvq_one_wave_ctas_per_sm(ctas, split, device) > 0
+               ? CU_TENSOR_MAP_L2_PROMOTION_NONE
+               : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+}
+
 // cuTensorMapEncodeTiled, reached through the runtime so that nothing links libcuda directly.
 inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
     static const PFN_cuTensorMapEncodeTiled_v12000 encoder = [] {
@@ -541,7 +561,8 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 // bytes): the kernel then copies row by row.
 template <class B, int NCols>
 bool make_weight_tensor_map(CUtensorMap& map, const void* data, int64_t row_bytes, int64_t rows, int64_t batch2,
-                            int64_t batch3, int64_t row_stride, int64_t stride2, int64_t stride3) {
+                            int64_t batch3, int64_t row_stride, int64_t stride2, int64_t stride3,
+                            CUtensorMapL2promotion promotion) {
     using layout = mmvq_layout<B, NCols>;
     constexpr int element = layout::box_element_bytes;
     const bool describable = reinterpret_cast<uintptr_t>(data) % 16 == 0 && row_stride % 16 == 0 &&
@@ -555,7 +576,7 @@ bool make_weight_tensor_map(CUtensorMap& map, const void* data, int64_t row_byte
     const cuuint32_t element_strides[4] = {1, 1, 1, 1};
     return encode(&map, element == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
                   const_cast<void*>(data), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_SWIZZLE_NONE, promotion,
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
@@ -566,8 +587,8 @@ bool make_weight_tensor_map(CUtensorMap& map, const void* data, int64_t row_byte
 template <class B, int NCols>
 int mmvq_stages(int64_t ctas, int split, int64_t steps_per_warp, const device_limits& device) {
     using layout = mmvq_layout<B, NCols>;
-    int64_t ctas_per_sm = (ctas + device.sms - 1) / std::max(device.sms, 1);
-    if (ctas_per_sm * split > 2 * mmvq_warps_per_sm) ctas_per_sm = std::max<int64_t>(1, mmvq_warps_per_sm / split);
+    int64_t ctas_per_sm = mmvq_one_wave_ctas_per_sm(ctas, split, device);
+    if (ctas_per_sm == 0) ctas_per_sm = std::max<int64_t>(1, mmvq_warps_per_sm / split);
     const int64_t per_cta = std::min<int64_t>(
         mmvq_max_cta_smem, (device.smem_per_sm - 512) / ctas_per_sm - device.smem_reserved_per_cta - 256);
     const int64_t fit = per_cta / (int64_t(split) * layout::stage_bytes);
@@ -702,7 +723,8 @@ void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const out
     CUtensorMap map{};
     p.tensor_map = options.allow_tensor_map &&
                    make_weight_tensor_map<B, NCols>(map, w.data, p.w_row_bytes, w.rows, w.batch2, w.batch3, p.w_row_stride,
-                                             p.w_stride2, p.w_stride3);
+                                                    p.w_stride2, p.w_stride3,
+                                                    mmvq_l2_promotion<B>(int64_t(grid.x) * grid.y * grid.z, split, device));
     launch_mmvq<B, NCols>(p, map, grid, split, device, stream, options);
 }
 
@@ -843,8 +865,11 @@ inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const e
         const int split = detail::mmvq_split<B>(tiles * ids.n_used * ids.n_tokens, p.nunits);
         const dim3 grid(unsigned(tiles), unsigned(ids.n_used), unsigned(ids.n_tokens));
         CUtensorMap map{};
-        p.tensor_map = options.allow_tensor_map && detail::make_weight_tensor_map<B, 1>(map, experts.data, p.w_row_bytes, experts.rows, experts.batch2,
-                                                         1, p.w_row_stride, p.w_stride2, experts.batch2 * p.w_stride2);
+        p.tensor_map = options.allow_tensor_map &&
+                       detail::make_weight_tensor_map<B, 1>(
+                           map, experts.data, p.w_row_bytes, experts.rows, experts.batch2, 1, p.w_row_stride, p.w_stride2,
+                           experts.batch2 * p.w_stride2,
+                           detail::mmvq_l2_promotion<B>(int64_t(grid.x) * grid.y * grid.z, split, device));
         detail::launch_mmvq<B, 1>(p, map, grid, split, device, stream, options);
     });
 }
