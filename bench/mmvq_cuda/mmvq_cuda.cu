@@ -224,7 +224,7 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
         const int read_launches = int(std::clamp<int64_t>(int64_t(2e8 / double(matrix_bytes)), 2 * nbuf + 4, 400));
         const double us_read = time_graph(read_launches, 7, [&](int i, cudaStream_t stream) {
             read_only<<<device_sms * 8, 512, 0, stream>>>(reinterpret_cast<const uint4*>(w + (i % nbuf) * slot_bytes),
-                                                  matrix_bytes / 16, sink);
+                                                         matrix_bytes / 16, sink);
         });
         const double read_fraction = double(matrix_bytes) / (us_read * 1e-6) / read_bandwidth;
         const int ring_smem = ring_warps * ring_slots * ring_chunk_bytes;
@@ -234,8 +234,9 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
         const double us_pipelined = time_graph(read_launches, 7, [&](int i, cudaStream_t stream) {
             // Whole chunks only: the last partial chunk (under 4 KB) is left out of both the bytes
             // read and the bytes counted.
-            cuda::detail::launch("pipelined_read", pipelined_read, dim3(unsigned(device_sms)), dim3(32, ring_warps), ring_smem, stream,
-                                 programmatic, static_cast<const uint8_t*>(w + (i % nbuf) * slot_bytes),
+            cuda::detail::launch("pipelined_read", pipelined_read, dim3(unsigned(device_sms)), dim3(32, ring_warps),
+                                 ring_smem, stream, programmatic,
+                                 static_cast<const uint8_t*>(w + (i % nbuf) * slot_bytes),
                                  int64_t(matrix_bytes / ring_chunk_bytes), sink);
         });
         const double pipelined_fraction =
