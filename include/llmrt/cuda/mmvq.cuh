@@ -16,7 +16,9 @@
 // 2 or 4 substeps of 256 elements: enough that a row's part of a unit is a multiple of 16
 // bytes); tensor-map or bulk copies stream each step's rows (raw bytes, any alignment) and
 // activation records into a shared-memory ring, one or more steps ahead of the step being read
-// (mmvq_lookahead says how many, from the type and shape). One to four columns take the
+// (mmvq_lookahead says how many, from the type and shape). A step is a unit, a substep (from 3 or
+// 5 columns on), or for Q4_K, Q5_K and Q6_K at 1 and 2 columns two units where the ring has room
+// for them (mmvq_wide_steps). One to four columns take the
 // dp4a form (one lane per row and half-substep), five to eight the int8 tensor-core form (the 8 columns of an
 // m16n8k32/k16 mma); both form the same integers and add them in the same float order (see
 // codec.cuh), so a column's result does not depend on NCols. The warps of a CTA split k; their
@@ -114,19 +116,36 @@ template <class B>
 constexpr int mmvq_group_max_cols() {
     return mmvq_unit_substeps<B>() >= 4 && LLMRT_MMVQ_GROUP_MAX_COLS < 4 ? 4 : LLMRT_MMVQ_GROUP_MAX_COLS;
 }
-// Substeps per pipeline step. Each warp still takes whole units, in the same order, so how a unit
-// is copied never changes a result.
+// Units in a wide step: the fewest (a power of two) that make a row's part of it at least 256
+// bytes. A copy of 16 rows × 144 bytes (Q4_K's unit) streams markedly slower than one of 16 rows ×
+// 288: on the H100, copies alone (no decoding) of a one-wave 14336×4096 Q4_K grid reached 89.7% of
+// 3.1 TB/s with 144-byte boxes and 99.6% with 288-byte ones, at the same bytes in flight.
+template <class B>
+constexpr int mmvq_wide_step_units() {
+    constexpr int unit_bytes = int(sizeof(B)) * (mmvq_substep_elements / int(B::block_size)) * mmvq_unit_substeps<B>();
+    int units = 1;
+    while (units * unit_bytes < 256) units *= 2;
+    return units;
+}
+// Whether NCols columns of B can take wide steps: a step of several units, up to
+// mmvq_group_max_cols columns (beyond, steps are single substeps).
 template <class B, int NCols>
+constexpr bool mmvq_has_wide_steps() {
+    return mmvq_wide_step_units<B>() > 1 && NCols <= mmvq_group_max_cols<B>();
+}
+// Substeps per pipeline step. Each warp still takes whole units, in the same order, so how its
+// range is copied never changes a result.
+template <class B, int NCols, bool Wide>
 constexpr int mmvq_step_substeps() {
-    return NCols <= mmvq_group_max_cols<B>() ? mmvq_unit_substeps<B>() : 1;
+    return NCols > mmvq_group_max_cols<B>() ? 1 : mmvq_unit_substeps<B>() * (Wide ? mmvq_wide_step_units<B>() : 1);
 }
 
-template <class B, int NCols>
+template <class B, int NCols, bool Wide = false>
 struct mmvq_layout {
     static_assert(mmvq_substep_elements % B::block_size == 0, "mmvq: a step must hold whole weight blocks");
     static_assert(NCols >= 1 && NCols <= mmvq_max_cols, "mmvq: NCols must be 1..8");
-    static constexpr int substeps = mmvq_step_substeps<B, NCols>();
-    static constexpr int steps_per_unit = mmvq_unit_substeps<B>() / substeps;
+    static_assert(!Wide || mmvq_has_wide_steps<B, NCols>(), "mmvq: wide steps only where mmvq_has_wide_steps");
+    static constexpr int substeps = mmvq_step_substeps<B, NCols, Wide>();
     static constexpr int step_elements = substeps * mmvq_substep_elements;
     static constexpr int blocks_per_substep = mmvq_substep_elements / int(B::block_size);
     static constexpr int substep_bytes = int(sizeof(B)) * blocks_per_substep;
@@ -140,13 +159,15 @@ struct mmvq_layout {
     static constexpr int row_pitch = 16 * ((span_chunks + 1) | 1);
     // Tensor-map copies: a 16-row box starting at the 16-byte aligned address at or below the
     // step (a box must start 16-byte aligned), its rows an odd multiple of 16 bytes covering the
-    // step, in 1-byte elements, or 2-byte ones where a step exceeds the box limit of 256 elements.
-    // Rows start 16-byte aligned where a tensor map is used, so step j starts (j·step_bytes) mod
-    // 16 bytes into its box: the span is the widest of those, e.g. 144 bytes for MXFP4's 136-byte
-    // step rather than 136 + 15 (which rounded to 176: 4% slower at 4096×4096, 4 and 8 columns).
+    // step, in elements of 1, 2, 4 or 8 bytes (a box row holds at most 256 elements).
+    // Rows start 16-byte aligned where a tensor map is used, and a step starts at a multiple of
+    // its own length or of a unit, whichever is shorter, so (j·stride) mod 16 bytes into its box:
+    // the span is the widest of those, e.g. 144 bytes for MXFP4's 136-byte step rather than 136 +
+    // 15 (which rounded to 176: 4% slower at 4096×4096, 4 and 8 columns).
+    static constexpr int start_stride = std::min(substeps, mmvq_unit_substeps<B>()) * substep_bytes;
     static constexpr int box_span = [] {
         int span = 0;
-        for (int j = 0; j < 16; ++j) span = std::max(span, (j * step_bytes) % 16 + step_bytes);
+        for (int j = 0; j < 16; ++j) span = std::max(span, (j * start_stride) % 16 + step_bytes);
         return span;
     }();
     static constexpr int box_bytes = 16 * (((box_span + 15) / 16) | 1);
@@ -174,7 +195,7 @@ struct mmvq_params {
     int32_t rows;
     int32_t nblocks;    // weight blocks per row
     int32_t nblocks32;  // k / 32
-    int32_t nsteps;     // ceil(k / step_elements): pipeline steps of a row
+    int32_t nsubsteps;  // ceil(k / 256)
     int32_t nunits;     // ceil(k / (256·mmvq_unit_substeps)): what the warps of a CTA divide
     int32_t ratio2, ratio3;  // activation batches per W batch
     int32_t stages;          // ring slots per warp, 2..8
@@ -186,16 +207,17 @@ struct mmvq_params {
 
 // The kernel: one CTA per 16 rows and batch, grid (ceil(rows/16), batch2, batch3), blockDim
 // (32, split) with split warps dividing k, dynamic shared memory
-// split · p.stages · detail::mmvq_layout<B, NCols>::stage_bytes, split <= MaxSplit. Launch it through
-// mmvq / mmvq_prepared, which take the narrowest MaxSplit that holds the launch's split (a CTA
-// shape of 8 warps measured slower on the H100 than one of 4 for launches of 4 warps or fewer).
-template <class B, int NCols, int MaxSplit>
+// split · p.stages · detail::mmvq_layout<B, NCols, Wide>::stage_bytes, split <= MaxSplit. Launch it
+// through mmvq / mmvq_prepared, which take the narrowest MaxSplit that holds the launch's split (a
+// CTA shape of 8 warps measured slower on the H100 than one of 4 for launches of 4 warps or fewer)
+// and choose Wide (see mmvq_wide_steps); neither changes a result.
+template <class B, int NCols, int MaxSplit, bool Wide>
 __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
     mmvq_kernel(const detail::mmvq_params p, const __grid_constant__ CUtensorMap weights) {
     using namespace detail;
     static_assert(MaxSplit >= 1 && MaxSplit <= mmvq_max_split && (MaxSplit & (MaxSplit - 1)) == 0,
                   "mmvq_kernel: MaxSplit must be a power of two up to mmvq_max_split");
-    using layout = mmvq_layout<B, NCols>;
+    using layout = mmvq_layout<B, NCols, Wide>;
     using codec = device_codec<B>;
     extern __shared__ __align__(128) uint8_t smem[];
     const int lane = int(threadIdx.x), warp = int(threadIdx.y), split = int(blockDim.y);
@@ -229,8 +251,12 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
         return;
     }
 
-    const int step_begin = int(int64_t(warp) * p.nunits / split) * layout::steps_per_unit;
-    const int nsteps = min(int(int64_t(warp + 1) * p.nunits / split) * layout::steps_per_unit, p.nsteps) - step_begin;
+    // This warp's substeps [sub_begin, sub_end): whole units, read in steps of layout::substeps
+    // (a wide warp's last step may be shorter).
+    constexpr int unit_substeps = mmvq_unit_substeps<B>();
+    const int sub_begin = int(int64_t(warp) * p.nunits / split) * unit_substeps;
+    const int sub_end = min(int(int64_t(warp + 1) * p.nunits / split) * unit_substeps, p.nsubsteps);
+    const int nsteps = max(0, (sub_end - sub_begin + layout::substeps - 1) / layout::substeps);
     const int stages = p.stages;
     const int warp_smem_bytes = stages * layout::stage_bytes;
     uint8_t* const ring = smem + warp * warp_smem_bytes;
@@ -249,20 +275,21 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
     const uint8_t* const row_begin = w + int64_t(row0 + lane) * p.w_row_stride;
     const uint8_t* const row_end = row_begin + p.w_row_bytes;
     const uint8_t* const row_aligned_end = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(row_end) & ~uintptr_t(15));
-    auto issue = [&](int step, int slot) {
+    // The step starting at substep `sub`.
+    auto issue = [&](int sub, int slot) {
         uint8_t* const slot_base = ring + slot * layout::stage_bytes;
         uint64_t* const barrier = &barriers[slot];
         if (by_tensor_map) {
             if (lane == 0) {
                 ptx::mbarrier_expect_bytes(barrier, unsigned(mmvq_tile_rows * layout::box_bytes));
                 ptx::tensor_copy_to_shared(slot_base, &weights,
-                                           ((step * layout::step_bytes) & ~15) / layout::box_element_bytes, row0, w2,
+                                           ((sub * layout::substep_bytes) & ~15) / layout::box_element_bytes, row0, w2,
                                            w3, barrier);
             }
         } else if (copies_row) {
             uint8_t* dst = slot_base + lane * layout::row_pitch;
-            const uint8_t* src = row_begin + int64_t(step) * layout::step_bytes;
-            const int nblocks = min(layout::blocks_per_step, p.nblocks - step * layout::blocks_per_step);
+            const uint8_t* src = row_begin + int64_t(sub) * layout::substep_bytes;
+            const int nblocks = min(layout::blocks_per_step, p.nblocks - sub * layout::blocks_per_substep);
             const uint8_t* first = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(src) & ~uintptr_t(15));
             const uint8_t* last = reinterpret_cast<const uint8_t*>(
                 (reinterpret_cast<uintptr_t>(src + nblocks * int(sizeof(B))) + 15) & ~uintptr_t(15));
@@ -275,14 +302,14 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
             for (const uint8_t* q = bulk_end > first ? bulk_end : first; q < row_end && q < last; ++q) dst[q - first] = *q;
         }
     };
-    auto issue_records = [&](int step, int slot) {
+    auto issue_records = [&](int sub, int slot) {
         if (lane != mmvq_tile_rows) return;
-        const int nrecords = min(layout::records_per_step, p.nblocks32 - layout::records_per_step * step);
+        const int nrecords = min(layout::records_per_step, p.nblocks32 - 8 * sub);
         uint64_t* barrier = &barriers[slot];
         const unsigned bytes = unsigned(nrecords * layout::record_bytes);
         ptx::mbarrier_expect_bytes(barrier, bytes);
         ptx::bulk_copy_to_shared(ring + slot * layout::stage_bytes + layout::weight_bytes,
-                                 x + int64_t(layout::records_per_step) * step * layout::record_bytes, bytes, barrier);
+                                 x + int64_t(8) * sub * layout::record_bytes, bytes, barrier);
     };
     // A slot's phase completes once lane 0 has arrived (after every lane's copies are issued and
     // their bytes announced) and all those bytes have landed.
@@ -295,11 +322,11 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
     // The next kernel on the stream may start as well: it waits for this grid before reading
     // anything this grid writes.
     const int ahead = p.lookahead;
-    for (int i = 0; i < ahead && i < nsteps; ++i) issue(step_begin + i, i);
+    for (int i = 0; i < ahead && i < nsteps; ++i) issue(sub_begin + i * layout::substeps, i);
     ptx::allow_dependent_grids();
     ptx::wait_for_prerequisite_grids();
     for (int i = 0; i < ahead && i < nsteps; ++i) {
-        issue_records(step_begin + i, i);
+        issue_records(sub_begin + i * layout::substeps, i);
         close_slot(i);
     }
 
@@ -310,9 +337,9 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
     const int my_row_a = layout::tensor_cores ? (lane >> 2) : (lane & 15);
     const int my_row_b = my_row_a + 8;
     const unsigned mis_a = unsigned(reinterpret_cast<uintptr_t>(w + int64_t(row0 + my_row_a) * p.w_row_stride) +
-                                    uintptr_t(step_begin) * layout::step_bytes) & 15u;
+                                    uintptr_t(sub_begin) * layout::substep_bytes) & 15u;
     const unsigned mis_b = unsigned(reinterpret_cast<uintptr_t>(w + int64_t(row0 + my_row_b) * p.w_row_stride) +
-                                    uintptr_t(step_begin) * layout::step_bytes) & 15u;
+                                    uintptr_t(sub_begin) * layout::substep_bytes) & 15u;
     constexpr unsigned mis_step = unsigned(layout::step_bytes) & 15u;
 
     // Accumulators of the canonical order: [half of the step][row lo/hi][column pair] for the
@@ -327,12 +354,12 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
     int ahead_slot = ahead == stages ? 0 : ahead;
     for (int i = 0; i < nsteps; ++i) {
         ptx::mbarrier_wait(&barriers[slot], parity);
-        const int step = step_begin + i;
+        const int sub = sub_begin + i * layout::substeps;
         if (ahead < stages) {
             // The slot ahead was emptied by an earlier step: refill it before this step's work.
             if (i + ahead < nsteps) {
-                issue(step + ahead, ahead_slot);
-                issue_records(step + ahead, ahead_slot);
+                issue(sub + ahead * layout::substeps, ahead_slot);
+                issue_records(sub + ahead * layout::substeps, ahead_slot);
                 close_slot(ahead_slot);
             }
             if (++ahead_slot == stages) ahead_slot = 0;
@@ -341,8 +368,8 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
         const unsigned shift = mis_step * unsigned(i);
 #pragma unroll 1
         for (int g = 0; g < layout::substeps; ++g) {
-            const int nvalid32 = min(8, p.nblocks32 - layout::records_per_step * step - 8 * g);
-            if (nvalid32 <= 0) break;
+            const int nvalid32 = min(8, p.nblocks32 - 8 * (sub + g));
+            if (sub + g >= sub_end || nvalid32 <= 0) break;
             const uint8_t* records = slot_base + layout::weight_bytes + 8 * g * layout::record_bytes;
             const uint8_t* row_a = slot_base + my_row_a * pitch + ((mis_a + shift) & 15u) + g * layout::substep_bytes;
             if constexpr (layout::tensor_cores) {
@@ -356,8 +383,8 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
         }
         __syncwarp();  // every lane is done with the slot before it is refilled
         if (ahead == stages && i + stages < nsteps) {
-            issue(step + stages, slot);
-            issue_records(step + stages, slot);
+            issue(sub + stages * layout::substeps, slot);
+            issue_records(sub + stages * layout::substeps, slot);
             close_slot(slot);
         }
         if (++slot == stages) {
@@ -419,12 +446,11 @@ constexpr int mmvq_type_max_split() {
     while (split > 1 && int64_t(split) * 2 * widest_slot > mmvq_max_cta_smem) split /= 2;
     return split;
 }
-// Steps and k-split units of a row of k elements.
-template <class B, int NCols>
+// Substeps and k-split units of a row of k elements.
+template <class B>
 void set_mmvq_steps(mmvq_params& p, int64_t k) {
-    using layout = mmvq_layout<B, NCols>;
     constexpr int64_t unit = int64_t(mmvq_unit_substeps<B>()) * mmvq_substep_elements;
-    p.nsteps = int32_t((k + layout::step_elements - 1) / layout::step_elements);
+    p.nsubsteps = int32_t((k + mmvq_substep_elements - 1) / mmvq_substep_elements);
     p.nunits = int32_t((k + unit - 1) / unit);
 }
 template <class B>
@@ -557,27 +583,35 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
     return encoder;
 }
 
+// W as the kernel reads it: bytes of each row, rows, and two batch dimensions.
+struct weight_geometry {
+    const void* data;
+    int64_t row_bytes, rows, batch2, batch3;
+    int64_t row_stride, stride2, stride3;  // bytes
+};
+
 // A 4-d tensor map over W's bytes (row bytes, rows, W batch 2, W batch 3) whose box is the 16 rows
 // of one step. False where TMA cannot describe W (address or a stride not a multiple of 16
 // bytes): the kernel then copies row by row.
-template <class B, int NCols>
-bool make_weight_tensor_map(CUtensorMap& map, const void* data, int64_t row_bytes, int64_t rows, int64_t batch2,
-                            int64_t batch3, int64_t row_stride, int64_t stride2, int64_t stride3,
-                            CUtensorMapL2promotion promotion) {
-    using layout = mmvq_layout<B, NCols>;
-    constexpr int element = layout::box_element_bytes;
-    const bool describable = reinterpret_cast<uintptr_t>(data) % 16 == 0 && row_stride % 16 == 0 &&
-                             stride2 % 16 == 0 && stride3 % 16 == 0 && row_bytes % element == 0 &&
-                             stride3 < (int64_t(1) << 40) && rows < (int64_t(1) << 31);
+template <class Layout>
+bool make_weight_tensor_map(CUtensorMap& map, const weight_geometry& w, CUtensorMapL2promotion promotion) {
+    constexpr int element = Layout::box_element_bytes;
+    const bool describable = reinterpret_cast<uintptr_t>(w.data) % 16 == 0 && w.row_stride % 16 == 0 &&
+                             w.stride2 % 16 == 0 && w.stride3 % 16 == 0 && w.row_bytes % element == 0 &&
+                             w.stride3 < (int64_t(1) << 40) && w.rows < (int64_t(1) << 31);
     PFN_cuTensorMapEncodeTiled_v12000 encode = describable ? tensor_map_encoder() : nullptr;
     if (encode == nullptr) return false;
-    const cuuint64_t dims[4] = {cuuint64_t(row_bytes / element), cuuint64_t(rows), cuuint64_t(batch2), cuuint64_t(batch3)};
-    const cuuint64_t strides[3] = {cuuint64_t(row_stride), cuuint64_t(stride2), cuuint64_t(stride3)};
-    const cuuint32_t box[4] = {cuuint32_t(layout::box_bytes / element), cuuint32_t(mmvq_tile_rows), 1, 1};
+    const cuuint64_t dims[4] = {cuuint64_t(w.row_bytes / element), cuuint64_t(w.rows), cuuint64_t(w.batch2),
+                                cuuint64_t(w.batch3)};
+    const cuuint64_t strides[3] = {cuuint64_t(w.row_stride), cuuint64_t(w.stride2), cuuint64_t(w.stride3)};
+    const cuuint32_t box[4] = {cuuint32_t(Layout::box_bytes / element), cuuint32_t(mmvq_tile_rows), 1, 1};
     const cuuint32_t element_strides[4] = {1, 1, 1, 1};
-    return encode(&map, element == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
-                  const_cast<void*>(data), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  CU_TENSOR_MAP_SWIZZLE_NONE, promotion,
+    constexpr CUtensorMapDataType element_type = element == 1   ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                                 : element == 2 ? CU_TENSOR_MAP_DATA_TYPE_UINT16
+                                                 : element == 4 ? CU_TENSOR_MAP_DATA_TYPE_UINT32
+                                                                : CU_TENSOR_MAP_DATA_TYPE_UINT64;
+    return encode(&map, element_type, 4, const_cast<void*>(w.data), dims, strides, box, element_strides,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, promotion,
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
@@ -585,14 +619,24 @@ bool make_weight_tensor_map(CUtensorMap& map, const void* data, int64_t row_byte
 // where the whole grid fits the SMs in one wave (no CTA waits for another to finish), else
 // for mmvq_warps_per_sm warps per SM; 2..8 slots, never more than a warp's steps. It changes
 // only how far ahead the copies run, never the result.
-template <class B, int NCols>
-int mmvq_stages(int64_t ctas, int split, int64_t steps_per_warp, const device_limits& device) {
-    using layout = mmvq_layout<B, NCols>;
+// Slots of `stage_bytes` that fit a warp's share of shared memory: the CTAs of one SM at once
+// where the whole grid fits the SMs in one wave (no CTA waits for another to finish), else
+// mmvq_warps_per_sm warps per SM.
+inline int64_t mmvq_ring_fit(int64_t ctas, int split, int64_t stage_bytes, const device_limits& device) {
     int64_t ctas_per_sm = mmvq_one_wave_ctas_per_sm(ctas, split, device);
     if (ctas_per_sm == 0) ctas_per_sm = std::max<int64_t>(1, mmvq_warps_per_sm / split);
     const int64_t per_cta = std::min<int64_t>(
         mmvq_max_cta_smem, (device.smem_per_sm - 512) / ctas_per_sm - device.smem_reserved_per_cta - 256);
-    const int64_t fit = per_cta / (int64_t(split) * layout::stage_bytes);
+    return per_cta / (int64_t(split) * stage_bytes);
+}
+// Steps of a warp's range of whole units.
+template <class Layout, class B>
+int64_t mmvq_steps_per_warp(const mmvq_params& p, int split) {
+    return (int64_t((p.nunits + split - 1) / split) * mmvq_unit_substeps<B>() + Layout::substeps - 1) / Layout::substeps;
+}
+template <class Layout>
+int mmvq_stages(int64_t ctas, int split, int64_t steps_per_warp, const device_limits& device) {
+    const int64_t fit = mmvq_ring_fit(ctas, split, Layout::stage_bytes, device);
     // Never fewer than two slots, even for a warp of one step: giving such warps one slot (more
     // CTAs per SM) measured slower on the H100 (Q3_K 4096×4096: 4.2 -> 5.5 µs).
     return clamp_int(int(std::min<int64_t>({fit, steps_per_warp, mmvq_max_stages})), 2, mmvq_max_stages);
@@ -614,18 +658,22 @@ template <class B, int NCols>
 int mmvq_lookahead(int stages, int split, int64_t steps_per_warp) {
     if constexpr (LLMRT_MMVQ_LOOKAHEAD_GAP != 0)  // tuning experiments: a fixed gap, or -1 for none
         return LLMRT_MMVQ_LOOKAHEAD_GAP < 0 ? stages : std::max(1, stages - LLMRT_MMVQ_LOOKAHEAD_GAP);
-    constexpr int substeps = mmvq_layout<B, NCols>::substeps;
+    constexpr int substeps = mmvq_layout<B, NCols>::substeps;  // of a narrow step: the decoding per unit
     if (substeps >= 4 || (substeps > 1 && split >= 4)) return 1;
     if (NCols >= 3 && split >= 4) return std::max(1, stages - 1);
     return stages >= 3 && stages >= steps_per_warp ? stages - 1 : stages;
 }
 
-template <class B, int NCols, int MaxSplit>
-void launch_mmvq_kernel(mmvq_params p, const CUtensorMap& map, dim3 grid, int split, const device_limits& device,
+template <class B, int NCols, int MaxSplit, bool Wide>
+void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int split, const device_limits& device,
                         cudaStream_t stream, const launch_options& options) {
-    using layout = mmvq_layout<B, NCols>;
-    const int64_t steps_per_warp = int64_t((p.nunits + split - 1) / split) * layout::steps_per_unit;
-    p.stages = mmvq_stages<B, NCols>(int64_t(grid.x) * grid.y * grid.z, split, steps_per_warp, device);
+    using layout = mmvq_layout<B, NCols, Wide>;
+    const int64_t ctas = int64_t(grid.x) * grid.y * grid.z;
+    CUtensorMap map{};
+    p.tensor_map = options.allow_tensor_map &&
+                   make_weight_tensor_map<layout>(map, w, mmvq_l2_promotion<B>(ctas, split, device));
+    const int64_t steps_per_warp = mmvq_steps_per_warp<layout, B>(p, split);
+    p.stages = mmvq_stages<layout>(ctas, split, steps_per_warp, device);
     p.lookahead = mmvq_lookahead<B, NCols>(p.stages, split, steps_per_warp);
     const std::size_t smem = std::size_t(split) * p.stages * layout::stage_bytes;
     {
@@ -637,24 +685,52 @@ void launch_mmvq_kernel(mmvq_params p, const CUtensorMap& map, dim3 grid, int sp
         const uint64_t bit = device < 64 ? (uint64_t(1) << device) : 0;
         if (bit == 0 || (configured_devices.load() & bit) == 0) {
             const int most = int(std::min<int64_t>(mmvq_max_cta_smem, int64_t(MaxSplit) * mmvq_max_stages * layout::stage_bytes));
-            LLMRT_CUDA_CHECK(cudaFuncSetAttribute(mmvq_kernel<B, NCols, MaxSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  std::max(most, int(smem))));
+            LLMRT_CUDA_CHECK(cudaFuncSetAttribute(mmvq_kernel<B, NCols, MaxSplit, Wide>,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, std::max(most, int(smem))));
             configured_devices.fetch_or(bit);
         }
     }
-    launch("cuda::mmvq", mmvq_kernel<B, NCols, MaxSplit>, grid, dim3(32, unsigned(split)), smem, stream, options, p, map);
+    launch("cuda::mmvq", mmvq_kernel<B, NCols, MaxSplit, Wide>, grid, dim3(32, unsigned(split)), smem, stream, options,
+           p, map);
 }
 
-// The launch with the narrowest kernel that holds `split` warps per CTA.
+// Whether a launch takes wide steps (mmvq_wide_step_units): where a ring of three wide slots fits
+// every warp, or a ring of two where a warp's whole range is one wide step; otherwise narrow
+// ones, since fewer than three slots of a ring that must be refilled lose more than wide boxes
+// gain, and wide slots that do not fit the planned CTAs per SM would split a one-wave grid. On
+// the H100, 1 column: Q4_K 4096×4096 4.89 -> 4.51 µs, Q6_K 4096×14336 18.78 -> 17.65 µs (2
+// columns 19.51 -> 18.32 µs); where the rule keeps narrow steps, wide ones measured slower (Q6_K
+// 14336×4096 19.1 -> 21.7 µs, Q4_K 4096×14336 12.5 -> 13.3 µs). Copies only: never changes a
+// result.
 template <class B, int NCols>
-void launch_mmvq(const mmvq_params& p, const CUtensorMap& map, dim3 grid, int split, const device_limits& device,
+bool mmvq_wide_steps(const mmvq_params& p, int64_t ctas, int split, const device_limits& device) {
+    if constexpr (!mmvq_has_wide_steps<B, NCols>()) {
+        return false;
+    } else {
+        using wide = mmvq_layout<B, NCols, true>;
+        const int64_t fit = mmvq_ring_fit(ctas, split, wide::stage_bytes, device);
+        return fit >= 3 || (fit >= 2 && mmvq_steps_per_warp<wide, B>(p, split) == 1);
+    }
+}
+
+// The launch with the narrowest kernel that holds `split` warps per CTA, in wide or narrow steps.
+template <class B, int NCols>
+void launch_mmvq(const mmvq_params& p, const weight_geometry& w, dim3 grid, int split, const device_limits& device,
                  cudaStream_t stream, const launch_options& options) {
     constexpr int widest = mmvq_type_max_split<B>();
     constexpr int narrow = widest < 4 ? widest : 4;
-    if (widest > narrow && split > narrow)
-        launch_mmvq_kernel<B, NCols, widest>(p, map, grid, split, device, stream, options);
-    else
-        launch_mmvq_kernel<B, NCols, narrow>(p, map, grid, split, device, stream, options);
+    auto with_steps = [&](auto wide) {
+        constexpr bool Wide = decltype(wide)::value;
+        if (widest > narrow && split > narrow)
+            launch_mmvq_kernel<B, NCols, widest, Wide>(p, w, grid, split, device, stream, options);
+        else
+            launch_mmvq_kernel<B, NCols, narrow, Wide>(p, w, grid, split, device, stream, options);
+    };
+    if (mmvq_wide_steps<B, NCols>(p, int64_t(grid.x) * grid.y * grid.z, split, device)) {
+        if constexpr (mmvq_has_wide_steps<B, NCols>()) with_steps(std::true_type{});
+    } else {
+        with_steps(std::false_type{});
+    }
 }
 
 inline std::string mmvq_shapes(const qmatrix_view& w, const std::string& x, const output_columns& y) {
@@ -715,18 +791,15 @@ void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const out
     p.rows = int32_t(w.rows);
     p.nblocks = int32_t(w.k / B::block_size);
     p.nblocks32 = int32_t(w.k / 32);
-    set_mmvq_steps<B, NCols>(p, w.k);
+    set_mmvq_steps<B>(p, w.k);
     p.ratio2 = int32_t(x.batch2 / w.batch2);
     p.ratio3 = int32_t(x.batch3 / w.batch3);
     const int64_t tiles = (w.rows + mmvq_tile_rows - 1) / mmvq_tile_rows;
     const int split = mmvq_split<B>(tiles * x.batch2 * x.batch3, p.nunits);
     const dim3 grid(unsigned(tiles), unsigned(x.batch2), unsigned(x.batch3));
-    CUtensorMap map{};
-    p.tensor_map = options.allow_tensor_map &&
-                   make_weight_tensor_map<B, NCols>(map, w.data, p.w_row_bytes, w.rows, w.batch2, w.batch3, p.w_row_stride,
-                                                    p.w_stride2, p.w_stride3,
-                                                    mmvq_l2_promotion<B>(int64_t(grid.x) * grid.y * grid.z, split, device));
-    launch_mmvq<B, NCols>(p, map, grid, split, device, stream, options);
+    const weight_geometry geometry{w.data,      p.w_row_bytes, w.rows,      w.batch2,
+                                   w.batch3,    p.w_row_stride, p.w_stride2, p.w_stride3};
+    launch_mmvq<B, NCols>(p, geometry, grid, split, device, stream, options);
 }
 
 }  // namespace detail
@@ -860,18 +933,14 @@ inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const e
         p.rows = int32_t(experts.rows);
         p.nblocks = int32_t(experts.k / B::block_size);
         p.nblocks32 = int32_t(experts.k / 32);
-        detail::set_mmvq_steps<B, 1>(p, experts.k);
+        detail::set_mmvq_steps<B>(p, experts.k);
         p.ratio2 = p.ratio3 = 1;
         const int64_t tiles = (experts.rows + detail::mmvq_tile_rows - 1) / detail::mmvq_tile_rows;
         const int split = detail::mmvq_split<B>(tiles * ids.n_used * ids.n_tokens, p.nunits);
         const dim3 grid(unsigned(tiles), unsigned(ids.n_used), unsigned(ids.n_tokens));
-        CUtensorMap map{};
-        p.tensor_map = options.allow_tensor_map &&
-                       detail::make_weight_tensor_map<B, 1>(
-                           map, experts.data, p.w_row_bytes, experts.rows, experts.batch2, 1, p.w_row_stride, p.w_stride2,
-                           experts.batch2 * p.w_stride2,
-                           detail::mmvq_l2_promotion<B>(int64_t(grid.x) * grid.y * grid.z, split, device));
-        detail::launch_mmvq<B, 1>(p, map, grid, split, device, stream, options);
+        const detail::weight_geometry geometry{experts.data,    p.w_row_bytes, experts.rows, experts.batch2, 1,
+                                               p.w_row_stride, p.w_stride2,  experts.batch2 * p.w_stride2};
+        detail::launch_mmvq<B, 1>(p, geometry, grid, split, device, stream, options);
     });
 }
 
