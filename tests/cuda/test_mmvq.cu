@@ -1,7 +1,8 @@
 // mmvq on the device against the CPU reference (cpu::matvec with Q8_1-rounded activations, in
 // double), for every weight type, rows and k that are not multiples of the tile, 1 to 8 columns;
-// each column bit-identical whatever the column count and across runs; the batched form with W
-// broadcast; mmvq_id; and shapes refused on the host before anything runs.
+// each column bit-identical whatever the column count and across runs, on small shapes and on
+// model-sized one-wave grids; the batched form with W broadcast; mmvq_id; and shapes refused on
+// the host before anything runs.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -204,6 +205,48 @@ TEST_CASE_TEMPLATE("a programmatic dependent launch gives the same bits as a pla
         }
     }
     check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
+}
+
+TEST_CASE_TEMPLATE("large one-wave grids give each column the same bits at every column count", B, LLMRT_WEIGHT_TYPES) {
+    // Model-sized matrices whose grids fill the GPU in one wave: there the ring takes the shapes
+    // that small tests never reach (wide steps of two units, compact tensor-map slots, rings sized
+    // from the SM's share of shared memory), and each column count may take a different one. Every
+    // column must still equal the same column of the 8-column launch; the first and last 48 rows
+    // are checked against the CPU reference.
+    LLMRT_CUDA_TEST_NEEDS_DEVICE();
+    uint64_t seed = 9000 * uint64_t(B::id);
+    const int64_t shapes[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}};
+    for (const auto& shape : shapes) {
+        const int64_t rows = shape[0], k = shape[1];
+        const int64_t row_bytes = int64_t(llmrt::row_size(B::id, k));
+        CAPTURE(rows);
+        CAPTURE(k);
+        const std::vector<uint8_t> w = random_blocks<B>(rows * (k / B::block_size), ++seed);
+        const std::vector<float> x = llmrt::testing::generate(distribution::gaussian, k * cuda::mmvq_max_cols, ++seed);
+        device_buffer d_w(w.size()), d_x(x.size() * sizeof(float));
+        device_buffer d_y(std::size_t(rows) * cuda::mmvq_max_cols * sizeof(float));
+        device_buffer scratch(cuda::activation_scratch_bytes(k, cuda::mmvq_max_cols));
+        d_w.upload(w);
+        d_x.upload(x);
+        const run_result all = run_mmvq(B::id, d_w, 0, rows, k, row_bytes, d_x, 8, d_y, scratch);
+        REQUIRE_MESSAGE(all.unwritten.empty(), llmrt::testing::describe_unwritten(all.unwritten));
+        for (const int64_t first : {int64_t(0), rows - 48}) {
+            const std::vector<float> ref = llmrt::testing::reference_matvec(
+                B::id, w.data() + first * row_bytes, x.data(), 48, k, cuda::mmvq_max_cols);
+            std::vector<float> got(std::size_t(48 * cuda::mmvq_max_cols));
+            for (int64_t c = 0; c < cuda::mmvq_max_cols; ++c)
+                std::memcpy(got.data() + c * 48, all.y.data() + c * rows + first, 48 * sizeof(float));
+            const llmrt::testing::error_report report = llmrt::testing::compare(got.data(), ref.data(), int64_t(got.size()));
+            CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound), report.describe(got.data(), ref.data()));
+        }
+        for (int64_t ncols = 1; ncols < cuda::mmvq_max_cols; ++ncols) {
+            CAPTURE(ncols);
+            const run_result some = run_mmvq(B::id, d_w, 0, rows, k, row_bytes, d_x, ncols, d_y, scratch);
+            REQUIRE_MESSAGE(some.unwritten.empty(), llmrt::testing::describe_unwritten(some.unwritten));
+            CHECK_MESSAGE(bits_equal(some.y.data(), all.y.data(), std::size_t(ncols * rows)),
+                          "a column differs from the same column of an 8-column launch");
+        }
+    }
 }
 
 TEST_CASE_TEMPLATE("the batched form broadcasts W across activation batches and matches separate launches", B,

@@ -174,11 +174,17 @@ struct mmvq_layout {
     static constexpr int box_element_bytes = box_bytes <= 256 ? 1 : box_bytes <= 512 ? 2 : box_bytes <= 1024 ? 4 : 8;
     static_assert(box_bytes / box_element_bytes <= 256, "mmvq: a step must fit a tensor-map box");
     static_assert(step_bytes % box_element_bytes == 0, "mmvq: a step must be whole box elements");
-    static constexpr int weight_bytes = (mmvq_tile_rows * (row_pitch > box_bytes ? row_pitch : box_bytes) + 127) / 128 * 128;
     static constexpr int record_bytes = int(activation_record_bytes(NCols));
-    static constexpr int stage_bytes = (weight_bytes + records_per_step * record_bytes + 127) / 128 * 128;
+    // A ring slot: the step's activation records, then its 16 rows at the wider of the two copy
+    // paths' pitches, or compact: at the box pitch (tensor-map copies only). Records first, so
+    // that only the slot's length depends on which.
+    static constexpr int records_region = records_per_step * record_bytes;
+    static_assert(records_region % 128 == 0, "mmvq: a slot's rows must start 128-byte aligned");
+    static constexpr int weight_bytes = (mmvq_tile_rows * (row_pitch > box_bytes ? row_pitch : box_bytes) + 127) / 128 * 128;
+    static constexpr int stage_bytes = records_region + weight_bytes;
+    static constexpr int compact_stage_bytes = records_region + (mmvq_tile_rows * box_bytes + 127) / 128 * 128;
     static constexpr bool tensor_cores = NCols >= mmvq_mma_min_cols;
-    static_assert(2 * stage_bytes >= mmvq_tile_rows * NCols * 4, "mmvq: the partial sums reuse a warp's ring");
+    static_assert(2 * compact_stage_bytes >= mmvq_tile_rows * NCols * 4, "mmvq: the partial sums reuse a warp's ring");
 };
 
 struct mmvq_params {
@@ -201,15 +207,16 @@ struct mmvq_params {
     int32_t stages;          // ring slots per warp, 2..8
     int32_t lookahead;       // steps in flight ahead of the one being read, 1..stages
     int32_t tensor_map;      // 1: W's rows come through the tensor map, 0: per-row bulk copies
+    int32_t slot_bytes;      // a ring slot: layout::stage_bytes, or compact_stage_bytes (tensor map only)
 };
 
 }  // namespace detail
 
 // The kernel: one CTA per 16 rows and batch, grid (ceil(rows/16), batch2, batch3), blockDim
-// (32, split) with split warps dividing k, dynamic shared memory
-// split · p.stages · detail::mmvq_layout<B, NCols, Wide>::stage_bytes, split <= MaxSplit. Launch it
-// through mmvq / mmvq_prepared, which take the narrowest MaxSplit that holds the launch's split (a
-// CTA shape of 8 warps measured slower on the H100 than one of 4 for launches of 4 warps or fewer)
+// (32, split) with split warps dividing k, dynamic shared memory detail::mmvq_ring_bytes (split ·
+// p.stages · p.slot_bytes, and a tail for compact rings), split <= MaxSplit. Launch it through
+// mmvq / mmvq_prepared, which take the narrowest MaxSplit that holds the launch's split (a CTA
+// shape of 8 warps measured slower on the H100 than one of 4 for launches of 4 warps or fewer)
 // and choose Wide (see mmvq_wide_steps); neither changes a result.
 template <class B, int NCols, int MaxSplit, bool Wide>
 __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
@@ -258,7 +265,8 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
     const int sub_end = min(int(int64_t(warp + 1) * p.nunits / split) * unit_substeps, p.nsubsteps);
     const int nsteps = max(0, (sub_end - sub_begin + layout::substeps - 1) / layout::substeps);
     const int stages = p.stages;
-    const int warp_smem_bytes = stages * layout::stage_bytes;
+    const int slot_bytes = p.slot_bytes;
+    const int warp_smem_bytes = stages * slot_bytes;
     uint8_t* const ring = smem + warp * warp_smem_bytes;
     __shared__ uint64_t slot_barriers[MaxSplit][mmvq_max_stages];
     uint64_t* const barriers = slot_barriers[warp];
@@ -277,7 +285,7 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
     const uint8_t* const row_aligned_end = reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(row_end) & ~uintptr_t(15));
     // The step starting at substep `sub`.
     auto issue = [&](int sub, int slot) {
-        uint8_t* const slot_base = ring + slot * layout::stage_bytes;
+        uint8_t* const slot_base = ring + slot * slot_bytes + layout::records_region;
         uint64_t* const barrier = &barriers[slot];
         if (by_tensor_map) {
             if (lane == 0) {
@@ -308,7 +316,7 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
         uint64_t* barrier = &barriers[slot];
         const unsigned bytes = unsigned(nrecords * layout::record_bytes);
         ptx::mbarrier_expect_bytes(barrier, bytes);
-        ptx::bulk_copy_to_shared(ring + slot * layout::stage_bytes + layout::weight_bytes,
+        ptx::bulk_copy_to_shared(ring + slot * slot_bytes,
                                  x + int64_t(8) * sub * layout::record_bytes, bytes, barrier);
     };
     // A slot's phase completes once lane 0 has arrived (after every lane's copies are issued and
@@ -364,13 +372,14 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
             }
             if (++ahead_slot == stages) ahead_slot = 0;
         }
-        const uint8_t* slot_base = ring + slot * layout::stage_bytes;
+        const uint8_t* slot_records = ring + slot * slot_bytes;
+        const uint8_t* slot_base = slot_records + layout::records_region;
         const unsigned shift = mis_step * unsigned(i);
 #pragma unroll 1
         for (int g = 0; g < layout::substeps; ++g) {
             const int nvalid32 = min(8, p.nblocks32 - 8 * (sub + g));
             if (sub + g >= sub_end || nvalid32 <= 0) break;
-            const uint8_t* records = slot_base + layout::weight_bytes + 8 * g * layout::record_bytes;
+            const uint8_t* records = slot_records + 8 * g * layout::record_bytes;
             const uint8_t* row_a = slot_base + my_row_a * pitch + ((mis_a + shift) & 15u) + g * layout::substep_bytes;
             if constexpr (layout::tensor_cores) {
                 const uint8_t* row_b = slot_base + my_row_b * pitch + ((mis_b + shift) & 15u) + g * layout::substep_bytes;
@@ -615,31 +624,53 @@ bool make_weight_tensor_map(CUtensorMap& map, const weight_geometry& w, CUtensor
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// The ring depth: as deep as the shared memory of one SM allows for the CTAs it holds at once,
-// where the whole grid fits the SMs in one wave (no CTA waits for another to finish), else
-// for mmvq_warps_per_sm warps per SM; 2..8 slots, never more than a warp's steps. It changes
-// only how far ahead the copies run, never the result.
-// Slots of `stage_bytes` that fit a warp's share of shared memory: the CTAs of one SM at once
-// where the whole grid fits the SMs in one wave (no CTA waits for another to finish), else
-// mmvq_warps_per_sm warps per SM.
-inline int64_t mmvq_ring_fit(int64_t ctas, int split, int64_t stage_bytes, const device_limits& device) {
+// Shared memory for one CTA's rings: the SM's share for each CTA it holds at once, where the whole
+// grid fits the SMs in one wave (no CTA waits for another to finish), else for mmvq_warps_per_sm
+// warps per SM.
+inline int64_t mmvq_cta_ring_budget(int64_t ctas, int split, const device_limits& device) {
     int64_t ctas_per_sm = mmvq_one_wave_ctas_per_sm(ctas, split, device);
     if (ctas_per_sm == 0) ctas_per_sm = std::max<int64_t>(1, mmvq_warps_per_sm / split);
-    const int64_t per_cta = std::min<int64_t>(
-        mmvq_max_cta_smem, (device.smem_per_sm - 512) / ctas_per_sm - device.smem_reserved_per_cta - 256);
-    return per_cta / (int64_t(split) * stage_bytes);
+    return std::min<int64_t>(mmvq_max_cta_smem,
+                             (device.smem_per_sm - 512) / ctas_per_sm - device.smem_reserved_per_cta - 256);
 }
 // Steps of a warp's range of whole units.
 template <class Layout, class B>
 int64_t mmvq_steps_per_warp(const mmvq_params& p, int split) {
     return (int64_t((p.nunits + split - 1) / split) * mmvq_unit_substeps<B>() + Layout::substeps - 1) / Layout::substeps;
 }
-template <class Layout>
-int mmvq_stages(int64_t ctas, int split, int64_t steps_per_warp, const device_limits& device) {
-    const int64_t fit = mmvq_ring_fit(ctas, split, Layout::stage_bytes, device);
+// The ring depth for slots of `slot_bytes`: as deep as the budget allows, 2..8 slots, never more
+// than a warp's steps. It changes only how far ahead the copies run, never the result.
+inline int mmvq_stages(int64_t budget, int split, int64_t steps_per_warp, int64_t slot_bytes) {
+    const int64_t fit = budget / (int64_t(split) * slot_bytes);
     // Never fewer than two slots, even for a warp of one step: giving such warps one slot (more
     // CTAs per SM) measured slower on the H100 (Q3_K 4096×4096: 4.2 -> 5.5 µs).
     return clamp_int(int(std::min<int64_t>({fit, steps_per_warp, mmvq_max_stages})), 2, mmvq_max_stages);
+}
+// Bytes past the last slot of a compact ring, for the decoders' word reads (up to 15 bytes past a
+// row); the other slots' rows have that much slack in their pitch.
+constexpr int mmvq_compact_tail = 128;
+// The ring: slots sized for either copy path, so that switching paths never changes the ring,
+// except where compact tensor-map slots make a ring of two into three or more (a ring of two
+// must be refilled while its other slot is read; with three the copies keep ahead). Only then,
+// since compact slots elsewhere changed the ring depth or let part of the next launch in beside
+// this one, which measured ±7 points either way. On the H100: Q8_0 14336×4096 2 columns 26.3 ->
+// 23.0 µs, Q2_K 14336×4096 8 columns 19.4 -> 16.9 µs. Never changes a result.
+template <class Layout>
+void set_mmvq_ring(mmvq_params& p, int64_t ctas, int split, int64_t steps_per_warp, const device_limits& device) {
+    const int64_t budget = mmvq_cta_ring_budget(ctas, split, device);
+    p.stages = mmvq_stages(budget, split, steps_per_warp, Layout::stage_bytes);
+    p.slot_bytes = Layout::stage_bytes;
+    if (p.tensor_map && p.stages == 2) {
+        const int compact = mmvq_stages(budget - mmvq_compact_tail, split, steps_per_warp, Layout::compact_stage_bytes);
+        if (compact > 2) {
+            p.stages = compact;
+            p.slot_bytes = Layout::compact_stage_bytes;
+        }
+    }
+}
+// Shared memory of one CTA's rings.
+inline std::size_t mmvq_ring_bytes(const mmvq_params& p, int split, int64_t stage_bytes) {
+    return std::size_t(split) * p.stages * p.slot_bytes + (p.slot_bytes != stage_bytes ? mmvq_compact_tail : 0);
 }
 
 // Steps a warp keeps in flight while it reads one (its ring has `stages` slots). Copies in
@@ -673,9 +704,9 @@ void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int 
     p.tensor_map = options.allow_tensor_map &&
                    make_weight_tensor_map<layout>(map, w, mmvq_l2_promotion<B>(ctas, split, device));
     const int64_t steps_per_warp = mmvq_steps_per_warp<layout, B>(p, split);
-    p.stages = mmvq_stages<layout>(ctas, split, steps_per_warp, device);
+    set_mmvq_ring<layout>(p, ctas, split, steps_per_warp, device);
     p.lookahead = mmvq_lookahead<B, NCols>(p.stages, split, steps_per_warp);
-    const std::size_t smem = std::size_t(split) * p.stages * layout::stage_bytes;
+    const std::size_t smem = mmvq_ring_bytes(p, split, layout::stage_bytes);
     {
         // The opt-in above 48 KB (dynamic plus static) is a per-device function attribute: set
         // it once per device, to the most any launch asks for.
@@ -708,7 +739,7 @@ bool mmvq_wide_steps(const mmvq_params& p, int64_t ctas, int split, const device
         return false;
     } else {
         using wide = mmvq_layout<B, NCols, true>;
-        const int64_t fit = mmvq_ring_fit(ctas, split, wide::stage_bytes, device);
+        const int64_t fit = mmvq_cta_ring_budget(ctas, split, device) / (int64_t(split) * wide::stage_bytes);
         return fit >= 3 || (fit >= 2 && mmvq_steps_per_warp<wide, B>(p, split) == 1);
     }
 }
