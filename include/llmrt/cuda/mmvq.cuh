@@ -177,12 +177,16 @@ struct mmvq_layout {
     static constexpr int record_bytes = int(activation_record_bytes(NCols));
     // A ring slot: the step's activation records, then its 16 rows at the wider of the two copy
     // paths' pitches, or compact: at the box pitch (tensor-map copies only). Records first, so
-    // that only the slot's length depends on which.
+    // that only the slot's length depends on which. Either way the slot holds every byte that the
+    // decoders' word reads reach, up to 15 past a row's last byte (the per-row pitch has that
+    // slack by construction; box_extent is the same for rows at the box pitch).
     static constexpr int records_region = records_per_step * record_bytes;
     static_assert(records_region % 128 == 0, "mmvq: a slot's rows must start 128-byte aligned");
     static constexpr int weight_bytes = (mmvq_tile_rows * (row_pitch > box_bytes ? row_pitch : box_bytes) + 127) / 128 * 128;
+    static constexpr int box_extent = (mmvq_tile_rows - 1) * box_bytes + box_span + 15;
+    static_assert(weight_bytes >= box_extent, "mmvq: a slot must hold the decoders' reads past its last row");
     static constexpr int stage_bytes = records_region + weight_bytes;
-    static constexpr int compact_stage_bytes = records_region + (mmvq_tile_rows * box_bytes + 127) / 128 * 128;
+    static constexpr int compact_stage_bytes = records_region + (box_extent + 127) / 128 * 128;
     static constexpr bool tensor_cores = NCols >= mmvq_mma_min_cols;
     static_assert(2 * compact_stage_bytes >= mmvq_tile_rows * NCols * 4, "mmvq: the partial sums reuse a warp's ring");
 };
@@ -213,8 +217,8 @@ struct mmvq_params {
 }  // namespace detail
 
 // The kernel: one CTA per 16 rows and batch, grid (ceil(rows/16), batch2, batch3), blockDim
-// (32, split) with split warps dividing k, dynamic shared memory detail::mmvq_ring_bytes (split ·
-// p.stages · p.slot_bytes, and a tail for compact rings), split <= MaxSplit. Launch it through
+// (32, split) with split warps dividing k, dynamic shared memory split · p.stages · p.slot_bytes,
+// split <= MaxSplit. Launch it through
 // mmvq / mmvq_prepared, which take the narrowest MaxSplit that holds the launch's split (a CTA
 // shape of 8 warps measured slower on the H100 than one of 4 for launches of 4 warps or fewer)
 // and choose Wide (see mmvq_wide_steps); neither changes a result.
@@ -646,9 +650,6 @@ inline int mmvq_stages(int64_t budget, int split, int64_t steps_per_warp, int64_
     // CTAs per SM) measured slower on the H100 (Q3_K 4096×4096: 4.2 -> 5.5 µs).
     return clamp_int(int(std::min<int64_t>({fit, steps_per_warp, mmvq_max_stages})), 2, mmvq_max_stages);
 }
-// Bytes past the last slot of a compact ring, for the decoders' word reads (up to 15 bytes past a
-// row); the other slots' rows have that much slack in their pitch.
-constexpr int mmvq_compact_tail = 128;
 // The ring: slots sized for either copy path, so that switching paths never changes the ring,
 // except where compact tensor-map slots make a ring of two into three or more (a ring of two
 // must be refilled while its other slot is read; with three the copies keep ahead). Only then,
@@ -661,16 +662,12 @@ void set_mmvq_ring(mmvq_params& p, int64_t ctas, int split, int64_t steps_per_wa
     p.stages = mmvq_stages(budget, split, steps_per_warp, Layout::stage_bytes);
     p.slot_bytes = Layout::stage_bytes;
     if (p.tensor_map && p.stages == 2) {
-        const int compact = mmvq_stages(budget - mmvq_compact_tail, split, steps_per_warp, Layout::compact_stage_bytes);
+        const int compact = mmvq_stages(budget, split, steps_per_warp, Layout::compact_stage_bytes);
         if (compact > 2) {
             p.stages = compact;
             p.slot_bytes = Layout::compact_stage_bytes;
         }
     }
-}
-// Shared memory of one CTA's rings.
-inline std::size_t mmvq_ring_bytes(const mmvq_params& p, int split, int64_t stage_bytes) {
-    return std::size_t(split) * p.stages * p.slot_bytes + (p.slot_bytes != stage_bytes ? mmvq_compact_tail : 0);
 }
 
 // Steps a warp keeps in flight while it reads one (its ring has `stages` slots). Copies in
@@ -706,7 +703,7 @@ void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int 
     const int64_t steps_per_warp = mmvq_steps_per_warp<layout, B>(p, split);
     set_mmvq_ring<layout>(p, ctas, split, steps_per_warp, device);
     p.lookahead = mmvq_lookahead<B, NCols>(p.stages, split, steps_per_warp);
-    const std::size_t smem = mmvq_ring_bytes(p, split, layout::stage_bytes);
+    const std::size_t smem = std::size_t(split) * p.stages * p.slot_bytes;
     {
         // The opt-in above 48 KB (dynamic plus static) is a per-device function attribute: set
         // it once per device, to the most any launch asks for.
