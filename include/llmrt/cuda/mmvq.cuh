@@ -652,16 +652,18 @@ inline int mmvq_stages(int64_t budget, int split, int64_t steps_per_warp, int64_
 }
 // The ring: slots sized for either copy path, so that switching paths never changes the ring,
 // except where compact tensor-map slots make a ring of two into three or more (a ring of two
-// must be refilled while its other slot is read; with three the copies keep ahead). Only then,
-// since compact slots elsewhere changed the ring depth or let part of the next launch in beside
-// this one, which measured ±7 points either way. On the H100: Q8_0 14336×4096 2 columns 26.3 ->
-// 23.0 µs, Q2_K 14336×4096 8 columns 19.4 -> 16.9 µs. Never changes a result.
+// must be refilled while its other slot is read; with three the copies keep ahead), in one-wave
+// grids of CTAs of one or two warps. Only there: compact slots elsewhere changed the ring depth
+// or let part of the next launch in beside this one, which measured ±7 points either way; with
+// CTAs of 8 warps they sped up mmvq alone but slowed the quantizer + mmvq pair (Q5_K 4096×14336,
+// 4 columns: 19.4 -> 20.1 µs); on many-wave grids ±1.5%. On the H100: Q8_0 14336×4096 2 columns
+// 26.3 -> 23.0 µs, Q2_K 14336×4096 8 columns 19.4 -> 16.8 µs. Never changes a result.
 template <class Layout>
 void set_mmvq_ring(mmvq_params& p, int64_t ctas, int split, int64_t steps_per_warp, const device_limits& device) {
     const int64_t budget = mmvq_cta_ring_budget(ctas, split, device);
     p.stages = mmvq_stages(budget, split, steps_per_warp, Layout::stage_bytes);
     p.slot_bytes = Layout::stage_bytes;
-    if (p.tensor_map && p.stages == 2) {
+    if (p.tensor_map && p.stages == 2 && split <= 2 && mmvq_one_wave_ctas_per_sm(ctas, split, device) > 0) {
         const int compact = mmvq_stages(budget, split, steps_per_warp, Layout::compact_stage_bytes);
         if (compact > 2) {
             p.stages = compact;
