@@ -11,18 +11,18 @@
 // passes scratch (mmvq_scratch_bytes says how much). Every shape is checked on the host before
 // anything is launched; a mismatch raises llmrt::error naming both shapes.
 //
-// The kernel, mmvq_kernel<Block, NCols, MaxSplit>, is instantiated from the type list through
+// The kernel, mmvq_kernel<Block, NCols, MaxSplit, Wide>, is instantiated from the type list through
 // llmrt::dispatch, never by hand. Each warp owns 16 rows and a contiguous range of k units (1,
 // 2 or 4 substeps of 256 elements: enough that a row's part of a unit is a multiple of 16
 // bytes); tensor-map or bulk copies stream each step's rows (raw bytes, any alignment) and
 // activation records into a shared-memory ring, one or more steps ahead of the step being read
 // (mmvq_lookahead says how many, from the type and shape). A step is a unit, a substep (from 3 or
 // 5 columns on), or for Q4_K, Q5_K and Q6_K at 1 and 2 columns two units where the ring has room
-// for them (mmvq_wide_steps). One to four columns take the
-// dp4a form (one lane per row and half-substep), five to eight the int8 tensor-core form (the 8 columns of an
-// m16n8k32/k16 mma); both form the same integers and add them in the same float order (see
-// codec.cuh), so a column's result does not depend on NCols. The warps of a CTA split k; their
-// partial sums meet in shared memory in a fixed order. No atomics.
+// for them (mmvq_wide_steps). One to four columns take the dp4a form (one lane per row and
+// half-substep), five to eight the int8 tensor-core form (the 8 columns of an m16n8k32/k16 mma);
+// both form the same integers and add them in the same float order (see codec.cuh), so a
+// column's result does not depend on NCols. The warps of a CTA split k; their partial sums meet
+// in shared memory in a fixed order. No atomics.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (a header-only use: the encoder is reached through the runtime)
@@ -218,10 +218,10 @@ struct mmvq_params {
 
 // The kernel: one CTA per 16 rows and batch, grid (ceil(rows/16), batch2, batch3), blockDim
 // (32, split) with split warps dividing k, dynamic shared memory split · p.stages · p.slot_bytes,
-// split <= MaxSplit. Launch it through
-// mmvq / mmvq_prepared, which take the narrowest MaxSplit that holds the launch's split (a CTA
-// shape of 8 warps measured slower on the H100 than one of 4 for launches of 4 warps or fewer)
-// and choose Wide (see mmvq_wide_steps); neither changes a result.
+// split <= MaxSplit. Launch it through mmvq / mmvq_prepared, which take the narrowest MaxSplit
+// that holds the launch's split (a CTA shape of 8 warps measured slower on the H100 than one of 4
+// for launches of 4 warps or fewer) and choose Wide (see mmvq_wide_steps); neither changes a
+// result.
 template <class B, int NCols, int MaxSplit, bool Wide>
 __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
     mmvq_kernel(const detail::mmvq_params p, const __grid_constant__ CUtensorMap weights) {
