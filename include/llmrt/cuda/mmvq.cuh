@@ -101,8 +101,12 @@ constexpr int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? 
 // Q2_K's 84-byte substep, which measured as the limit of the small types on large matrices
 // (Q2_K 128256×4096: 69% of 3.1 TB/s with 1-substep steps, 88% with 4).
 template <class B>
+constexpr int mmvq_substep_bytes() {
+    return int(sizeof(B)) * (mmvq_substep_elements / int(B::block_size));
+}
+template <class B>
 constexpr int mmvq_unit_substeps() {
-    constexpr int sub_bytes = int(sizeof(B)) * (mmvq_substep_elements / int(B::block_size));
+    constexpr int sub_bytes = mmvq_substep_bytes<B>();
     int g = 1;
     while (sub_bytes < 192 && g < LLMRT_MMVQ_MAX_STEP_GROUP && (g * sub_bytes) % 16 != 0) g *= 2;
     return g;
@@ -122,7 +126,7 @@ constexpr int mmvq_group_max_cols() {
 // 3.1 TB/s with 144-byte boxes and 99.6% with 288-byte ones, at the same bytes in flight.
 template <class B>
 constexpr int mmvq_wide_step_units() {
-    constexpr int unit_bytes = int(sizeof(B)) * (mmvq_substep_elements / int(B::block_size)) * mmvq_unit_substeps<B>();
+    constexpr int unit_bytes = mmvq_substep_bytes<B>() * mmvq_unit_substeps<B>();
     int units = 1;
     while (units * unit_bytes < 256) units *= 2;
     return units;
@@ -148,7 +152,7 @@ struct mmvq_layout {
     static constexpr int substeps = mmvq_step_substeps<B, NCols, Wide>();
     static constexpr int step_elements = substeps * mmvq_substep_elements;
     static constexpr int blocks_per_substep = mmvq_substep_elements / int(B::block_size);
-    static constexpr int substep_bytes = int(sizeof(B)) * blocks_per_substep;
+    static constexpr int substep_bytes = mmvq_substep_bytes<B>();
     static constexpr int records_per_step = step_elements / 32;
     static constexpr int blocks_per_step = substeps * blocks_per_substep;
     static constexpr int step_bytes = substeps * substep_bytes;
@@ -642,10 +646,14 @@ template <class Layout, class B>
 int64_t mmvq_steps_per_warp(const mmvq_params& p, int split) {
     return (int64_t((p.nunits + split - 1) / split) * mmvq_unit_substeps<B>() + Layout::substeps - 1) / Layout::substeps;
 }
+// Slots of `slot_bytes` that a warp's share of a CTA's ring budget holds.
+inline int64_t mmvq_slots_that_fit(int64_t budget, int split, int64_t slot_bytes) {
+    return budget / (int64_t(split) * slot_bytes);
+}
 // The ring depth for slots of `slot_bytes`: as deep as the budget allows, 2..8 slots, never more
 // than a warp's steps. It changes only how far ahead the copies run, never the result.
 inline int mmvq_stages(int64_t budget, int split, int64_t steps_per_warp, int64_t slot_bytes) {
-    const int64_t fit = budget / (int64_t(split) * slot_bytes);
+    const int64_t fit = mmvq_slots_that_fit(budget, split, slot_bytes);
     // Never fewer than two slots, even for a warp of one step: giving such warps one slot (more
     // CTAs per SM) measured slower on the H100 (Q3_K 4096×4096: 4.2 -> 5.5 µs).
     return clamp_int(int(std::min<int64_t>({fit, steps_per_warp, mmvq_max_stages})), 2, mmvq_max_stages);
@@ -738,7 +746,7 @@ bool mmvq_wide_steps(const mmvq_params& p, int64_t ctas, int split, const device
         return false;
     } else {
         using wide = mmvq_layout<B, NCols, true>;
-        const int64_t fit = mmvq_cta_ring_budget(ctas, split, device) / (int64_t(split) * wide::stage_bytes);
+        const int64_t fit = mmvq_slots_that_fit(mmvq_cta_ring_budget(ctas, split, device), split, wide::stage_bytes);
         return fit >= 3 || (fit >= 2 && mmvq_steps_per_warp<wide, B>(p, split) == 1);
     }
 }
