@@ -16,6 +16,7 @@
 //       the dp4a form: one lane, one row, one half ("part") of a 256-element substep
 //   mma_step<NCols>(row_lo, row_hi, nvalid, records, lane, acc)
 //       the tensor-core form: one warp, 16 rows, a whole 256-element substep
+//   optional: paired_records<NCols> and reads_at_residue, below
 //
 // Both mmvq forms compute the same integers (exact) and then the same float operations in the
 // same order, spelled with the _rn intrinsics so no contraction differs: that is what makes a
@@ -27,6 +28,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "llmrt/core/config.hpp"
 #include "llmrt/cuda/activations.cuh"
@@ -44,6 +47,17 @@ struct device_codec {
 };
 
 namespace detail {
+
+// f(std::integral_constant<int, I>{}) for I = 0..N-1, so that I can name a template argument.
+template <int N, class F>
+__device__ __forceinline__ void unrolled_for(F&& f) {
+    [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }(
+        std::make_integer_sequence<int, N>{});
+}
+
+// Byte i of w, and byte i of w in all four bytes.
+__device__ __forceinline__ int byte_of(uint32_t w, int i) { return int((w >> (8 * i)) & 0xffu); }
+__device__ __forceinline__ uint32_t replicate_byte(uint32_t w, int i) { return ptx::byte_perm(w, 0, 0x1111u * unsigned(i)); }
 
 // Float steps of the canonical order, rounded exactly as written.
 __device__ __forceinline__ float fma_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
@@ -85,6 +99,46 @@ struct records {
         }
     }
 };
+
+// Paired records. A codec whose dp4a decoder yields a word's values in the order its codes sit in
+// the word (two 4-bit codes per byte: elements 4j, 16+4j, 4j+1, 17+4j, then 4j+2, 18+4j, 4j+3,
+// 19+4j) declares `template <int NCols> static constexpr bool paired_records`, true for the column
+// counts where its dot_part reads records whose quant words 2j and 2j+1 hold those elements: mmvq
+// rearranges each step's records in shared memory once (the whole warp, after they land) instead of
+// every row's lane splitting its values. The tensor-core form reads records as they are.
+template <class Codec, int NCols>
+constexpr bool pairs_records() {
+    if constexpr (requires { Codec::template paired_records<NCols>; })
+        return Codec::template paired_records<NCols>;
+    else
+        return false;
+}
+
+// Whether a codec's mma_step takes a second template argument: the address modulo 4 of the step's
+// rows where the launch knows it at compile time, else -1 (see codec/block32.cuh).
+template <class Codec>
+constexpr bool reads_at_residue() {
+    if constexpr (requires { Codec::reads_at_residue; })
+        return Codec::reads_at_residue;
+    else
+        return false;
+}
+
+// Rearranges the quants of `nrecords` records of NCols columns into the paired order, one
+// record column per lane, then orders the writes before any later copy into the same memory.
+template <int NCols>
+__device__ __forceinline__ void pair_record_quants(uint8_t* first, int nrecords, int lane) {
+    for (int idx = lane; idx < nrecords * NCols; idx += 32) {
+        int4* q = reinterpret_cast<int4*>(first + (idx / NCols) * records<NCols>::bytes + 32 * (idx % NCols));
+        const int4 lo = q[0], hi = q[1];  // words 0..3 and 4..7: elements 0..15 and 16..31
+        auto pair = [](int a, int b, uint32_t selector) { return int(ptx::byte_perm(uint32_t(a), uint32_t(b), selector)); };
+        q[0] = make_int4(pair(lo.x, hi.x, 0x5140u), pair(lo.x, hi.x, 0x7362u), pair(lo.y, hi.y, 0x5140u),
+                         pair(lo.y, hi.y, 0x7362u));
+        q[1] = make_int4(pair(lo.z, hi.z, 0x5140u), pair(lo.z, hi.z, 0x7362u), pair(lo.w, hi.w, 0x5140u),
+                         pair(lo.w, hi.w, 0x7362u));
+    }
+    ptx::fence_shared_for_async_copies();
+}
 
 // The 4 bytes at p as a word, byte by byte (any alignment, never reads past p + 3).
 __device__ __forceinline__ uint32_t bytes_to_u32(const uint8_t* p) {

@@ -179,6 +179,10 @@ __device__ __forceinline__ int dp4a_u8s8(uint32_t a, int b, int c) {
     return d;
 }
 
+// Orders this thread's earlier shared-memory writes before later bulk or tensor copies (the async
+// proxy) into the same memory.
+__device__ __forceinline__ void fence_shared_for_async_copies() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 // __byte_perm: byte i of the result is byte (selector nibble i) of the 8 bytes {hi:lo}.
 __device__ __forceinline__ uint32_t byte_perm(uint32_t lo, uint32_t hi, uint32_t selector) {
     return __byte_perm(lo, hi, selector);
@@ -254,6 +258,39 @@ __device__ __forceinline__ void load_words(const uint8_t* p, uint32_t (&w)[N]) {
             previous = next;
         }
     }
+}
+
+// p's address modulo 4 after adding `bytes`, for a Residue that is p's address modulo 4 where it
+// is known at compile time (0..3), or -1 where it is not.
+constexpr int residue_after(int residue, int bytes) { return residue < 0 ? -1 : (residue + bytes) & 3; }
+
+// load_words where p's address modulo 4 may be known at compile time (Residue 0..3, else -1): then
+// the words come from fixed offsets of the aligned word below p, joined by fixed shifts, with no
+// address arithmetic per call.
+template <int Align, int Residue, int N>
+__device__ __forceinline__ void load_words_at(const uint8_t* p, uint32_t (&w)[N]) {
+    static_assert(Residue >= -1 && Residue < 4, "llmrt::cuda::ptx::load_words_at: Residue must be -1 or 0..3");
+    if constexpr (Residue < 0 || Align >= 4) {
+        load_words<Align>(p, w);
+    } else if constexpr (Residue == 0) {
+#pragma unroll
+        for (int i = 0; i < N; ++i) w[i] = reinterpret_cast<const uint32_t*>(p)[i];
+    } else {
+        const uint32_t* aligned = reinterpret_cast<const uint32_t*>(p - Residue);
+        uint32_t previous = aligned[0];
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+            const uint32_t next = aligned[i + 1];
+            w[i] = __funnelshift_r(previous, next, 8 * Residue);
+            previous = next;
+        }
+    }
+}
+template <int Align, int Residue>
+__device__ __forceinline__ uint32_t load_u32_at(const uint8_t* p) {
+    uint32_t w[1];
+    load_words_at<Align, Residue>(p, w);
+    return w[0];
 }
 
 // The fp16 at p (2-byte aligned) as float; exact, as llmrt::fp16_to_fp32.

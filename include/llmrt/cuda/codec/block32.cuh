@@ -12,12 +12,17 @@ namespace llmrt::cuda::detail {
 //   static constexpr int align                                     (see codec.cuh)
 //   static float scale(const uint8_t* block)
 //   static void values(const uint8_t* block, uint32_t (&v)[8])     v[j]: elements 4j .. 4j+3
-//   static void a_fragment(const uint8_t* block, int t, uint32_t& lo, uint32_t& hi)
+//   template <int Residue> static void a_fragment(const uint8_t* block, int t, uint32_t& lo, uint32_t& hi)
 //                                                                   elements 4t.., and 16+4t..
+// where Residue is the block's address modulo 4 if known at compile time, else -1 (see
+// ptx::load_words_at). mma_step takes the same for the step's rows: mmvq knows it wherever the
+// rows it copied start word-aligned, which saves the unaligned reads' address work.
 template <class Block, class Bits>
 struct block32_codec {
     static_assert(Block::block_size == 32, "block32_codec: the block must hold 32 elements");
     static constexpr int align = Bits::align;
+
+    static constexpr bool reads_at_residue = true;
 
     template <int NCols>
     __device__ __forceinline__ static void dot_part(const uint8_t* step, int part, int nvalid, const uint8_t* records,
@@ -43,14 +48,14 @@ struct block32_codec {
         }
     }
 
-    template <int NCols>
+    template <int NCols, int Residue = -1>
     __device__ __forceinline__ static void mma_step(const uint8_t* row_lo, const uint8_t* row_hi, int nvalid,
                                                     const uint8_t* records, int lane, float (&acc)[2][2][2]) {
         using rec = detail::records<NCols>;
         const int t = lane & 3;
-#pragma unroll
-        for (int b = 0; b < 8; ++b) {
-            if (b >= nvalid) break;
+        unrolled_for<8>([&](auto index) {
+            constexpr int b = decltype(index)::value;
+            if (b >= nvalid) return;
             const uint8_t* record = records + b * rec::bytes;
             uint32_t b0, b1;
             rec::b_fragment(record, lane, b0, b1);
@@ -60,7 +65,7 @@ struct block32_codec {
             for (int ri = 0; ri < 2; ++ri) {
                 const uint8_t* block = (ri ? row_hi : row_lo) + b * int(sizeof(Block));
                 dw[ri] = Bits::scale(block);
-                Bits::a_fragment(block, t, a[ri], a[ri + 2]);
+                Bits::template a_fragment<ptx::residue_after(Residue, b * int(sizeof(Block)))>(block, t, a[ri], a[ri + 2]);
             }
             int c[4] = {0, 0, 0, 0};
             ptx::mma_s8_m16n8k32(c, a, b0, b1);
@@ -71,7 +76,7 @@ struct block32_codec {
 #pragma unroll
                 for (int ci = 0; ci < 2; ++ci)
                     acc[b / 4][ri][ci] = fma_rn(mul_rn(dw[ri], x[ci].d), to_float(c[2 * ri + ci]), acc[b / 4][ri][ci]);
-        }
+        });
     }
 };
 

@@ -19,6 +19,15 @@ struct device_codec<q2_K> {
 
     // The 2-bit quants of 4 elements, at shift 2i of their bytes.
     __device__ __forceinline__ static uint32_t quants(uint32_t w, int i) { return (w >> (2 * i)) & 0x03030303u; }
+    // The scale (low nibble) and min (high nibble) of each of the 8 sub-blocks of two scale words,
+    // a byte each.
+    __device__ __forceinline__ static void scales_and_mins(const uint32_t (&w)[2], uint32_t (&sc)[2], uint32_t (&mins)[2]) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            sc[h] = w[h] & 0x0f0f0f0fu;
+            mins[h] = (w[h] >> 4) & 0x0f0f0f0fu;
+        }
+    }
 
     __device__ static float dot_q8_1(const q2_K& w, const q8_1* x) {
         const uint8_t* qs = w.qs;
@@ -52,6 +61,8 @@ struct device_codec<q2_K> {
         ptx::load_words<align>(block + 8 * part, scales);
         const uint32_t dm = ptx::load_u32<align>(block + 80);
         const float d = ptx::fp16_bits_to_float(dm & 0xffffu), dmin = ptx::fp16_bits_to_float(dm >> 16);
+        uint32_t sc[2], mins[2];
+        scales_and_mins(scales, sc, mins);
         float sd[NCols], sm[NCols];
 #pragma unroll
         for (int c = 0; c < NCols; ++c) sd[c] = sm[c] = 0.0f;
@@ -62,8 +73,10 @@ struct device_codec<q2_K> {
             uint32_t v[8];
 #pragma unroll
             for (int j = 0; j < 8; ++j) v[j] = q[j] & (0x03030303u << (2 * i));
-            const uint32_t s = scales[i >> 1] >> (16 * (i & 1));  // bytes: sub-block 2b, 2b + 1
-            const int sc_a = s & 15, m_a = (s >> 4) & 15, sc_b = (s >> 8) & 15, m_b = (s >> 12) & 15;
+            // Sub-blocks 2i and 2i + 1 of the part: bytes 2(i%2) and 2(i%2) + 1 of word i/2.
+            const int a = 2 * (i & 1), b = a + 1;
+            const int sc_a = detail::byte_of(sc[i >> 1], a), m_a = detail::byte_of(mins[i >> 1], a);
+            const int sc_b = detail::byte_of(sc[i >> 1], b), m_b = detail::byte_of(mins[i >> 1], b);
             const uint8_t* record = records + i * rec::bytes;
 #pragma unroll
             for (int c = 0; c < NCols; ++c) {
@@ -101,13 +114,15 @@ struct device_codec<q2_K> {
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            uint32_t qa[2], qb[2], scales[2][2];
+            uint32_t qa[2], qb[2], sc[2][2], mins[2][2];
 #pragma unroll
             for (int ri = 0; ri < 2; ++ri) {
                 const uint8_t* block = ri ? row_hi : row_lo;
                 qa[ri] = ptx::load_u32<align>(block + 16 + 32 * h + 4 * t);
                 qb[ri] = ptx::load_u32<align>(block + 32 + 32 * h + 4 * t);
-                ptx::load_words<align>(block + 8 * h, scales[ri]);
+                uint32_t scales[2];
+                ptx::load_words<align>(block + 8 * h, scales);
+                scales_and_mins(scales, sc[ri], mins[ri]);
             }
             float sd[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}}, sm[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
 #pragma unroll
@@ -118,11 +133,11 @@ struct device_codec<q2_K> {
                 uint32_t a[4], am[4];
 #pragma unroll
                 for (int ri = 0; ri < 2; ++ri) {
-                    const uint32_t s = scales[ri][i >> 1] >> (16 * (i & 1));
-                    a[ri] = quants(qa[ri], i) * (s & 15);
-                    a[ri + 2] = quants(qb[ri], i) * ((s >> 8) & 15);
-                    am[ri] = ((s >> 4) & 15) * 0x01010101u;
-                    am[ri + 2] = ((s >> 12) & 15) * 0x01010101u;
+                    const int sa = 2 * (i & 1), sb = sa + 1;  // sub-blocks 2i, 2i + 1: bytes of word i/2
+                    a[ri] = quants(qa[ri], i) * uint32_t(detail::byte_of(sc[ri][i >> 1], sa));
+                    a[ri + 2] = quants(qb[ri], i) * uint32_t(detail::byte_of(sc[ri][i >> 1], sb));
+                    am[ri] = detail::replicate_byte(mins[ri][i >> 1], sa);
+                    am[ri + 2] = detail::replicate_byte(mins[ri][i >> 1], sb);
                 }
                 int c[4] = {0, 0, 0, 0}, cm[4] = {0, 0, 0, 0};
                 ptx::mma_s8_m16n8k32(c, a, b0, b1);

@@ -14,6 +14,9 @@ namespace llmrt::cuda {
 template <>
 struct device_codec<q3_K> {
     static constexpr int align = 2;
+    // mma_step reads at fixed offsets where mmvq knows its rows' address modulo 4 (codec.cuh); every
+    // word it reads sits at a multiple of 4 bytes from the block start, so at that same residue.
+    static constexpr bool reads_at_residue = true;
 
     // The signed quants of 4 elements of 32-block b: `low` their qs word shifted right by
     // 2(b%4), `hmask` their hmask word. A clear hmask bit makes low − 4, i.e. low | 0xfc.
@@ -93,7 +96,7 @@ struct device_codec<q3_K> {
     }
 
     // One k16 mma per sub-block (the scales differ and sc·q can reach 128).
-    template <int NCols>
+    template <int NCols, int Residue = -1>
     __device__ __forceinline__ static void mma_step(const uint8_t* row_lo, const uint8_t* row_hi, int,
                                                     const uint8_t* records, int lane, float (&acc)[2][2][2]) {
         using rec = detail::records<NCols>;
@@ -104,9 +107,9 @@ struct device_codec<q3_K> {
         for (int ri = 0; ri < 2; ++ri) {
             const uint8_t* block = ri ? row_hi : row_lo;
             d[ri] = ptx::load_fp16(block + 108);
-            ptx::load_words<align>(block + 96, s[ri]);
-            hm_a[ri] = ptx::load_u32<align>(block + 4 * t);
-            hm_b[ri] = ptx::load_u32<align>(block + 16 + 4 * t);
+            ptx::load_words_at<align, Residue>(block + 96, s[ri]);
+            hm_a[ri] = ptx::load_u32_at<align, Residue>(block + 4 * t);
+            hm_b[ri] = ptx::load_u32_at<align, Residue>(block + 16 + 4 * t);
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -114,8 +117,8 @@ struct device_codec<q3_K> {
 #pragma unroll
             for (int ri = 0; ri < 2; ++ri) {
                 const uint8_t* block = ri ? row_hi : row_lo;
-                qa[ri] = ptx::load_u32<align>(block + 32 + 32 * h + 4 * t);
-                qb[ri] = ptx::load_u32<align>(block + 48 + 32 * h + 4 * t);
+                qa[ri] = ptx::load_u32_at<align, Residue>(block + 32 + 32 * h + 4 * t);
+                qb[ri] = ptx::load_u32_at<align, Residue>(block + 48 + 32 * h + 4 * t);
                 scale_words(s[ri], h, scales[ri]);
             }
             float sd[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};

@@ -15,6 +15,9 @@ namespace llmrt::cuda {
 template <>
 struct device_codec<q6_K> {
     static constexpr int align = 2;
+    // mma_step reads at fixed offsets where mmvq knows its rows' address modulo 4 (codec.cuh); every
+    // word it reads sits at a multiple of 4 bytes from the block start, so at that same residue.
+    static constexpr bool reads_at_residue = true;
 
     // v of 4 elements of 32-block i of a half: their ql word (already the right one of the two
     // 32-byte rows) and their qh word.
@@ -66,7 +69,7 @@ struct device_codec<q6_K> {
         for (int c = 0; c < NCols; ++c) acc[c] = detail::fma_rn(d, sd[c], acc[c]);
     }
 
-    template <int NCols>
+    template <int NCols, int Residue = -1>
     __device__ __forceinline__ static void mma_step(const uint8_t* row_lo, const uint8_t* row_hi, int,
                                                     const uint8_t* records, int lane, float (&acc)[2][2][2]) {
         using rec = detail::records<NCols>;
@@ -80,9 +83,9 @@ struct device_codec<q6_K> {
 #pragma unroll
             for (int ri = 0; ri < 2; ++ri) {
                 const uint8_t* block = ri ? row_hi : row_lo;
-                qh_a[ri] = ptx::load_u32<align>(block + 128 + 32 * h + 4 * t);
-                qh_b[ri] = ptx::load_u32<align>(block + 144 + 32 * h + 4 * t);
-                ptx::load_words<align>(block + 192 + 8 * h, scales[ri]);
+                qh_a[ri] = ptx::load_u32_at<align, Residue>(block + 128 + 32 * h + 4 * t);
+                qh_b[ri] = ptx::load_u32_at<align, Residue>(block + 144 + 32 * h + 4 * t);
+                ptx::load_words_at<align, Residue>(block + 192 + 8 * h, scales[ri]);
             }
             float sd[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
 #pragma unroll
@@ -96,8 +99,8 @@ struct device_codec<q6_K> {
 #pragma unroll
                 for (int ri = 0; ri < 2; ++ri) {
                     const uint8_t* ql = (ri ? row_hi : row_lo) + 64 * h + 32 * (i & 1) + 4 * t;
-                    va[ri] = values(ptx::load_u32<align>(ql), qh_a[ri], i);
-                    vb[ri] = values(ptx::load_u32<align>(ql + 16), qh_b[ri], i);
+                    va[ri] = values(ptx::load_u32_at<align, Residue>(ql), qh_a[ri], i);
+                    vb[ri] = values(ptx::load_u32_at<align, Residue>(ql + 16), qh_b[ri], i);
                     sc_a[ri] = scale_byte(scales[ri][i >> 1], 2 * (i & 1));
                     sc_b[ri] = scale_byte(scales[ri][i >> 1], 2 * (i & 1) + 1);
                 }

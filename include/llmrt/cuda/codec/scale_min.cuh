@@ -26,8 +26,6 @@ __device__ __forceinline__ void k4_scale_min_words(const uint32_t (&s)[3], int p
     }
 }
 
-__device__ __forceinline__ int byte_of(uint32_t w, int i) { return int((w >> (8 * i)) & 0xffu); }
-
 // Bits is a type with
 //   static constexpr int qs_offset                      where qs start in the block
 //   static constexpr bool has_qh                        whether a fifth bit comes from qh[32] at 16
