@@ -715,8 +715,9 @@ void set_mmvq_ring(mmvq_params& p, int64_t ctas, int split, int64_t steps_per_wa
 // warp's first step lands and the more of its decoding is left for after the last byte arrives.
 // Measured on the H100, 1 column: steps of four substeps (Q2_K, Q3_K), whose decoding is long,
 // do best with one step ahead (Q2_K 14336×4096 10.5 -> 9.4 µs, Q3_K 13.7 -> 12.2 µs), and so do
-// MXFP4's two-substep steps where four or more warps split k (4096×14336: 16.8 -> 15.3 µs; with
-// fewer warps per CTA it lost 3%). Where a warp's whole range fits a ring of three or more, one
+// MXFP4's two-substep steps (4096×14336: 16.8 -> 15.3 µs; with two warps per CTA, since its
+// decoding got cheaper, 14336×4096 15.35 -> 13.53 µs, 2 columns 15.75 -> 15.09 µs, where it had
+// lost 3% before). Where a warp's whole range fits a ring of three or more, one
 // step fewer than the ring (Q6_K 4096×4096: 7.1 -> 6.3 µs), and so from 3 columns on (more
 // decoding per step) where four or more warps split k (4096×14336, 4 columns: Q4_K 15.4 -> 14.3 µs,
 // MXFP4 19.1 -> 17.7 µs; with fewer warps per CTA, up to 3% slower). Otherwise the whole ring:
@@ -727,7 +728,7 @@ int mmvq_lookahead(int stages, int split, int64_t steps_per_warp) {
     if constexpr (LLMRT_MMVQ_LOOKAHEAD_GAP != 0)  // tuning experiments: a fixed gap, or -1 for none
         return LLMRT_MMVQ_LOOKAHEAD_GAP < 0 ? stages : std::max(1, stages - LLMRT_MMVQ_LOOKAHEAD_GAP);
     constexpr int substeps = mmvq_layout<B, NCols>::substeps;  // of a narrow step: the decoding per unit
-    if (substeps >= 4 || (substeps > 1 && split >= 4)) return 1;
+    if (substeps > 1) return 1;
     if (NCols >= 3 && split >= 4) return std::max(1, stages - 1);
     return stages >= 3 && stages >= steps_per_warp ? stages - 1 : stages;
 }
