@@ -166,6 +166,18 @@ __device__ __forceinline__ q8_1_words load_q8_1(const q8_1& x) {
     return r;
 }
 
+// Σ v·x over the 8 value words v of a 32-block and the quants of column c of its activation
+// record: v as signed bytes, or as unsigned ones where Unsigned.
+template <int NCols, bool Unsigned>
+__device__ __forceinline__ int record_dot(const uint32_t (&v)[8], const uint8_t* record, int c) {
+    int x[8];
+    records<NCols>::quants(record, c, x);
+    int sum = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) sum = Unsigned ? ptx::dp4a_u8s8(v[k], x[k], sum) : __dp4a(int(v[k]), x[k], sum);
+    return sum;
+}
+
 // The dots of 8 words of unsigned quants v with 8 words of activations x, over a 32-block's
 // 16-element sub-blocks a (words 0..3) and b (words 4..7).
 __device__ __forceinline__ void sub16_dots(const uint32_t (&v)[8], const int (&x)[8], int& sa, int& sb) {

@@ -17,6 +17,17 @@ namespace llmrt::cuda::detail {
 // where Residue is the block's address modulo 4 if known at compile time, else -1 (see
 // ptx::load_words_at). mma_step takes the same for the step's rows: mmvq knows it wherever the
 // rows it copied start word-aligned, which saves the unaligned reads' address work.
+// The dp4a form's sum for one 32-block of scale dw whose values are the 8 words v, against
+// activation record `record`, for every column: acc[c] = fma(dw·dx, Σ v·x, acc[c]).
+template <int NCols>
+__device__ __forceinline__ void accumulate_block32(const uint32_t (&v)[8], float dw, const uint8_t* record,
+                                                   float (&acc)[NCols]) {
+#pragma unroll
+    for (int c = 0; c < NCols; ++c)
+        acc[c] = fma_rn(mul_rn(dw, records<NCols>::aux(record, c).d), to_float(record_dot<NCols, false>(v, record, c)),
+                        acc[c]);
+}
+
 template <class Block, class Bits>
 struct block32_codec {
     static_assert(Block::block_size == 32, "block32_codec: the block must hold 32 elements");
@@ -35,16 +46,7 @@ struct block32_codec {
             const float dw = Bits::scale(block);
             uint32_t v[8];
             Bits::values(block, v);
-            const uint8_t* record = records + i * rec::bytes;
-#pragma unroll
-            for (int c = 0; c < NCols; ++c) {
-                int x[8];
-                rec::quants(record, c, x);
-                int sum = 0;
-#pragma unroll
-                for (int j = 0; j < 8; ++j) sum = __dp4a(int(v[j]), x[j], sum);
-                acc[c] = fma_rn(mul_rn(dw, rec::aux(record, c).d), to_float(sum), acc[c]);
-            }
+            accumulate_block32<NCols>(v, dw, records + i * rec::bytes, acc);
         }
     }
 

@@ -117,15 +117,7 @@ struct device_codec<mxfp4> : detail::block32_codec<mxfp4, detail::mxfp4_bits> {
                 uint32_t v[8];
 #pragma unroll
                 for (int j = 0; j < 4; ++j) detail::mxfp4_decode_word_paired(q[j], v[2 * j], v[2 * j + 1]);
-#pragma unroll
-                for (int c = 0; c < NCols; ++c) {
-                    int x[8];
-                    rec::quants(record, c, x);
-                    int sum = 0;
-#pragma unroll
-                    for (int j = 0; j < 8; ++j) sum = __dp4a(int(v[j]), x[j], sum);
-                    acc[c] = detail::fma_rn(detail::mul_rn(dw, rec::aux(record, c).d), detail::to_float(sum), acc[c]);
-                }
+                detail::accumulate_block32<NCols>(v, dw, record, acc);
             }
         }
     }

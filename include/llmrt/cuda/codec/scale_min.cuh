@@ -80,11 +80,7 @@ struct scale_min_codec {
             const uint8_t* record = records + i * rec::bytes;
 #pragma unroll
             for (int c = 0; c < NCols; ++c) {
-                int x[8];
-                rec::quants(record, c, x);
-                int sum = 0;
-#pragma unroll
-                for (int k = 0; k < 8; ++k) sum = ptx::dp4a_u8s8(v[k], x[k], sum);
+                const int sum = record_dot<NCols, true>(v, record, c);
                 const q8_1_aux xa = rec::aux(record, c);
                 sd[c] = fma_rn(xa.d, to_float((sc * sum) >> Bits::scale_shift(j)), sd[c]);
                 sm[c] = fma_rn(m, xa.d_sum, sm[c]);
