@@ -131,30 +131,41 @@ TEST_CASE_TEMPLATE("mmvq gives the same bits whether W's rows come through a ten
                    LLMRT_WEIGHT_TYPES) {
     // k = 2048 makes every type's rows a multiple of 16 bytes, so a 16-byte aligned dense W is
     // loaded as tensor-map boxes; the same rows at an odd offset with padded rows are not, and go
-    // through the per-row copies.
+    // through the per-row copies, each row at its own address modulo 4. A third copy has every
+    // row 2 bytes (or the type's alignment) past a multiple of 16: per-row copies again, with all
+    // rows at one address modulo 4, which the tensor-core form of the unaligned types reads at
+    // fixed offsets.
     LLMRT_CUDA_TEST_NEEDS_DEVICE();
     const int64_t rows = 33, k = 2048, align = cuda::device_codec<B>::align;
     const int64_t row_bytes = int64_t(llmrt::row_size(B::id, k));
     REQUIRE(row_bytes % 16 == 0);
     const int64_t odd_stride = row_bytes + (align < 16 ? align : 16 + 16);
     const int64_t odd_offset = align < 16 ? align : 0;
+    const int64_t shifted_stride = row_bytes + 16, shifted_offset = align <= 2 ? 2 : align;
     const std::vector<uint8_t> dense = random_matrix<B>(rows, k, row_bytes, 4242);
     const std::vector<uint8_t> padded = random_matrix<B>(rows, k, odd_stride, 4242);
+    const std::vector<uint8_t> shifted = random_matrix<B>(rows, k, shifted_stride, 4242);
     REQUIRE(dense_rows(padded, rows, row_bytes, odd_stride) == dense);
+    REQUIRE(dense_rows(shifted, rows, row_bytes, shifted_stride) == dense);
     const std::vector<float> x = llmrt::testing::generate(distribution::gaussian, k * cuda::mmvq_max_cols, 4343);
-    device_buffer d_dense(dense.size()), d_padded(padded.size() + 64), d_x(x.size() * sizeof(float));
-    device_buffer d_y(std::size_t(rows) * cuda::mmvq_max_cols * sizeof(float));
+    device_buffer d_dense(dense.size()), d_padded(padded.size() + 64), d_shifted(shifted.size() + 64);
+    device_buffer d_x(x.size() * sizeof(float)), d_y(std::size_t(rows) * cuda::mmvq_max_cols * sizeof(float));
     device_buffer scratch(cuda::activation_scratch_bytes(k, cuda::mmvq_max_cols));
     d_dense.upload(dense);
     d_padded.upload(padded, std::size_t(odd_offset));
+    d_shifted.upload(shifted, std::size_t(shifted_offset));
     d_x.upload(x);
     for (const int64_t ncols : {int64_t(1), int64_t(3), int64_t(8)}) {
         CAPTURE(ncols);
         const run_result a = run_mmvq(B::id, d_dense, 0, rows, k, row_bytes, d_x, ncols, d_y, scratch);
         const run_result b = run_mmvq(B::id, d_padded, odd_offset, rows, k, odd_stride, d_x, ncols, d_y, scratch);
+        const run_result c =
+            run_mmvq(B::id, d_shifted, shifted_offset, rows, k, shifted_stride, d_x, ncols, d_y, scratch);
         REQUIRE(a.unwritten.empty());
         REQUIRE(b.unwritten.empty());
+        REQUIRE(c.unwritten.empty());
         CHECK(bits_equal(a.y.data(), b.y.data(), a.y.size()));
+        CHECK(bits_equal(a.y.data(), c.y.data(), a.y.size()));
         const std::vector<float> ref = llmrt::testing::reference_matvec(B::id, dense.data(), x.data(), rows, k, ncols);
         const llmrt::testing::error_report report = llmrt::testing::compare(a.y.data(), ref.data(), rows * ncols);
         CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound), report.describe(a.y.data(), ref.data()));
