@@ -21,7 +21,10 @@
 // for them (mmvq_wide_steps). One to four columns take the dp4a form (one lane per row and
 // half-substep), five to eight the int8 tensor-core form (the 8 columns of an m16n8k32/k16 mma);
 // both form the same integers and add them in the same float order (see codec.cuh), so a
-// column's result does not depend on NCols. The warps of a CTA split k; their partial sums meet
+// column's result does not depend on NCols. Codecs may ask for a step's records rearranged in
+// shared memory before the dp4a form reads them (paired records: MXFP4 at 1 and 2 columns), and
+// the tensor-core form of unaligned blocks is instantiated for the rows' address modulo 4 where
+// the copies make it known (see codec.cuh). The warps of a CTA split k; their partial sums meet
 // in shared memory in a fixed order. No atomics.
 #pragma once
 
