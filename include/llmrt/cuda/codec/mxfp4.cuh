@@ -74,10 +74,11 @@ struct mxfp4_bits {
 // dot_part and mma_step: codec/block32.cuh.
 template <>
 struct device_codec<mxfp4> : detail::block32_codec<mxfp4, detail::mxfp4_bits> {
-    // At one and two columns the dp4a form reads paired activation records (codec.cuh): the
-    // codes' own order saves two permutes per word, and at one column the signed-parts dot saves
-    // two more. Measured on the H100, 1 column: 4096×4096 6.16 -> 5.47 µs, 14336×4096 16.57 ->
-    // 15.30 µs; from 4 columns the rearranging costs more than it saves (4096×14336: 16.8 -> 17.9 µs).
+    // At one and two columns the dp4a form reads paired activation records (codec.cuh): in the
+    // codes' own order 8 values take 11 instructions and 2 dp4a instead of 13 and 2, and at one
+    // column the signed-parts dot takes 7 and 4. Measured on the H100, 1 column: 4096×4096 6.16 ->
+    // 5.47 µs, 14336×4096 16.57 -> 15.30 µs; from 4 columns the rearranging costs more than it
+    // saves (4096×14336: 16.8 -> 17.9 µs).
     using base = detail::block32_codec<mxfp4, detail::mxfp4_bits>;
     template <int NCols>
     static constexpr bool paired_records = NCols <= 2;
