@@ -321,11 +321,12 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
             for (const uint8_t* q = bulk_end > first ? bulk_end : first; q < row_end && q < last; ++q) dst[q - first] = *q;
         }
     };
+    // Activation records of the step starting at substep `sub` (the last step of a row may be short).
+    auto step_records = [&](int sub) { return min(layout::records_per_step, p.nblocks32 - 8 * sub); };
     auto issue_records = [&](int sub, int slot) {
         if (lane != mmvq_tile_rows) return;
-        const int nrecords = min(layout::records_per_step, p.nblocks32 - 8 * sub);
         uint64_t* barrier = &barriers[slot];
-        const unsigned bytes = unsigned(nrecords * layout::record_bytes);
+        const unsigned bytes = unsigned(step_records(sub) * layout::record_bytes);
         ptx::mbarrier_expect_bytes(barrier, bytes);
         ptx::bulk_copy_to_shared(ring + slot * slot_bytes,
                                  x + int64_t(8) * sub * layout::record_bytes, bytes, barrier);
@@ -385,7 +386,7 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
         ptx::mbarrier_wait(&barriers[slot], parity);
         const int sub = sub_begin + i * layout::substeps;
         if constexpr (!layout::tensor_cores && pairs_records<codec, NCols>()) {
-            pair_record_quants<NCols>(ring + slot * slot_bytes, min(layout::records_per_step, p.nblocks32 - 8 * sub), lane);
+            pair_record_quants<NCols>(ring + slot * slot_bytes, step_records(sub), lane);
             __syncwarp();
         }
         if (ahead < stages) {
@@ -420,17 +421,14 @@ __global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
                 }
             }
         };
-        if constexpr (residue_known) {
-            const unsigned step_residue = rows_share_residue ? (mis_first + shift) & 3u : 1u;
-            if (step_residue == 0)
-                decode_step(std::integral_constant<int, 0>{});
-            else if (residue_alternates && step_residue == 2)
-                decode_step(std::integral_constant<int, residue_alternates ? 2 : -1>{});
-            else
-                decode_step(std::integral_constant<int, -1>{});
-        } else {
+        // The rows' address modulo 4 at this step, or -1 where it is not one value for all rows.
+        const int step_residue = rows_share_residue ? int((mis_first + shift) & 3u) : -1;
+        if (residue_known && step_residue == 0)
+            decode_step(std::integral_constant<int, 0>{});
+        else if (residue_known && residue_alternates && step_residue == 2)
+            decode_step(std::integral_constant<int, residue_alternates ? 2 : -1>{});
+        else
             decode_step(std::integral_constant<int, -1>{});
-        }
         __syncwarp();  // every lane is done with the slot before it is refilled
         if (ahead == stages && i + stages < nsteps) {
             issue(sub + stages * layout::substeps, slot);
