@@ -147,6 +147,19 @@ constexpr int mmvq_step_substeps() {
     return NCols > mmvq_group_max_cols<B>() ? 1 : mmvq_unit_substeps<B>() * (Wide ? mmvq_wide_step_units<B>() : 1);
 }
 
+// CTAs of the kernel that an SM must be able to hold by registers (__launch_bounds__): 16 warps'
+// worth, or three CTAs of 8 warps for the kernels that launches of 4096 rows run with one step per
+// warp (wide steps: Q4_K and Q5_K at 1 and 2 columns; MXFP4's two-substep units at 1 column).
+// Such a one-wave grid puts two CTAs on each SM; the third is the next launch's (see
+// mmvq_one_step_warps). Their registers then fit 80 per thread. Measured on the H100, 4096×4096,
+// with the one-slot rings: 1 column Q5_K 5.54 -> 4.77 µs, Q4_K 4.58 -> 4.31 µs, MXFP4 5.36 ->
+// 4.79 µs. Other 8-warp kernels kept their registers: capped as well, Q4_K at 4096×14336 lost up
+// to 4% (2 and 4 columns).
+template <class B, int NCols, int MaxSplit, bool Wide>
+constexpr int mmvq_min_ctas_per_sm() {
+    return MaxSplit == 8 && (Wide || (NCols == 1 && mmvq_unit_substeps<B>() == 2)) ? 3 : 16 / MaxSplit;
+}
+
 template <class B, int NCols, bool Wide = false>
 struct mmvq_layout {
     static_assert(mmvq_substep_elements % B::block_size == 0, "mmvq: a step must hold whole weight blocks");
@@ -224,13 +237,13 @@ struct mmvq_params {
 }  // namespace detail
 
 // The kernel: one CTA per 16 rows and batch, grid (ceil(rows/16), batch2, batch3), blockDim
-// (32, split) with split warps dividing k, dynamic shared memory split · p.stages · p.slot_bytes,
+// (32, split) with split warps dividing k, dynamic shared memory split · p.stages · p.slot_bytes or more,
 // split <= MaxSplit. Launch it through mmvq / mmvq_prepared, which take the narrowest MaxSplit
 // that holds the launch's split (a CTA shape of 8 warps measured slower on the H100 than one of 4
 // for launches of 4 warps or fewer) and choose Wide (see mmvq_wide_steps); neither changes a
 // result.
 template <class B, int NCols, int MaxSplit, bool Wide>
-__global__ void __launch_bounds__(32 * MaxSplit, 16 / MaxSplit)
+__global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B, NCols, MaxSplit, Wide>())
     mmvq_kernel(const detail::mmvq_params p, const __grid_constant__ CUtensorMap weights) {
     using namespace detail;
     static_assert(MaxSplit >= 1 && MaxSplit <= mmvq_max_split && (MaxSplit & (MaxSplit - 1)) == 0,
@@ -664,13 +677,30 @@ bool make_weight_tensor_map(CUtensorMap& map, const weight_geometry& w, CUtensor
 }
 
 // Shared memory for one CTA's rings: the SM's share for each CTA it holds at once, where the whole
-// grid fits the SMs in one wave (no CTA waits for another to finish), else for mmvq_warps_per_sm
-// warps per SM.
-inline int64_t mmvq_cta_ring_budget(int64_t ctas, int split, const device_limits& device) {
+// grid fits the SMs in one wave (no CTA waits for another to finish), plus `room` CTAs more, else
+// for mmvq_warps_per_sm warps per SM.
+inline int64_t mmvq_cta_ring_budget(int64_t ctas, int split, const device_limits& device, int room = 0) {
     int64_t ctas_per_sm = mmvq_one_wave_ctas_per_sm(ctas, split, device);
     if (ctas_per_sm == 0) ctas_per_sm = std::max<int64_t>(1, mmvq_warps_per_sm / split);
+    else ctas_per_sm += room;
     return std::min<int64_t>(mmvq_max_cta_smem,
                              (device.smem_per_sm - 512) / ctas_per_sm - device.smem_reserved_per_cta - 256);
+}
+// Whether a launch is a one-wave grid whose warps each take a single step (4096×4096 at 1 and 2
+// columns for most types). Such a warp never refills its ring: it gets one slot, and the CTA's
+// shared memory is sized so that an SM holds exactly one CTA more than the grid puts there, which
+// is the next launch's: it starts its weight copies beside this one (programmatic dependent
+// launch). Measured on the H100, 4096×4096 (with the registers of mmvq_min_ctas_per_sm): no room
+// for it (two slots, or shared memory padded to the SM's share) was slower, Q3_K 4.27 -> 4.83 µs,
+// Q6_K 6.38 -> 7.14 µs; room for two or more also, Q2_K 3.60 -> 4.50 µs, Q3_K 4.26 -> 5.55 µs,
+// MXFP4 5.38 -> 5.88 µs. Copies only: never changes a result.
+inline bool mmvq_one_step_warps(int64_t ctas, int split, const device_limits& device, int64_t steps_per_warp) {
+    return steps_per_warp == 1 && mmvq_one_wave_ctas_per_sm(ctas, split, device) > 0;
+}
+// Shared memory for a CTA of such a grid: enough that the SM holds no two CTAs more.
+inline std::size_t mmvq_one_step_cta_smem(int64_t ctas, int split, const device_limits& device) {
+    const int64_t ctas_per_sm = mmvq_one_wave_ctas_per_sm(ctas, split, device);
+    return std::size_t(device.smem_per_sm / (ctas_per_sm + 2) - device.smem_reserved_per_cta + 256);
 }
 // Steps of a warp's range of whole units.
 template <class Layout, class B>
@@ -685,8 +715,9 @@ inline int64_t mmvq_slots_that_fit(int64_t budget, int split, int64_t slot_bytes
 // than a warp's steps. It changes only how far ahead the copies run, never the result.
 inline int mmvq_stages(int64_t budget, int split, int64_t steps_per_warp, int64_t slot_bytes) {
     const int64_t fit = mmvq_slots_that_fit(budget, split, slot_bytes);
-    // Never fewer than two slots, even for a warp of one step: giving such warps one slot (more
-    // CTAs per SM) measured slower on the H100 (Q3_K 4096×4096: 4.2 -> 5.5 µs).
+    // Never fewer than two slots, even for a warp of one step (one slot only in the grids of
+    // mmvq_one_step_warps, whose CTAs' shared memory is sized for it): one slot alone lets too many
+    // CTAs share an SM (Q3_K 4096×4096: 4.2 -> 5.5 µs on the H100).
     return clamp_int(int(std::min<int64_t>({fit, steps_per_warp, mmvq_max_stages})), 2, mmvq_max_stages);
 }
 // The ring: slots sized for either copy path, so that switching paths never changes the ring,
@@ -699,9 +730,13 @@ inline int mmvq_stages(int64_t budget, int split, int64_t steps_per_warp, int64_
 // 26.3 -> 23.0 µs, Q2_K 14336×4096 8 columns 19.4 -> 16.8 µs. Never changes a result.
 template <class Layout>
 void set_mmvq_ring(mmvq_params& p, int64_t ctas, int split, int64_t steps_per_warp, const device_limits& device) {
+    p.slot_bytes = Layout::stage_bytes;
+    if (mmvq_one_step_warps(ctas, split, device, steps_per_warp)) {
+        p.stages = 1;
+        return;
+    }
     const int64_t budget = mmvq_cta_ring_budget(ctas, split, device);
     p.stages = mmvq_stages(budget, split, steps_per_warp, Layout::stage_bytes);
-    p.slot_bytes = Layout::stage_bytes;
     if (p.tensor_map && p.stages == 2 && split <= 2 && mmvq_one_wave_ctas_per_sm(ctas, split, device) > 0) {
         const int compact = mmvq_stages(budget, split, steps_per_warp, Layout::compact_stage_bytes);
         if (compact > 2) {
@@ -745,18 +780,20 @@ void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int 
     const int64_t steps_per_warp = mmvq_steps_per_warp<layout, B>(p, split);
     set_mmvq_ring<layout>(p, ctas, split, steps_per_warp, device);
     p.lookahead = mmvq_lookahead<B, NCols>(p.stages, split, steps_per_warp);
-    const std::size_t smem = std::size_t(split) * p.stages * p.slot_bytes;
+    std::size_t smem = std::size_t(split) * p.stages * p.slot_bytes;
+    if (mmvq_one_step_warps(ctas, split, device, steps_per_warp))
+        smem = std::max(smem, mmvq_one_step_cta_smem(ctas, split, device));
     {
         // The opt-in above 48 KB (dynamic plus static) is a per-device function attribute: set
-        // it once per device, to the most any launch asks for.
+        // it once per device, to the most any launch may ask for.
         static std::atomic<uint64_t> configured_devices{0};
         int device = 0;
         LLMRT_CUDA_CHECK(cudaGetDevice(&device));
         const uint64_t bit = device < 64 ? (uint64_t(1) << device) : 0;
         if (bit == 0 || (configured_devices.load() & bit) == 0) {
-            const int most = int(std::min<int64_t>(mmvq_max_cta_smem, int64_t(MaxSplit) * mmvq_max_stages * layout::stage_bytes));
             LLMRT_CUDA_CHECK(cudaFuncSetAttribute(mmvq_kernel<B, NCols, MaxSplit, Wide>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, std::max(most, int(smem))));
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  int(std::max<int64_t>(mmvq_max_cta_smem, int64_t(smem)))));
             configured_devices.fetch_or(bit);
         }
     }
@@ -778,8 +815,11 @@ bool mmvq_wide_steps(const mmvq_params& p, int64_t ctas, int split, const device
         return false;
     } else {
         using wide = mmvq_layout<B, NCols, true>;
+        const int64_t steps = mmvq_steps_per_warp<wide, B>(p, split);
+        if (mmvq_one_step_warps(ctas, split, device, steps))  // one slot, beside room for one more CTA
+            return mmvq_slots_that_fit(mmvq_cta_ring_budget(ctas, split, device, 1), split, wide::stage_bytes) >= 1;
         const int64_t fit = mmvq_slots_that_fit(mmvq_cta_ring_budget(ctas, split, device), split, wide::stage_bytes);
-        return fit >= 3 || (fit >= 2 && mmvq_steps_per_warp<wide, B>(p, split) == 1);
+        return fit >= 3 || (fit >= 2 && steps == 1);
     }
 }
 

@@ -63,10 +63,16 @@ struct mxfp4_bits {
 #pragma unroll
         for (int j = 0; j < 4; ++j) mxfp4_decode_word(q[j], v[j], v[4 + j]);
     }
+    // The tensor-core form takes the codes' own order too (codec/block32.cuh): two permutes of
+    // the B fragment per 32-block, shared by both rows, instead of two per row. On the H100, 8
+    // columns: 14336×4096 24.3 -> 23.5 µs, 128256×4096 150.0 -> 147.5 µs.
+    static constexpr bool paired_fragments = true;
     template <int Residue>
-    __device__ __forceinline__ static void a_fragment(const uint8_t* block, int t, uint32_t& lo, uint32_t& hi) {
-        mxfp4_decode_word(ptx::load_u32_at<align, ptx::residue_after(Residue, 1)>(block + 1 + 4 * t), lo, hi);
+    __device__ __forceinline__ static void a_fragment(const uint8_t* block, int t, uint32_t& pair0, uint32_t& pair1) {
+        mxfp4_decode_word_paired(ptx::load_u32_at<align, ptx::residue_after(Residue, 1)>(block + 1 + 4 * t), pair0,
+                                 pair1);
     }
+
 };
 
 }  // namespace detail
