@@ -517,8 +517,14 @@ void set_mmvq_steps(mmvq_params& p, int64_t k) {
 template <class B>
 int mmvq_split(int64_t tiles, int64_t nsteps) {
     // Units of four substeps (Q2_K, Q3_K) measured faster with a third fewer warps: at 4096×14336
-    // on the H100, 1 column, Q2_K 11.3 -> 9.7 µs and Q3_K 15.1 -> 12.9 µs.
-    constexpr int64_t target = mmvq_unit_substeps<B>() >= 4 ? mmvq_target_warps * 2 / 3 : mmvq_target_warps;
+    // on the H100, 1 column, Q2_K 11.3 -> 9.7 µs and Q3_K 15.1 -> 12.9 µs (with twice the warps
+    // again, on the kernel of 2026-11-23: 9.06 -> 11.35 µs). Q8_0, whose substep is 256 bytes or
+    // more, the least decoding per byte, with 7/12 of them: at 14336×4096 one warp per CTA instead
+    // of two, 22.79 -> 22.32 µs at 1 column, 25.00 -> 23.06 µs at 4, 24.41 -> 23.79 µs at 8 (other
+    // shapes keep their split; Q6_K, at 210 bytes, lost 8 points with one warp there).
+    constexpr int64_t target = mmvq_unit_substeps<B>() >= 4            ? mmvq_target_warps * 2 / 3
+                               : mmvq_substep_bytes<B>() >= 256 ? mmvq_target_warps * 7 / 12
+                                                                : mmvq_target_warps;
     return mmvq_split(tiles, nsteps, mmvq_type_max_split<B>(), target);
 }
 
