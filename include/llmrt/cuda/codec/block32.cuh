@@ -14,10 +14,10 @@ namespace llmrt::cuda::detail {
 //   static void values(const uint8_t* block, uint32_t (&v)[8])     v[j]: elements 4j .. 4j+3
 //   template <int Residue> static void a_fragment(const uint8_t* block, int t, uint32_t& lo, uint32_t& hi)
 //                                                                   elements 4t.., and 16+4t..
-//   optional: static constexpr bool paired_fragments = true, where a_fragment gives instead
-//   elements 4t, 16+4t, 4t+1, 17+4t and 4t+2, 18+4t, 4t+3, 19+4t (the order of two 4-bit codes
-//   per byte). A lane's A and B words cover the same 8 of the 32 k positions, so mma_step
-//   permutes its B fragment within them alike: the same products, the same integer.
+//   static constexpr bool paired_fragments: true where a_fragment gives instead elements 4t,
+//   16+4t, 4t+1, 17+4t and 4t+2, 18+4t, 4t+3, 19+4t (the order of two 4-bit codes per byte). A
+//   lane's A and B words cover the same 8 of the 32 k positions, so mma_step permutes its B
+//   fragment within them alike: the same products, the same integer.
 // where Residue is the block's address modulo 4 if known at compile time, else -1 (see
 // ptx::load_words_at). mma_step takes the same for the step's rows: mmvq knows it wherever the
 // rows it copied start word-aligned, which saves the unaligned reads' address work.
@@ -30,14 +30,6 @@ __device__ __forceinline__ void accumulate_block32(const uint32_t (&v)[8], float
     for (int c = 0; c < NCols; ++c)
         acc[c] = fma_rn(mul_rn(dw, records<NCols>::aux(record, c).d), to_float(record_dot<NCols, false>(v, record, c)),
                         acc[c]);
-}
-
-template <class Bits>
-constexpr bool pairs_fragments() {
-    if constexpr (requires { Bits::paired_fragments; })
-        return Bits::paired_fragments;
-    else
-        return false;
 }
 
 template <class Block, class Bits>
@@ -73,7 +65,7 @@ struct block32_codec {
             const uint8_t* record = records + b * rec::bytes;
             uint32_t b0, b1;
             rec::b_fragment(record, lane, b0, b1);
-            if constexpr (pairs_fragments<Bits>()) {
+            if constexpr (Bits::paired_fragments) {
                 const uint32_t lo = b0;
                 b0 = ptx::byte_perm_unmasked(lo, b1, 0x5140u);
                 b1 = ptx::byte_perm_unmasked(lo, b1, 0x7362u);

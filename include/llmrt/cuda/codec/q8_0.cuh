@@ -12,6 +12,7 @@ namespace detail {
 
 struct q8_0_bits {
     static constexpr int align = 2;
+    static constexpr bool paired_fragments = false;
     __device__ __forceinline__ static float scale(const uint8_t* block) { return ptx::load_fp16(block); }
     __device__ __forceinline__ static void values(const uint8_t* block, uint32_t (&v)[8]) {
         ptx::load_words<align>(block + 2, v);
