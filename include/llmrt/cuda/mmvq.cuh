@@ -571,11 +571,12 @@ struct device_limits {
     int sms = 132;
     int64_t smem_per_sm = 228 * 1024;
     int64_t smem_reserved_per_cta = 1024;
+    int64_t smem_per_cta_optin = 227 * 1024;  // the most one CTA may ask for, static and dynamic
 };
 
 // Refuses devices below sm_90; returns what the ring depth is sized from.
 inline device_limits check_device_supports_mmvq() {
-    int device = 0, major = 0, sms = 0, smem = 0, reserved = 0;
+    int device = 0, major = 0, sms = 0, smem = 0, reserved = 0, optin = 0;
     LLMRT_CUDA_CHECK(cudaGetDevice(&device));
     LLMRT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     check(major >= 9, errc::missing_feature, [&] {
@@ -585,10 +586,12 @@ inline device_limits check_device_supports_mmvq() {
     LLMRT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     LLMRT_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
     LLMRT_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+    LLMRT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     device_limits limits;
     limits.sms = sms;
     limits.smem_per_sm = smem;
     limits.smem_reserved_per_cta = reserved;
+    limits.smem_per_cta_optin = optin;
     return limits;
 }
 
@@ -791,15 +794,16 @@ void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int 
         smem = std::max(smem, mmvq_one_step_cta_smem(ctas, split, device));
     {
         // The opt-in above 48 KB (dynamic plus static) is a per-device function attribute: set
-        // it once per device, to the most any launch may ask for.
+        // it once per device, to the most the device allows beside the kernel's static barriers
+        // (a launch that asks for more fails with the driver's error).
         static std::atomic<uint64_t> configured_devices{0};
-        int device = 0;
-        LLMRT_CUDA_CHECK(cudaGetDevice(&device));
-        const uint64_t bit = device < 64 ? (uint64_t(1) << device) : 0;
+        int ordinal = 0;
+        LLMRT_CUDA_CHECK(cudaGetDevice(&ordinal));
+        const uint64_t bit = ordinal < 64 ? (uint64_t(1) << ordinal) : 0;
         if (bit == 0 || (configured_devices.load() & bit) == 0) {
             LLMRT_CUDA_CHECK(cudaFuncSetAttribute(mmvq_kernel<B, NCols, MaxSplit, Wide>,
                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  int(std::max<int64_t>(mmvq_max_cta_smem, int64_t(smem)))));
+                                                  int(device.smem_per_cta_optin - 1024)));
             configured_devices.fetch_or(bit);
         }
     }

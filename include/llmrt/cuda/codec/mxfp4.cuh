@@ -72,7 +72,6 @@ struct mxfp4_bits {
         mxfp4_decode_word_paired(ptx::load_u32_at<align, ptx::residue_after(Residue, 1)>(block + 1 + 4 * t), pair0,
                                  pair1);
     }
-
 };
 
 }  // namespace detail
