@@ -149,7 +149,7 @@ constexpr int mmvq_step_substeps() {
 
 // CTAs of the kernel that an SM must be able to hold by registers (__launch_bounds__): 16 warps'
 // worth, or three CTAs of 8 warps for the kernels that launches of 4096 rows run with one step per
-// warp (wide steps: Q4_K and Q5_K at 1 and 2 columns; MXFP4's two-substep units at 1 column).
+// warp (wide steps: Q4_K, Q5_K and Q6_K at 1 and 2 columns; MXFP4's two-substep units at 1 column).
 // Such a one-wave grid puts two CTAs on each SM; the third is the next launch's (see
 // mmvq_one_step_warps). Their registers then fit 80 per thread. Measured on the H100, 4096×4096,
 // with the one-slot rings: 1 column Q5_K 5.54 -> 4.77 µs, Q4_K 4.58 -> 4.31 µs, MXFP4 5.36 ->
@@ -488,18 +488,21 @@ namespace detail {
 // Warps per CTA (the k-split): from W's type and shape alone, never from NCols, so that every
 // NCols adds the same partial sums. Few row tiles (4096 rows: 256) get up to 8 warps each, so
 // that the decoding of the small types has warps enough to hide its latency; types whose row
-// step is 192 bytes or more (q6_K, q8_0) stop at 4, which measured faster for them on the H100.
-// Every warp gets at least one unit.
+// step is 192 bytes or more (q6_K, q8_0) stop at 4, which measured faster for them on the H100,
+// except where 8 make every warp's range a single wide step (Q6_K at k = 4096: see
+// mmvq_split<B>). Every warp gets at least one unit.
 inline int mmvq_split(int64_t tiles, int64_t nunits, int max_split, int64_t target_warps) {
     int split = 1;
     while (split < max_split && 2 * split <= nunits && tiles * split < target_warps) split *= 2;
     return split;
 }
 // The widest split whose rings (two slots per warp) fit a CTA at every NCols: the split may not
-// depend on NCols.
+// depend on NCols. Types of 192 bytes or more per substep without wide steps (Q8_0) are never
+// split wider than mmvq_wide_step_max_split, so no wider kernel is compiled for them.
 template <class B>
 constexpr int mmvq_type_max_split() {
-    int split = mmvq_layout<B, 1>::substep_bytes < 192 || mmvq_max_split < mmvq_wide_step_max_split
+    int split = mmvq_layout<B, 1>::substep_bytes < 192 || mmvq_wide_step_units<B>() > 1 ||
+                        mmvq_max_split < mmvq_wide_step_max_split
                     ? mmvq_max_split
                     : mmvq_wide_step_max_split;
     constexpr int64_t widest_slot = std::max<int64_t>(mmvq_layout<B, mmvq_max_cols>::stage_bytes,
@@ -525,7 +528,16 @@ int mmvq_split(int64_t tiles, int64_t nsteps) {
     constexpr int64_t target = mmvq_unit_substeps<B>() >= 4            ? mmvq_target_warps * 2 / 3
                                : mmvq_substep_bytes<B>() >= 256 ? mmvq_target_warps * 7 / 12
                                                                 : mmvq_target_warps;
-    return mmvq_split(tiles, nsteps, mmvq_type_max_split<B>(), target);
+    // Types of 192 bytes or more per substep stop at mmvq_wide_step_max_split warps, except where
+    // the widest split makes every warp's range one wide step: Q6_K at k = 4096, 8 warps of two
+    // substeps, whose one-step rings leave room for the next launch (mmvq_one_step_warps). On the
+    // H100, 4096×4096: 1 column 6.43 -> 5.98 µs (69.2 -> 74.3%), 4 columns 8.79 -> 8.32 µs; where
+    // the wider split leaves warps of several steps, it lost (4096×14336, 8 columns: 20.8 -> 24.2 µs).
+    int max_split = mmvq_type_max_split<B>();
+    if (mmvq_substep_bytes<B>() >= 192 && max_split > mmvq_wide_step_max_split &&
+        nsteps != int64_t(max_split) * mmvq_wide_step_units<B>())
+        max_split = mmvq_wide_step_max_split;
+    return mmvq_split(tiles, nsteps, max_split, target);
 }
 
 // Calls f(std::integral_constant<int, n>) for the runtime n in 1..8.
@@ -746,9 +758,13 @@ void set_mmvq_ring(mmvq_params& p, int64_t ctas, int split, int64_t steps_per_wa
     }
     const int64_t budget = mmvq_cta_ring_budget(ctas, split, device);
     p.stages = mmvq_stages(budget, split, steps_per_warp, Layout::stage_bytes);
-    if (p.tensor_map && p.stages == 2 && split <= 2 && mmvq_one_wave_ctas_per_sm(ctas, split, device) > 0) {
+    // Also where two standard slots overflow the planned share and two compact ones fit: Q6_K at
+    // 4096×4096 from 5 columns, 8 warps per CTA, which would otherwise put one CTA per SM.
+    const bool overflows = mmvq_slots_that_fit(budget, split, Layout::stage_bytes) < 2;
+    if (p.tensor_map && p.stages == 2 && (split <= 2 || overflows) &&
+        mmvq_one_wave_ctas_per_sm(ctas, split, device) > 0) {
         const int compact = mmvq_stages(budget, split, steps_per_warp, Layout::compact_stage_bytes);
-        if (compact > 2) {
+        if (compact > 2 || (overflows && mmvq_slots_that_fit(budget, split, Layout::compact_stage_bytes) >= 2)) {
             p.stages = compact;
             p.slot_bytes = Layout::compact_stage_bytes;
         }
