@@ -518,7 +518,7 @@ void set_mmvq_steps(mmvq_params& p, int64_t k) {
     p.nunits = int32_t((k + unit - 1) / unit);
 }
 template <class B>
-int mmvq_split(int64_t tiles, int64_t nsteps) {
+int mmvq_split(int64_t tiles, int64_t nunits) {
     // Units of four substeps (Q2_K, Q3_K) measured faster with a third fewer warps: at 4096×14336
     // on the H100, 1 column, Q2_K 11.3 -> 9.7 µs and Q3_K 15.1 -> 12.9 µs (with twice the warps
     // again, on the kernel of 2026-11-23: 9.06 -> 11.35 µs). Q8_0, whose substep is 256 bytes or
@@ -535,9 +535,9 @@ int mmvq_split(int64_t tiles, int64_t nsteps) {
     // the wider split leaves warps of several steps, it lost (4096×14336, 8 columns: 20.8 -> 24.2 µs).
     int max_split = mmvq_type_max_split<B>();
     if (mmvq_substep_bytes<B>() >= 192 && max_split > mmvq_wide_step_max_split &&
-        nsteps != int64_t(max_split) * mmvq_wide_step_units<B>())
+        nunits != int64_t(max_split) * mmvq_wide_step_units<B>())
         max_split = mmvq_wide_step_max_split;
-    return mmvq_split(tiles, nsteps, max_split, target);
+    return mmvq_split(tiles, nunits, max_split, target);
 }
 
 // Calls f(std::integral_constant<int, n>) for the runtime n in 1..8.
