@@ -222,9 +222,8 @@ TEST_CASE_TEMPLATE("large one-wave grids give each column the same bits at every
     // Model-sized matrices whose grids fill the GPU in one wave: there the ring takes the shapes
     // that small tests never reach (wide steps of two units, compact tensor-map slots, rings sized
     // from the SM's share of shared memory, one-slot rings beside room for the next launch), and
-    // each column count may take a different one. Every
-    // column must still equal the same column of the 8-column launch; the first and last 48 rows
-    // are checked against the CPU reference.
+    // each column count may take a different one. Every column must still equal the same column
+    // of the 8-column launch; the first and last 48 rows are checked against the CPU reference.
     LLMRT_CUDA_TEST_NEEDS_DEVICE();
     uint64_t seed = 9000 * uint64_t(B::id);
     const int64_t shapes[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}};

@@ -124,18 +124,27 @@ constexpr bool reads_at_residue() {
         return false;
 }
 
+// Words j and 4 + j of a 32-block (elements 4j..4j+3 and 16+4j..19+4j) in the paired order:
+// pair0 holds elements 4j, 16+4j, 4j+1, 17+4j and pair1 4j+2, 18+4j, 4j+3, 19+4j.
+__device__ __forceinline__ void to_paired_order(uint32_t low, uint32_t high, uint32_t& pair0, uint32_t& pair1) {
+    pair0 = ptx::byte_perm_unmasked(low, high, 0x5140u);
+    pair1 = ptx::byte_perm_unmasked(low, high, 0x7362u);
+}
+
 // Rearranges the quants of `nrecords` records of NCols columns into the paired order, one
 // record column per lane, then orders the writes before any later copy into the same memory.
 template <int NCols>
 __device__ __forceinline__ void pair_record_quants(uint8_t* first, int nrecords, int lane) {
     for (int idx = lane; idx < nrecords * NCols; idx += 32) {
-        int4* q = reinterpret_cast<int4*>(first + (idx / NCols) * records<NCols>::bytes + 32 * (idx % NCols));
-        const int4 lo = q[0], hi = q[1];  // words 0..3 and 4..7: elements 0..15 and 16..31
-        auto pair = [](int a, int b, uint32_t selector) { return int(ptx::byte_perm(uint32_t(a), uint32_t(b), selector)); };
-        q[0] = make_int4(pair(lo.x, hi.x, 0x5140u), pair(lo.x, hi.x, 0x7362u), pair(lo.y, hi.y, 0x5140u),
-                         pair(lo.y, hi.y, 0x7362u));
-        q[1] = make_int4(pair(lo.z, hi.z, 0x5140u), pair(lo.z, hi.z, 0x7362u), pair(lo.w, hi.w, 0x5140u),
-                         pair(lo.w, hi.w, 0x7362u));
+        uint4* q = reinterpret_cast<uint4*>(first + (idx / NCols) * records<NCols>::bytes + 32 * (idx % NCols));
+        const uint4 lo = q[0], hi = q[1];  // words 0..3 and 4..7: elements 0..15 and 16..31
+        uint4 paired_lo, paired_hi;
+        to_paired_order(lo.x, hi.x, paired_lo.x, paired_lo.y);
+        to_paired_order(lo.y, hi.y, paired_lo.z, paired_lo.w);
+        to_paired_order(lo.z, hi.z, paired_hi.x, paired_hi.y);
+        to_paired_order(lo.w, hi.w, paired_hi.z, paired_hi.w);
+        q[0] = paired_lo;
+        q[1] = paired_hi;
     }
     ptx::fence_shared_for_async_copies();
 }

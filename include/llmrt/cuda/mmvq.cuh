@@ -749,12 +749,15 @@ inline int mmvq_stages(int64_t budget, int split, int64_t steps_per_warp, int64_
 // CTAs of 8 warps they sped up mmvq alone but slowed the quantizer + mmvq pair (Q5_K 4096×14336,
 // 4 columns: 19.4 -> 20.1 µs); on many-wave grids ±1.5%. On the H100: Q8_0 14336×4096 2 columns
 // 26.3 -> 23.0 µs, Q2_K 14336×4096 8 columns 19.4 -> 16.8 µs. Never changes a result.
+// Returns the CTA's dynamic shared memory: its warps' rings, or more in the grids of
+// mmvq_one_step_warps.
 template <class Layout>
-void set_mmvq_ring(mmvq_params& p, int64_t ctas, int split, int64_t steps_per_warp, const device_limits& device) {
+std::size_t set_mmvq_ring(mmvq_params& p, int64_t ctas, int split, int64_t steps_per_warp,
+                          const device_limits& device) {
     p.slot_bytes = Layout::stage_bytes;
     if (mmvq_one_step_warps(ctas, split, device, steps_per_warp)) {
         p.stages = 1;
-        return;
+        return std::max(std::size_t(split) * p.slot_bytes, mmvq_one_step_cta_smem(ctas, split, device));
     }
     const int64_t budget = mmvq_cta_ring_budget(ctas, split, device);
     p.stages = mmvq_stages(budget, split, steps_per_warp, Layout::stage_bytes);
@@ -769,6 +772,7 @@ void set_mmvq_ring(mmvq_params& p, int64_t ctas, int split, int64_t steps_per_wa
             p.slot_bytes = Layout::compact_stage_bytes;
         }
     }
+    return std::size_t(split) * p.stages * p.slot_bytes;
 }
 
 // Steps a warp keeps in flight while it reads one (its ring has `stages` slots). Copies in
@@ -803,11 +807,8 @@ void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int 
     p.tensor_map = options.allow_tensor_map &&
                    make_weight_tensor_map<layout>(map, w, mmvq_l2_promotion<B>(ctas, split, device));
     const int64_t steps_per_warp = mmvq_steps_per_warp<layout, B>(p, split);
-    set_mmvq_ring<layout>(p, ctas, split, steps_per_warp, device);
+    const std::size_t smem = set_mmvq_ring<layout>(p, ctas, split, steps_per_warp, device);
     p.lookahead = mmvq_lookahead<B, NCols>(p.stages, split, steps_per_warp);
-    std::size_t smem = std::size_t(split) * p.stages * p.slot_bytes;
-    if (mmvq_one_step_warps(ctas, split, device, steps_per_warp))
-        smem = std::max(smem, mmvq_one_step_cta_smem(ctas, split, device));
     {
         // The opt-in above 48 KB (dynamic plus static) is a per-device function attribute: set
         // it once per device, to the most the device allows beside the kernel's static barriers

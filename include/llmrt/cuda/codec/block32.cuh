@@ -66,9 +66,8 @@ struct block32_codec {
             uint32_t b0, b1;
             rec::b_fragment(record, lane, b0, b1);
             if constexpr (Bits::paired_fragments) {
-                const uint32_t lo = b0;
-                b0 = ptx::byte_perm_unmasked(lo, b1, 0x5140u);
-                b1 = ptx::byte_perm_unmasked(lo, b1, 0x7362u);
+                const uint32_t low = b0, high = b1;
+                to_paired_order(low, high, b0, b1);
             }
             uint32_t a[4];
             float dw[2];
