@@ -12,9 +12,11 @@
 // anything is launched; a mismatch raises llmrt::error naming both shapes.
 //
 // The kernel, mmvq_kernel<Block, NCols, MaxSplit, Wide>, is instantiated from the type list through
-// llmrt::dispatch, never by hand. Each warp owns 16 rows and a contiguous range of k units (1,
-// 2 or 4 substeps of 256 elements: enough that a row's part of a unit is a multiple of 16
-// bytes); tensor-map or bulk copies stream each step's rows (raw bytes, any alignment) and
+// llmrt::dispatch, never by hand. Each warp owns 16 rows and a share of k units (1, 2 or 4
+// substeps of 256 elements: enough that a row's part of a unit is a multiple of 16 bytes): a
+// contiguous range, or for one-substep units every split-th unit (mmvq_interleaves), so that the
+// CTA's warps read neighbouring pieces of each row at once; tensor-map or bulk copies stream each
+// step's rows (raw bytes, any alignment) and
 // activation records into a shared-memory ring, one or more steps ahead of the step being read
 // (mmvq_lookahead says how many, from the type and shape). A step is a unit, a substep (from 3 or
 // 5 columns on), or for Q4_K, Q5_K and Q6_K at 1 and 2 columns two units where the ring has room
@@ -231,6 +233,7 @@ struct mmvq_params {
     int32_t stages;          // ring slots per warp, 2..8
     int32_t lookahead;       // steps in flight ahead of the one being read, 1..stages
     int32_t tensor_map;      // 1: W's rows come through the tensor map, 0: per-row bulk copies
+    int32_t interleaved;     // 1: the warps of a CTA take units by turns (mmvq_interleaves)
     int32_t slot_bytes;      // a ring slot: layout::stage_bytes, or compact_stage_bytes (tensor map only)
 };
 
@@ -241,13 +244,16 @@ struct mmvq_params {
 // split <= MaxSplit. Launch it through mmvq / mmvq_prepared, which take the narrowest MaxSplit
 // that holds the launch's split (a CTA shape of 8 warps measured slower on the H100 than one of 4
 // for launches of 4 warps or fewer) and choose Wide (see mmvq_wide_steps); neither changes a
-// result.
-template <class B, int NCols, int MaxSplit, bool Wide>
+// result. SharedTile (wide steps read by turns from the CTA's whole row tile) goes with
+// p.interleaved, which does change which partial sums are added (see mmvq_interleaves).
+template <class B, int NCols, int MaxSplit, bool Wide, bool SharedTile>
 __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B, NCols, MaxSplit, Wide>())
     mmvq_kernel(const detail::mmvq_params p, const __grid_constant__ CUtensorMap weights) {
     using namespace detail;
     static_assert(MaxSplit >= 1 && MaxSplit <= mmvq_max_split && (MaxSplit & (MaxSplit - 1)) == 0,
                   "mmvq_kernel: MaxSplit must be a power of two up to mmvq_max_split");
+    static_assert(!SharedTile || (Wide && mmvq_unit_substeps<B>() == 1),
+                  "mmvq_kernel: a shared tile takes wide steps of one-substep units");
     using layout = mmvq_layout<B, NCols, Wide>;
     using codec = device_codec<B>;
     extern __shared__ __align__(128) uint8_t smem[];
@@ -282,12 +288,26 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
         return;
     }
 
-    // This warp's substeps [sub_begin, sub_end): whole units, read in steps of layout::substeps
-    // (a wide warp's last step may be shorter).
+    // This warp's units, added in increasing order: by turns where p.interleaved (unit u to warp
+    // u mod split, so that at every step the CTA's warps read neighbouring pieces of each row;
+    // only for one-substep units, whose narrow step is one unit), else the contiguous substeps
+    // [sub_begin, sub_end), read in steps of layout::substeps (a wide warp's last step may be
+    // shorter). A shared tile (wide steps by turns, see mmvq_interleaves) reads differently: each
+    // warp copies the wide step `warp` of the row tile into its slot and decodes its own units from
+    // whichever warp's slot holds them.
     constexpr int unit_substeps = mmvq_unit_substeps<B>();
-    const int sub_begin = int(int64_t(warp) * p.nunits / split) * unit_substeps;
-    const int sub_end = min(int(int64_t(warp + 1) * p.nunits / split) * unit_substeps, p.nsubsteps);
-    const int nsteps = max(0, (sub_end - sub_begin + layout::substeps - 1) / layout::substeps);
+    constexpr bool shared_tile = SharedTile;
+    const bool interleaved = shared_tile || (!Wide && unit_substeps == 1 && p.interleaved != 0);
+    const int sub_begin = interleaved ? warp : int(int64_t(warp) * p.nunits / split) * unit_substeps;
+    const int sub_end =
+        interleaved ? p.nsubsteps : min(int(int64_t(warp + 1) * p.nunits / split) * unit_substeps, p.nsubsteps);
+    // The warp's step i starts at substep sub_begin + i·sub_stride. It copies `ncopies` steps:
+    // all of them, or in a shared tile the one wide step `warp`.
+    const int sub_stride = interleaved ? split : layout::substeps;
+    const int nsteps = interleaved ? max(0, (p.nsubsteps - sub_begin + split - 1) / split)
+                                   : max(0, (sub_end - sub_begin + layout::substeps - 1) / layout::substeps);
+    const int ncopies = shared_tile ? (warp * layout::substeps < p.nsubsteps ? 1 : 0) : nsteps;
+    auto step_sub = [&](int i) { return sub_begin + i * sub_stride; };
     const int stages = p.stages;
     const int slot_bytes = p.slot_bytes;
     const int warp_smem_bytes = stages * slot_bytes;
@@ -296,7 +316,10 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
     uint64_t* const barriers = slot_barriers[warp];
     if (lane == 0)
         for (int s = 0; s < stages; ++s) ptx::mbarrier_init(&barriers[s], 1);
-    __syncwarp();
+    if constexpr (shared_tile)
+        __syncthreads();  // a warp waits on other warps' barriers
+    else
+        __syncwarp();
 
     // Weights: with a tensor map, lane 0 loads the step's 16 rows as one box (zeros past a row's
     // end or the last row); otherwise lane r < 16 copies row r as the aligned 16-byte span around
@@ -355,11 +378,13 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
     // The next kernel on the stream may start as well: it waits for this grid before reading
     // anything this grid writes.
     const int ahead = p.lookahead;
-    for (int i = 0; i < ahead && i < nsteps; ++i) issue(sub_begin + i * layout::substeps, i);
+    // A shared tile's warp copies the tile's wide step `warp`.
+    auto copied_sub = [&](int i) { return shared_tile ? warp * layout::substeps : step_sub(i); };
+    for (int i = 0; i < ahead && i < ncopies; ++i) issue(copied_sub(i), i);
     ptx::allow_dependent_grids();
     ptx::wait_for_prerequisite_grids();
-    for (int i = 0; i < ahead && i < nsteps; ++i) {
-        issue_records(sub_begin + i * layout::substeps, i);
+    for (int i = 0; i < ahead && i < ncopies; ++i) {
+        issue_records(copied_sub(i), i);
         close_slot(i);
     }
 
@@ -373,7 +398,6 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
                                     uintptr_t(sub_begin) * layout::substep_bytes) & 15u;
     const unsigned mis_b = unsigned(reinterpret_cast<uintptr_t>(w + int64_t(row0 + my_row_b) * p.w_row_stride) +
                                     uintptr_t(sub_begin) * layout::substep_bytes) & 15u;
-    constexpr unsigned mis_step = unsigned(layout::step_bytes) & 15u;
     // Where the rows of a step all sit at the same address modulo 4 in their slot (always where W
     // comes through the tensor map), the tensor-core form of codecs of unaligned blocks reads them
     // at fixed offsets: residue 0 at every step for Q8_0 and MXFP4, 0 and 2 by turns for Q3_K
@@ -392,31 +416,13 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
 #pragma unroll
     for (int c = 0; c < NCols; ++c) acc_lane[c] = 0.0f;
 
-    int slot = 0;
-    unsigned parity = 0;
-    int ahead_slot = ahead == stages ? 0 : ahead;
-    for (int i = 0; i < nsteps; ++i) {
-        ptx::mbarrier_wait(&barriers[slot], parity);
-        const int sub = sub_begin + i * layout::substeps;
-        if constexpr (!layout::tensor_cores && pairs_records<codec, NCols>()) {
-            pair_record_quants<NCols>(ring + slot * slot_bytes, step_records(sub), lane);
-            __syncwarp();
-        }
-        if (ahead < stages) {
-            // The slot ahead was emptied by an earlier step: refill it before this step's work.
-            if (i + ahead < nsteps) {
-                issue(sub + ahead * layout::substeps, ahead_slot);
-                issue_records(sub + ahead * layout::substeps, ahead_slot);
-                close_slot(ahead_slot);
-            }
-            if (++ahead_slot == stages) ahead_slot = 0;
-        }
-        const uint8_t* slot_records = ring + slot * slot_bytes;
+    // Substeps [g_begin, g_end) of the slot at `slot_records` whose step starts at substep `sub`;
+    // `shift` moves the rows' misalignment at sub_begin to that step's.
+    auto decode_substeps = [&](const uint8_t* slot_records, int sub, unsigned shift, int g_begin, int g_end) {
         const uint8_t* slot_base = slot_records + layout::records_region;
-        const unsigned shift = mis_step * unsigned(i);
-        auto decode_step = [&](auto residue) {
+        auto decode = [&](auto residue) {
 #pragma unroll 1
-            for (int g = 0; g < layout::substeps; ++g) {
+            for (int g = g_begin; g < g_end; ++g) {
                 const int nvalid32 = min(8, p.nblocks32 - 8 * (sub + g));
                 if (sub + g >= sub_end || nvalid32 <= 0) break;
                 const uint8_t* records = slot_records + 8 * g * layout::record_bytes;
@@ -437,22 +443,53 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
         // The rows' address modulo 4 at this step, or -1 where it is not one value for all rows.
         const int step_residue = rows_share_residue ? int((mis_first + shift) & 3u) : -1;
         if (residue_known && step_residue == 0)
-            decode_step(std::integral_constant<int, 0>{});
+            decode(std::integral_constant<int, 0>{});
         else if (residue_known && residue_alternates && step_residue == 2)
-            decode_step(std::integral_constant<int, residue_alternates ? 2 : -1>{});
+            decode(std::integral_constant<int, residue_alternates ? 2 : -1>{});
         else
-            decode_step(std::integral_constant<int, -1>{});
+            decode(std::integral_constant<int, -1>{});
+    };
+    auto shift_at = [&](int sub) { return unsigned((sub - sub_begin) * layout::substep_bytes) & 15u; };
+
+    int slot = 0;
+    unsigned parity = 0;
+    int ahead_slot = ahead == stages ? 0 : ahead;
+    for (int i = 0; i < nsteps; ++i) {
+        const int sub = step_sub(i);
+        // Where the step's substeps sit: this warp's slot, or in a shared tile the slot of the warp
+        // that copied wide step sub / layout::substeps.
+        const int owner = shared_tile ? sub / layout::substeps : warp;
+        const int slot_sub = shared_tile ? owner * layout::substeps : sub;
+        const uint8_t* const slot_records = shared_tile ? smem + owner * warp_smem_bytes : ring + slot * slot_bytes;
+        ptx::mbarrier_wait(shared_tile ? &slot_barriers[owner][0] : &barriers[slot], parity);
+        if constexpr (!layout::tensor_cores && pairs_records<codec, NCols>()) {
+            pair_record_quants<NCols>(ring + slot * slot_bytes, step_records(sub), lane);
+            __syncwarp();
+        }
+        if (ahead < stages) {
+            // The slot ahead was emptied by an earlier step: refill it before this step's work.
+            if (i + ahead < ncopies) {
+                issue(step_sub(i + ahead), ahead_slot);
+                issue_records(step_sub(i + ahead), ahead_slot);
+                close_slot(ahead_slot);
+            }
+            if (++ahead_slot == stages) ahead_slot = 0;
+        }
+        const int g_begin = sub - slot_sub;
+        decode_substeps(slot_records, slot_sub, shift_at(slot_sub), g_begin,
+                        shared_tile ? g_begin + 1 : layout::substeps);
         __syncwarp();  // every lane is done with the slot before it is refilled
-        if (ahead == stages && i + stages < nsteps) {
-            issue(sub + stages * layout::substeps, slot);
-            issue_records(sub + stages * layout::substeps, slot);
+        if (ahead == stages && i + stages < ncopies) {
+            issue(step_sub(i + stages), slot);
+            issue_records(step_sub(i + stages), slot);
             close_slot(slot);
         }
-        if (++slot == stages) {
+        if (!shared_tile && ++slot == stages) {
             slot = 0;
             parity ^= 1u;
         }
     }
+    if constexpr (shared_tile) __syncthreads();  // no warp still reads a slot that the sums below reuse
 
     // This warp's sums (half 0 + half 1) into the start of its ring, then the fixed-order sum
     // over the warps of the CTA.
@@ -798,7 +835,7 @@ int mmvq_lookahead(int stages, int split, int64_t steps_per_warp) {
     return stages >= 3 && stages >= steps_per_warp ? stages - 1 : stages;
 }
 
-template <class B, int NCols, int MaxSplit, bool Wide>
+template <class B, int NCols, int MaxSplit, bool Wide, bool SharedTile>
 void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int split, const device_limits& device,
                         cudaStream_t stream, const launch_options& options) {
     using layout = mmvq_layout<B, NCols, Wide>;
@@ -818,14 +855,14 @@ void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int 
         LLMRT_CUDA_CHECK(cudaGetDevice(&ordinal));
         const uint64_t bit = ordinal < 64 ? (uint64_t(1) << ordinal) : 0;
         if (bit == 0 || (configured_devices.load() & bit) == 0) {
-            LLMRT_CUDA_CHECK(cudaFuncSetAttribute(mmvq_kernel<B, NCols, MaxSplit, Wide>,
+            LLMRT_CUDA_CHECK(cudaFuncSetAttribute(mmvq_kernel<B, NCols, MaxSplit, Wide, SharedTile>,
                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   int(device.smem_per_cta_optin - 1024)));
             configured_devices.fetch_or(bit);
         }
     }
-    launch("cuda::mmvq", mmvq_kernel<B, NCols, MaxSplit, Wide>, grid, dim3(32, unsigned(split)), smem, stream, options,
-           p, map);
+    launch("cuda::mmvq", mmvq_kernel<B, NCols, MaxSplit, Wide, SharedTile>, grid, dim3(32, unsigned(split)), smem,
+           stream, options, p, map);
 }
 
 // Whether a launch takes wide steps (mmvq_wide_step_units): where a ring of three wide slots fits
@@ -850,24 +887,60 @@ bool mmvq_wide_steps(const mmvq_params& p, int64_t ctas, int split, const device
     }
 }
 
+// Whether the warps of a CTA take units by turns (unit u to warp u mod split) rather than
+// contiguous shares of k. At each step the CTA's warps then read neighbouring pieces of every row,
+// which streams like one wider copy; a warp's own steps stay one unit wide, so its ring keeps its
+// depth. Only for types of one-substep units (Q8_0, Q4_K, Q5_K, Q6_K), and not where the
+// 1-column launch takes wide steps that it must refill (two neighbouring units of one warp: Q6_K
+// at 4096×14336). Where its wide steps are one per warp (mmvq_one_step_warps: 4096×4096), the CTA
+// holds the whole row tile at once, so the warps copy wide steps and decode their units by turns
+// from each other's slots (a shared tile). Decided from W's type and shape alone, never from
+// NCols: it decides which partial sums are added. Measured on the H100 against contiguous
+// shares: 1 column Q4_K 4096×4096 4.31 -> 4.19 µs, 14336×4096 12.72 -> 12.38 µs, Q5_K 14336×4096
+// 15.63 -> 15.15 µs, Q8_0 4096×14336 22.47 -> 22.05 µs; 4 columns Q4_K 4096×4096 6.04 -> 5.28 µs,
+// Q6_K 8.29 -> 7.46 µs; 8 columns Q4_K 4096×14336 15.46 -> 14.44 µs. Slower in a few places: Q5_K
+// 14336×4096 at 2 columns 15.9 -> 16.4 µs, Q5_K 4096×4096 at 1 column 4.83 -> 4.96 µs. For the types
+// of multi-substep units (Q2_K, Q3_K, MXFP4) it was as often slower as faster.
+template <class B>
+bool mmvq_interleaves(const mmvq_params& p, int64_t ctas, int split, const device_limits& device) {
+    if constexpr (mmvq_unit_substeps<B>() != 1) {
+        return false;
+    } else {
+        if (split == 1) return false;  // the same units either way
+        if constexpr (mmvq_has_wide_steps<B, 1>())
+            if (mmvq_wide_steps<B, 1>(p, ctas, split, device))
+                return mmvq_one_step_warps(ctas, split, device,
+                                           mmvq_steps_per_warp<mmvq_layout<B, 1, true>, B>(p, split));
+        return true;
+    }
+}
+
 // The launch with the narrowest kernel that holds `split` warps per CTA, in wide or narrow steps.
 template <class B, int NCols>
-void launch_mmvq(const mmvq_params& p, const weight_geometry& w, dim3 grid, int split, const device_limits& device,
+void launch_mmvq(mmvq_params p, const weight_geometry& w, dim3 grid, int split, const device_limits& device,
                  cudaStream_t stream, const launch_options& options) {
     constexpr int widest = mmvq_type_max_split<B>();
     constexpr int narrow = widest < 4 ? widest : 4;
-    auto with_steps = [&](auto wide) {
-        constexpr bool Wide = decltype(wide)::value;
+    auto with_steps = [&](auto wide, auto shared_tile) {
+        constexpr bool Wide = decltype(wide)::value, SharedTile = decltype(shared_tile)::value;
         if (widest > narrow && split > narrow)
-            launch_mmvq_kernel<B, NCols, widest, Wide>(p, w, grid, split, device, stream, options);
+            launch_mmvq_kernel<B, NCols, widest, Wide, SharedTile>(p, w, grid, split, device, stream, options);
         else
-            launch_mmvq_kernel<B, NCols, narrow, Wide>(p, w, grid, split, device, stream, options);
+            launch_mmvq_kernel<B, NCols, narrow, Wide, SharedTile>(p, w, grid, split, device, stream, options);
     };
-    if (mmvq_wide_steps<B, NCols>(p, int64_t(grid.x) * grid.y * grid.z, split, device)) {
-        if constexpr (mmvq_has_wide_steps<B, NCols>()) with_steps(std::true_type{});
-    } else {
-        with_steps(std::false_type{});
+    const int64_t ctas = int64_t(grid.x) * grid.y * grid.z;
+    p.interleaved = mmvq_interleaves<B>(p, ctas, split, device);
+    if constexpr (mmvq_has_wide_steps<B, NCols>()) {
+        if (mmvq_wide_steps<B, NCols>(p, ctas, split, device)) {
+            if (!p.interleaved) return with_steps(std::true_type{}, std::false_type{});
+            // By turns, wide steps only as a shared tile (one per warp).
+            const int64_t steps = mmvq_steps_per_warp<mmvq_layout<B, NCols, true>, B>(p, split);
+            if constexpr (mmvq_unit_substeps<B>() == 1)
+                if (mmvq_one_step_warps(ctas, split, device, steps))
+                    return with_steps(std::true_type{}, std::true_type{});
+        }
     }
+    with_steps(std::false_type{}, std::false_type{});
 }
 
 inline std::string mmvq_shapes(const qmatrix_view& w, const std::string& x, const output_columns& y) {
