@@ -387,6 +387,11 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
         issue_records(copied_sub(i), i);
         close_slot(i);
     }
+    // The per-row copies store a row's last few bytes with plain stores, which other warps of a
+    // shared tile read. Lane 0 arrives on the slot's barrier after them, but racecheck does not
+    // follow that order from one warp to another: the CTA barrier states it.
+    if constexpr (shared_tile)
+        if (!by_tensor_map) __syncthreads();
 
     // Where this lane's rows start inside a slot: row offset plus the misalignment of the step's
     // bytes (both copy paths start at the aligned address below them), which only changes from
