@@ -684,10 +684,15 @@ inline int64_t mmvq_one_wave_ctas_per_sm(int64_t ctas, int split, const device_l
 // 16 rows of 136-440 bytes) widening to 256 bytes then costs more than it saves. Measured on the
 // H100, 1 column, 256 B -> none: Q2_K 14336×4096 66.8 -> 74.4% of 3.1 TB/s, Q3_K 67.3 -> 70.7%,
 // MXFP4 4096×14336 66.2 -> 70.8%; but Q2_K 128256×4096 (many waves) 88.2 -> 86.6%, and Q4_K and
-// Q8_0 lost 1-4 points on the one-wave shapes too (Q8_0 4096×14336 90.0 -> 86.2%). Copies only:
-// never changes a result.
+// Q8_0 lost 1-4 points on the one-wave shapes too (Q8_0 4096×14336 90.0 -> 86.2%). Where every
+// warp takes a single step (`one_step`, mmvq_one_step_warps: the whole grid's W is asked for at
+// once), 128 bytes, for every type: on the H100, 4096×4096 at 1 column, Q4_K 4.22 -> 4.05 µs, Q5_K
+// 4.90 -> 4.57 µs, Q6_K 6.05 -> 5.88 µs, MXFP4 4.80 -> 4.73 µs, the others within 1%; 128 bytes
+// elsewhere lost up to 1.5 points (Q8_0 14336×4096 89.6 -> 88.2%). Copies only: never changes a
+// result.
 template <class B>
-CUtensorMapL2promotion mmvq_l2_promotion(int64_t ctas, int split, const device_limits& device) {
+CUtensorMapL2promotion mmvq_l2_promotion(int64_t ctas, int split, const device_limits& device, bool one_step) {
+    if (one_step) return CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
     return mmvq_unit_substeps<B>() >= 2 && mmvq_one_wave_ctas_per_sm(ctas, split, device) > 0
                ? CU_TENSOR_MAP_L2_PROMOTION_NONE
                : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
@@ -845,10 +850,11 @@ void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int 
                         cudaStream_t stream, const launch_options& options) {
     using layout = mmvq_layout<B, NCols, Wide>;
     const int64_t ctas = int64_t(grid.x) * grid.y * grid.z;
+    const int64_t steps_per_warp = mmvq_steps_per_warp<layout, B>(p, split);
+    const bool one_step = mmvq_one_step_warps(ctas, split, device, steps_per_warp);
     CUtensorMap map{};
     p.tensor_map = options.allow_tensor_map &&
-                   make_weight_tensor_map<layout>(map, w, mmvq_l2_promotion<B>(ctas, split, device));
-    const int64_t steps_per_warp = mmvq_steps_per_warp<layout, B>(p, split);
+                   make_weight_tensor_map<layout>(map, w, mmvq_l2_promotion<B>(ctas, split, device, one_step));
     const std::size_t smem = set_mmvq_ring<layout>(p, ctas, split, steps_per_warp, device);
     p.lookahead = mmvq_lookahead<B, NCols>(p.stages, split, steps_per_warp);
     {
