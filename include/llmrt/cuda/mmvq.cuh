@@ -11,16 +11,17 @@
 // passes scratch (mmvq_scratch_bytes says how much). Every shape is checked on the host before
 // anything is launched; a mismatch raises llmrt::error naming both shapes.
 //
-// The kernel, mmvq_kernel<Block, NCols, MaxSplit, Wide>, is instantiated from the type list through
-// llmrt::dispatch, never by hand. Each warp owns 16 rows and a share of k units (1, 2 or 4
-// substeps of 256 elements: enough that a row's part of a unit is a multiple of 16 bytes): a
+// The kernel, mmvq_kernel<Block, NCols, MaxSplit, Wide, SharedTile>, is instantiated from the type
+// list through llmrt::dispatch, never by hand. Each warp owns 16 rows and a share of k units (1, 2
+// or 4 substeps of 256 elements: enough that a row's part of a unit is a multiple of 16 bytes): a
 // contiguous range, or for one-substep units every split-th unit (mmvq_interleaves), so that the
-// CTA's warps read neighbouring pieces of each row at once; tensor-map or bulk copies stream each
-// step's rows (raw bytes, any alignment) and
-// activation records into a shared-memory ring, one or more steps ahead of the step being read
-// (mmvq_lookahead says how many, from the type and shape). A step is a unit, a substep (from 3 or
-// 5 columns on), or for Q4_K, Q5_K and Q6_K at 1 and 2 columns two units where the ring has room
-// for them (mmvq_wide_steps). One to four columns take the dp4a form (one lane per row and
+// CTA's warps read neighbouring pieces of each row at once. Tensor-map or bulk copies stream each
+// step's rows (raw bytes, any alignment) and activation records into a shared-memory ring, one or
+// more steps ahead of the step being read (mmvq_lookahead says how many, from the type and shape).
+// A step is a unit, a substep (from 3 or 5 columns on), or for Q4_K, Q5_K and Q6_K at 1 and 2
+// columns two units where the ring has room for them (mmvq_wide_steps; where a warp's units are
+// its turns, only as a shared tile: the CTA's whole row tile, each warp's units read from the
+// others' slots, see mmvq_interleaves). One to four columns take the dp4a form (one lane per row and
 // half-substep), five to eight the int8 tensor-core form (the 8 columns of an m16n8k32/k16 mma);
 // both form the same integers and add them in the same float order (see codec.cuh), so a
 // column's result does not depend on NCols. Codecs may ask for a step's records rearranged in
