@@ -797,13 +797,13 @@ inline int mmvq_stages(int64_t budget, int split, int64_t steps_per_warp, int64_
 // CTAs of 8 warps they sped up mmvq alone but slowed the quantizer + mmvq pair (Q5_K 4096×14336,
 // 4 columns: 19.4 -> 20.1 µs); on many-wave grids ±1.5%. On the H100: Q8_0 14336×4096 2 columns
 // 26.3 -> 23.0 µs, Q2_K 14336×4096 8 columns 19.4 -> 16.8 µs. Never changes a result.
-// Returns the CTA's dynamic shared memory: its warps' rings, or more in the grids of
-// mmvq_one_step_warps.
+// `one_step`: the launch is one of mmvq_one_step_warps. Returns the CTA's dynamic shared memory:
+// its warps' rings, or more in those grids.
 template <class Layout>
-std::size_t set_mmvq_ring(mmvq_params& p, int64_t ctas, int split, int64_t steps_per_warp,
+std::size_t set_mmvq_ring(mmvq_params& p, int64_t ctas, int split, int64_t steps_per_warp, bool one_step,
                           const device_limits& device) {
     p.slot_bytes = Layout::stage_bytes;
-    if (mmvq_one_step_warps(ctas, split, device, steps_per_warp)) {
+    if (one_step) {
         p.stages = 1;
         return std::max(std::size_t(split) * p.slot_bytes, mmvq_one_step_cta_smem(ctas, split, device));
     }
@@ -856,7 +856,7 @@ void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int 
     CUtensorMap map{};
     p.tensor_map = options.allow_tensor_map &&
                    make_weight_tensor_map<layout>(map, w, mmvq_l2_promotion<B>(ctas, split, device, one_step));
-    const std::size_t smem = set_mmvq_ring<layout>(p, ctas, split, steps_per_warp, device);
+    const std::size_t smem = set_mmvq_ring<layout>(p, ctas, split, steps_per_warp, one_step, device);
     p.lookahead = mmvq_lookahead<B, NCols>(p.stages, split, steps_per_warp);
     {
         // The opt-in above 48 KB (dynamic plus static) is a per-device function attribute: set
