@@ -3,8 +3,11 @@
 // For every weight type, shapes rows × k in {4096×4096, 14336×4096, 4096×14336, 128256×4096} and
 // NCols in {1, 2, 4, 8}: the median time per launch in steady state (a captured CUDA graph of many
 // back-to-back launches, weights rotating among buffers that together exceed the L2 three times),
-// with and without programmatic dependent launch; GB/s counting the bytes the kernel must move
-// (W, the quantized activation records, Y) and their fraction of the H100's measured 3.1 TB/s.
+// in two chains: each launch reading X only after the previous launch is complete, as if X came
+// from it (with and without programmatic dependent launch), and the launches sharing one prepared
+// X (mmvq_prepared_many: each reads X at once and waits for the previous launch only before
+// writing Y); GB/s counting the bytes the kernel must move (W, the quantized activation records,
+// Y) and their fraction of the H100's measured 3.1 TB/s.
 // Also the activation quantizer + mmvq pair, what ggml's published figure times, and two
 // ceilings over the same bytes: a plain read-only kernel, and a pipelined reader whose launches
 // overlap (see pipelined_read).
@@ -140,6 +143,7 @@ struct measurement {
     shape s;
     int ncols;
     double us_pdl, us_plain, us_pair, gbs, fraction;
+    double us_shared, fraction_shared;  // the launches sharing X (mmvq_prepared_many)
     double nmse;
     double read_fraction;       // the read-only kernel over the same weights
     double pipelined_fraction;  // the pipelined reader over the same weights
@@ -243,7 +247,7 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
             double(matrix_bytes / ring_chunk_bytes * ring_chunk_bytes) / (us_pipelined * 1e-6) / read_bandwidth;
         cudaFree(sink);
 
-        double us_one = 0;
+        double us_one = 0, us_shared_one = 0;
         for (const int ncols : ncols_list) {
             cuda::qmatrix_view wv;
             wv.type = B::id;
@@ -285,6 +289,15 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
                 };
             };
             const double us_pdl = time_graph(launches, 7, launch(true));
+            std::vector<cuda::mmvq_product> products(std::size_t(launches), cuda::mmvq_product{wv, yv});
+            for (int i = 0; i < launches; ++i) products[std::size_t(i)].w.data = w + (i % nbuf) * slot_bytes;
+            const double us_shared = time_graph(launches, 7, [&](int i, cudaStream_t stream) {
+                if (i > 0) return;  // one call launches them all
+                cuda::launch_options o;
+                o.programmatic_dependent_launch = true;
+                o.allow_tensor_map = !per_row_copies;
+                cuda::mmvq_prepared_many(products, prepared, stream, o);
+            });
             const double us_plain = quick ? 0.0 : time_graph(launches, 7, launch(false));
             const double us_pair = quick ? 0.0 : time_graph(launches, 7, [&](int i, cudaStream_t stream) {
                 cuda::qmatrix_view wi = wv;
@@ -295,15 +308,18 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
                 cuda::mmvq(wi, xv, yv, scratch, scratch_bytes, stream, o);
             });
             const double us = quick ? us_pdl : std::min(us_pdl, us_plain);
-            if (ncols == 1) us_one = us;
+            if (ncols == 1) us_one = us, us_shared_one = us_shared;
             const double bytes = double(matrix_bytes) + double(cuda::activation_scratch_bytes(s.k, ncols)) +
                                  4.0 * double(s.rows) * ncols;
             measurement m{B::name, s, ncols, us_pdl, us_plain, us_pair, bytes / (us * 1e-6) / 1e9,
-                          bytes / (us * 1e-6) / read_bandwidth, nmse, read_fraction, pipelined_fraction};
+                          bytes / (us * 1e-6) / read_bandwidth, us_shared, bytes / (us_shared * 1e-6) / read_bandwidth,
+                          nmse, read_fraction, pipelined_fraction};
             out.push_back(m);
-            std::printf("%-6s %6lldx%-6lld %2d | %8.2f %8.2f %8.2f | %7.0f %5.1f%% | %5.2fx | %5.1f%% %5.1f%% | nmse %.1e\n",
+            std::printf("%-6s %6lldx%-6lld %2d | %8.2f %8.2f %8.2f | %7.0f %5.1f%% | %5.2fx | %8.2f %5.1f%% %5.2fx | %5.1f%% "
+                        "%5.1f%% | nmse %.1e\n",
                         B::name, (long long)s.rows, (long long)s.k, ncols, us_pdl, us_plain, us_pair, m.gbs,
-                        100 * m.fraction, us_one > 0 ? us / us_one : 0.0, 100 * read_fraction, 100 * pipelined_fraction,
+                        100 * m.fraction, us_one > 0 ? us / us_one : 0.0, us_shared, 100 * m.fraction_shared,
+                        us_shared_one > 0 ? us_shared / us_shared_one : 0.0, 100 * read_fraction, 100 * pipelined_fraction,
                         nmse);
             std::fflush(stdout);
         }
@@ -352,7 +368,8 @@ int main(int argc, char** argv) {
     device_sms = prop.multiProcessorCount;
     std::printf("device: %s, %d SMs, L2 %d MB; bandwidth reference %.1f TB/s\n", prop.name, prop.multiProcessorCount,
                 prop.l2CacheSize >> 20, read_bandwidth / 1e12);
-    std::printf("type   rows x k     nc | us (pdl) us plain us q+mmvq | GB/s   of 3.1 | vs nc1 | read-only pipelined | check\n");
+    std::printf("type   rows x k     nc | us (pdl) us plain us q+mmvq | GB/s   of 3.1 | vs nc1 | shared X: us  of 3.1 vs nc1 | "
+                "read-only pipelined | check\n");
 
     std::vector<measurement> results;
     for (const std::string& t : types) {
@@ -375,9 +392,11 @@ int main(int argc, char** argv) {
                      "    {\"type\": \"%s\", \"rows\": %lld, \"k\": %lld, \"ncols\": %d, \"us_per_launch_pdl\": %.3f, "
                      "\"us_per_launch_plain\": %.3f, \"us_quantize_and_mmvq\": %.3f, \"gb_per_s\": %.1f, "
                      "\"fraction_of_read_bandwidth\": %.4f, \"read_only_kernel_fraction\": %.4f, "
-                     "\"pipelined_read_fraction\": %.4f, \"spot_check_nmse\": %.3g}%s\n",
+                     "\"pipelined_read_fraction\": %.4f, \"us_per_launch_shared_x\": %.3f, "
+                     "\"fraction_shared_x\": %.4f, \"spot_check_nmse\": %.3g}%s\n",
                      m.type.c_str(), (long long)m.s.rows, (long long)m.s.k, m.ncols, m.us_pdl, m.us_plain, m.us_pair,
-                     m.gbs, m.fraction, m.read_fraction, m.pipelined_fraction, m.nmse, i + 1 < results.size() ? "," : "");
+                     m.gbs, m.fraction, m.read_fraction, m.pipelined_fraction, m.us_shared, m.fraction_shared, m.nmse,
+                     i + 1 < results.size() ? "," : "");
     }
     std::fprintf(f, "  ]\n}\n");
     std::fclose(f);

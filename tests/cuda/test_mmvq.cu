@@ -72,6 +72,17 @@ std::vector<uint8_t> dense_rows(const std::vector<uint8_t>& w, int64_t rows, int
     return dense;
 }
 
+// A producer that lets its dependents start at once, as llmrt's kernels do, but takes long to
+// write: it waits for the kernel before it, idles about 20 µs, then copies n 16-byte words.
+__global__ void slow_copy(const uint4* src, uint4* dst, int64_t n) {
+    cuda::ptx::allow_dependent_grids();
+    cuda::ptx::wait_for_prerequisite_grids();
+    const long long start = clock64();
+    while (clock64() - start < 40000) {
+    }
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+}
+
 }  // namespace
 
 #define LLMRT_WEIGHT_TYPES llmrt::q8_0, llmrt::q2_K, llmrt::q3_K, llmrt::q4_K, llmrt::q5_K, llmrt::q6_K, llmrt::mxfp4
@@ -214,6 +225,143 @@ TEST_CASE_TEMPLATE("a programmatic dependent launch gives the same bits as a pla
                 }
             }
         }
+    }
+    check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
+}
+
+TEST_CASE_TEMPLATE("mmvq_prepared_many gives every product the bits of its own mmvq_prepared", B, LLMRT_WEIGHT_TYPES) {
+    // Three W (a partial last row tile, a model-sized one-wave grid, a single row tile) sharing X,
+    // quantized on the same stream just before, all as programmatic launches: the first product
+    // reads X after the quantizer is complete, the others at once. Each Y must equal that of a
+    // plain mmvq_prepared of its own, bit for bit, and the CPU reference.
+    LLMRT_CUDA_TEST_NEEDS_DEVICE();
+    cudaStream_t stream = nullptr;
+    check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    cuda::launch_options programmatic;
+    programmatic.programmatic_dependent_launch = true;
+    uint64_t seed = 11000 * uint64_t(B::id);
+    const int64_t k = 4096, all_rows[] = {1001, 14336, 16};
+    std::vector<std::vector<uint8_t>> w;
+    std::vector<std::unique_ptr<device_buffer>> d_w, d_y;
+    for (const int64_t rows : all_rows) {
+        w.push_back(random_blocks<B>(rows * (k / B::block_size), ++seed));
+        d_w.push_back(std::make_unique<device_buffer>(w.back().size()));
+        d_w.back()->upload(w.back());
+        d_y.push_back(std::make_unique<device_buffer>(std::size_t(rows) * cuda::mmvq_max_cols * sizeof(float)));
+    }
+    device_buffer d_alone(std::size_t(all_rows[1]) * cuda::mmvq_max_cols * sizeof(float));
+    const std::vector<float> x = llmrt::testing::generate(distribution::gaussian, k * cuda::mmvq_max_cols, ++seed);
+    device_buffer d_x(x.size() * sizeof(float)), scratch(cuda::activation_scratch_bytes(k, cuda::mmvq_max_cols));
+    d_x.upload(x);
+    for (const int64_t ncols : {int64_t(1), int64_t(2), int64_t(5), int64_t(8)}) {
+        CAPTURE(ncols);
+        const cuda::input_columns xv{d_x.as<const float>(), k, ncols};
+        std::vector<cuda::mmvq_product> products;
+        for (std::size_t i = 0; i < d_w.size(); ++i) {
+            cuda::qmatrix_view wv;
+            wv.type = B::id;
+            wv.data = d_w[i]->ptr;
+            wv.rows = all_rows[i];
+            wv.k = k;
+            products.push_back({wv, cuda::output_columns{d_y[i]->as<float>(), all_rows[i], ncols}});
+            llmrt::testing::poison_device(d_y[i]->as<float>(), all_rows[i] * ncols);
+        }
+        check_cuda(cudaMemsetAsync(scratch.ptr, 0, scratch.bytes, stream), "cudaMemsetAsync");
+        cuda::quantize_activations(xv, scratch.ptr, scratch.bytes, stream, programmatic);
+        const cuda::prepared_activations prepared = cuda::prepared_from(xv, scratch.ptr);
+        cuda::mmvq_prepared_many(products, prepared, stream, programmatic);
+        check_cuda(cudaStreamSynchronize(stream), "mmvq_prepared_many");
+        for (std::size_t i = 0; i < products.size(); ++i) {
+            const int64_t rows = all_rows[i];
+            CAPTURE(rows);
+            const std::vector<float> shared = d_y[i]->download<float>(std::size_t(rows * ncols));
+            const std::vector<int64_t> unwritten = llmrt::testing::unwritten(shared.data(), int64_t(shared.size()));
+            REQUIRE_MESSAGE(unwritten.empty(), llmrt::testing::describe_unwritten(unwritten));
+            llmrt::testing::poison_device(d_alone.as<float>(), rows * ncols);
+            cuda::mmvq_prepared(products[i].w, prepared, cuda::output_columns{d_alone.as<float>(), rows, ncols}, stream);
+            check_cuda(cudaStreamSynchronize(stream), "mmvq_prepared");
+            const std::vector<float> alone = d_alone.download<float>(std::size_t(rows * ncols));
+            CHECK_MESSAGE(bits_equal(shared.data(), alone.data(), alone.size()), "a shared-X launch changed bits");
+            const int64_t check_rows = std::min<int64_t>(rows, 64);
+            const std::vector<float> ref =
+                llmrt::testing::reference_matvec(B::id, w[i].data(), x.data(), check_rows, k, ncols);
+            std::vector<float> got(std::size_t(check_rows * ncols));
+            for (int64_t c = 0; c < ncols; ++c)
+                std::memcpy(got.data() + c * check_rows, shared.data() + c * rows, std::size_t(check_rows) * sizeof(float));
+            const llmrt::testing::error_report report = llmrt::testing::compare(got.data(), ref.data(), int64_t(got.size()));
+            CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound), report.describe(got.data(), ref.data()));
+        }
+    }
+    check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
+}
+
+TEST_CASE("launches sharing X read the X that the kernel just before them wrote, never an older one") {
+    // Rounds of: a slow producer kernel (it lets its dependents start at once, waits for the kernel
+    // before it, idles for about 20 µs, then copies this round's X records into the one scratch
+    // that every round reads), then mmvq_prepared_many over small and large W, all programmatic
+    // launches queued back to back without a host wait. A launch that read X before the producer
+    // of its round was complete would see the previous round's X: every round's Y must equal a
+    // plain launch's on that round's X, bit for bit. (With the first launch reading X at once too,
+    // this test fails.)
+    LLMRT_CUDA_TEST_NEEDS_DEVICE();
+    cudaStream_t stream = nullptr;
+    check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    cuda::launch_options programmatic;
+    programmatic.programmatic_dependent_launch = true;
+    const int64_t k = 4096, rounds = 6, all_rows[] = {32, 4096, 48};
+    uint64_t seed = 12000;
+    std::vector<std::unique_ptr<device_buffer>> d_w;
+    for (const int64_t rows : all_rows) {
+        const std::vector<uint8_t> w = random_blocks<llmrt::q4_K>(rows * (k / 256), ++seed);
+        d_w.push_back(std::make_unique<device_buffer>(w.size()));
+        d_w.back()->upload(w);
+    }
+    // Every round's X, quantized once into records of its own.
+    const std::vector<float> x = llmrt::testing::generate(distribution::gaussian, k * rounds, ++seed);
+    device_buffer d_x(x.size() * sizeof(float));
+    d_x.upload(x);
+    const std::size_t record_bytes = cuda::activation_scratch_bytes(k, 1);
+    device_buffer all_records(record_bytes * rounds), scratch(record_bytes);
+    for (int64_t round = 0; round < rounds; ++round)
+        cuda::quantize_activations(cuda::input_columns{d_x.as<const float>() + round * k, k, 1},
+                                   static_cast<uint8_t*>(all_records.ptr) + round * record_bytes, record_bytes, stream);
+    const int64_t total_rows = all_rows[0] + all_rows[1] + all_rows[2];
+    device_buffer d_y(std::size_t(rounds * total_rows) * sizeof(float)), d_alone(std::size_t(total_rows) * sizeof(float));
+    llmrt::testing::poison_device(d_y.as<float>(), rounds * total_rows);
+    auto products_of = [&](float* y) {
+        std::vector<cuda::mmvq_product> products;
+        int64_t offset = 0;
+        for (std::size_t i = 0; i < d_w.size(); ++i) {
+            cuda::qmatrix_view wv;
+            wv.type = llmrt::qtype::q4_K;
+            wv.data = d_w[i]->ptr;
+            wv.rows = all_rows[i];
+            wv.k = k;
+            products.push_back({wv, cuda::output_columns{y + offset, all_rows[i], 1}});
+            offset += all_rows[i];
+        }
+        return products;
+    };
+    const cuda::prepared_activations prepared = cuda::prepared_from(cuda::input_columns{d_x.as<const float>(), k, 1}, scratch.ptr);
+    for (int64_t round = 0; round < rounds; ++round) {
+        cuda::detail::launch("slow_copy", slow_copy, dim3(1), dim3(256), 0, stream, programmatic,
+                             reinterpret_cast<const uint4*>(static_cast<uint8_t*>(all_records.ptr) + round * record_bytes),
+                             static_cast<uint4*>(scratch.ptr), int64_t(record_bytes / 16));
+        cuda::mmvq_prepared_many(products_of(d_y.as<float>() + round * total_rows), prepared, stream, programmatic);
+    }
+    check_cuda(cudaStreamSynchronize(stream), "rounds");
+    const std::vector<float> shared = d_y.download<float>(std::size_t(rounds * total_rows));
+    for (int64_t round = 0; round < rounds; ++round) {
+        CAPTURE(round);
+        const cuda::prepared_activations own =
+            cuda::prepared_from(cuda::input_columns{d_x.as<const float>(), k, 1},
+                                static_cast<uint8_t*>(all_records.ptr) + round * record_bytes);
+        for (const cuda::mmvq_product& product : products_of(d_alone.as<float>()))
+            cuda::mmvq_prepared(product.w, own, product.y, stream);
+        check_cuda(cudaStreamSynchronize(stream), "plain");
+        const std::vector<float> alone = d_alone.download<float>(std::size_t(total_rows));
+        CHECK_MESSAGE(bits_equal(shared.data() + round * total_rows, alone.data(), alone.size()),
+                      "a launch sharing X read another round's X");
     }
     check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
 }
@@ -475,6 +623,28 @@ TEST_CASE("mmvq refuses mismatched shapes on the host, naming both shapes, befor
     }
     SUBCASE("too small a scratch") {
         check_refused([&] { cuda::mmvq(w, x, y, s_ptr, 16, nullptr); }, errc::invalid_argument, {"scratch"});
+    }
+    SUBCASE("mmvq_prepared_many names the product whose shapes do not match, and launches none") {
+        const cuda::prepared_activations prepared = cuda::prepared_from(x, s_ptr);
+        cuda::output_columns bad = y;
+        bad.length = rows - 1;
+        const std::vector<cuda::mmvq_product> products = {{w, y}, {w, bad}};
+        check_refused([&] { cuda::mmvq_prepared_many(products, prepared, nullptr); }, errc::shape_mismatch,
+                      {"product 1", bad.describe()});
+    }
+    SUBCASE("mmvq_prepared_many refuses a null W in a later product before launching the first") {
+        const cuda::prepared_activations prepared = cuda::prepared_from(x, s_ptr);
+        cuda::qmatrix_view bw = w;
+        bw.data = nullptr;
+        const std::vector<cuda::mmvq_product> products = {{w, y}, {bw, y}};
+        check_refused([&] { cuda::mmvq_prepared_many(products, prepared, nullptr); }, errc::invalid_argument,
+                      {"product 1", "null pointer"});
+    }
+    SUBCASE("mmvq, which quantizes X itself, refuses to be told X was shared") {
+        cuda::launch_options shared;
+        shared.activations = cuda::activation_order::shared;
+        check_refused([&] { cuda::mmvq(w, x, y, s_ptr, scratch_bytes, nullptr, shared); }, errc::invalid_argument,
+                      {"activation_order::shared"});
     }
     SUBCASE("mmvq_id with ids for another number of tokens") {
         cuda::qmatrix_view experts = w;

@@ -13,7 +13,8 @@
 // quantized mul_mat is llmrt's mmvq on Q8_1-rounded activations (what cpu::backend computes by
 // default, its reference). Every op reduces in a fixed order and treats each column on its own,
 // so a run gives the same bits every time and a column's bits do not depend on the batch.
-// Consecutive mul_mats of the same activations (q, k, v; gate, up) quantize them once, and a
+// Consecutive mul_mats of the same activations (q, k, v; gate, up) quantize them once and read the
+// records without waiting for the mul_mat before them (activation_order::shared), and a
 // residual add, the rms_norm of its sum and the product with the norm's weight run as one kernel
 // (each node's result still written, the same bits) where no output overlaps another's input.
 // Every kernel is a programmatic dependent launch by default: it may start while the kernel
@@ -146,6 +147,9 @@ private:
         std::byte* scratch = nullptr;
         std::size_t scratch_bytes = 0;
         bool quantize = true;  // mul_mat: quantize x (false: the records already hold it)
+        // mul_mat: the next step is a mul_mat of the same records / this one follows one (Q, K, V;
+        // gate, up): those read the records at once (activation_order::shared)
+        bool x_to_next = false, x_from_previous = false;
         // add / rms_norm steps that also compute the next steps' rms_norm and mul (null: not fused)
         int32_t norm_id = -1, product_id = -1;
         std::byte* norm_dst = nullptr;
@@ -306,6 +310,16 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
     }
 
     fuse_norms();
+    auto quantized_mul_mat = [](const step& st) {
+        return st.nd->op == graph::op::mul_mat && !float_weight(st.src_nd[0]->type);
+    };
+    for (std::size_t i = 1; i < s.steps.size(); ++i) {
+        step& previous = s.steps[i - 1];
+        step& current = s.steps[i];
+        if (quantized_mul_mat(previous) && quantized_mul_mat(current) && !current.quantize &&
+            current.nd->src[1] == previous.nd->src[1])
+            previous.x_to_next = current.x_from_previous = true;
+    }
 
     LLMRT_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     LLMRT_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads and memsets are done before any run
@@ -445,10 +459,16 @@ void basic_program<Types>::launch_step(const step& st, int64_t n) const {
                 ops::mul_mat_float(w.type, st.src[0], w.ne1, w.ne0, b, y, cols, stream, lo);
                 return;
             }
+            // One mmvq launch per step up to 8 columns: then the mul_mats of one X chain their reads of it.
+            launch_options mo = lo;
+            if (cols <= mmvq_max_cols)
+                mo.activations = st.x_from_previous ? activation_order::shared
+                                 : st.x_to_next     ? activation_order::first_of_shared
+                                                    : activation_order::after_previous;
             dispatch<Types>(w.type, "cuda backend: mul_mat", [&](auto tag) {
                 using B = typename decltype(tag)::type;
                 ops::mul_mat_quantized<B>(st.src[0], w.ne1, w.ne0, b, y, cols, s_->records.ptr, s_->records_bytes,
-                                          st.quantize, stream, lo);
+                                          st.quantize, stream, mo);
             });
             return;
         }

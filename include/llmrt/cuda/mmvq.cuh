@@ -5,6 +5,7 @@
 //   llmrt::cuda::mmvq(W, X, Y, scratch, scratch_bytes, stream)   quantizes X to Q8_1, then W·X
 //   llmrt::cuda::quantize_activations + mmvq_prepared           the same in two steps, so one
 //                                                              quantized X can feed several W
+//   llmrt::cuda::mmvq_prepared_many(products, X, stream)        several W sharing one prepared X
 //   llmrt::cuda::mmvq_id(experts, X, ids, Y, scratch, ...)      mixture of experts
 //
 // Pointers are device pointers, the stream is the caller's, nothing is allocated: the caller
@@ -39,6 +40,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -236,6 +238,7 @@ struct mmvq_params {
     int32_t tensor_map;      // 1: W's rows come through the tensor map, 0: per-row bulk copies
     int32_t interleaved;     // 1: the warps of a CTA take units by turns (mmvq_interleaves)
     int32_t slot_bytes;      // a ring slot: layout::stage_bytes, or compact_stage_bytes (tensor map only)
+    int32_t activations;     // activation_order: when X is read against the previous kernel
 };
 
 }  // namespace detail
@@ -377,13 +380,18 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
 
     // The weights do not depend on the previous kernel: start them before waiting for it.
     // The next kernel on the stream may start as well: it waits for this grid before reading
-    // anything this grid writes.
+    // anything this grid writes. Where X was complete before this launch (activation_order::
+    // shared), X comes at once too and the wait moves to just before Y is written; the first of
+    // several launches on one X lets the next start only once X is complete.
     const int ahead = p.lookahead;
+    const bool x_ready = p.activations == int(activation_order::shared);
+    const bool first_of_shared = p.activations == int(activation_order::first_of_shared);
     // A shared tile's warp copies the tile's wide step `warp`.
     auto copied_sub = [&](int i) { return shared_tile ? warp * layout::substeps : step_sub(i); };
     for (int i = 0; i < ahead && i < ncopies; ++i) issue(copied_sub(i), i);
-    ptx::allow_dependent_grids();
-    ptx::wait_for_prerequisite_grids();
+    if (!first_of_shared) ptx::allow_dependent_grids();
+    if (!x_ready) ptx::wait_for_prerequisite_grids();
+    if (first_of_shared) ptx::allow_dependent_grids();
     for (int i = 0; i < ahead && i < ncopies; ++i) {
         issue_records(copied_sub(i), i);
         close_slot(i);
@@ -516,6 +524,7 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
         }
     }
     __syncthreads();
+    if (x_ready) ptx::wait_for_prerequisite_grids();  // the previous kernel may read or write Y
     for (int idx = warp * 32 + lane; idx < NCols * mmvq_tile_rows; idx += 32 * split) {
         const int c = idx / mmvq_tile_rows, r = idx % mmvq_tile_rows;
         if (row0 + r >= p.rows) continue;
@@ -987,15 +996,29 @@ inline void check_mmvq_shapes(const qmatrix_view& w, int64_t x_k, int64_t x_ncol
     dispatch<weight_types>(w.type, op, [&](auto tag) { check_weights<typename decltype(tag)::type>(w, op, shapes); });
 }
 
+// The checks of a launch's pointers (after check_mmvq_shapes), where W has rows.
+inline void check_mmvq_pointers(const qmatrix_view& w, const prepared_activations& x, const output_columns& y,
+                                const char* op, const std::string& shapes) {
+    check(w.k > 0 && w.data && x.data && y.data, errc::invalid_argument,
+          [&] { return std::string(op) + ": " + shapes + ": null pointer or k = 0"; });
+    check(reinterpret_cast<uintptr_t>(x.data) % 16 == 0, errc::invalid_argument,
+          [&] { return std::string(op) + ": the prepared activations must be 16-byte aligned"; });
+}
+
+// Launchers that quantize X themselves cannot be told that X was complete before them.
+inline void check_quantizes_own_activations(const launch_options& options, const char* op) {
+    check(options.activations != activation_order::shared, errc::invalid_argument, [&] {
+        return std::string(op) + ": activation_order::shared, but this launcher quantizes X itself just before "
+                                 "(use quantize_activations and mmvq_prepared_many)";
+    });
+}
+
 // The launch of checked shapes: W of type B, NCols columns.
 template <class B, int NCols>
 void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const output_columns& y, cudaStream_t stream,
                  const launch_options& options, const char* op, const std::string& shapes) {
     if (w.rows == 0) return;
-    check(w.k > 0 && w.data && x.data && y.data, errc::invalid_argument,
-          [&] { return std::string(op) + ": " + shapes + ": null pointer or k = 0"; });
-    check(reinterpret_cast<uintptr_t>(x.data) % 16 == 0, errc::invalid_argument,
-          [&] { return std::string(op) + ": the prepared activations must be 16-byte aligned"; });
+    check_mmvq_pointers(w, x, y, op, shapes);
     const device_limits device = check_device_supports_mmvq();
     mmvq_params p{};
     p.w = static_cast<const uint8_t*>(w.data);
@@ -1016,6 +1039,7 @@ void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const out
     set_mmvq_steps<B>(p, w.k);
     p.ratio2 = int32_t(x.batch2 / w.batch2);
     p.ratio3 = int32_t(x.batch3 / w.batch3);
+    p.activations = int32_t(options.activations);
     const int64_t tiles = (w.rows + mmvq_tile_rows - 1) / mmvq_tile_rows;
     const int split = mmvq_split<B>(tiles * x.batch2 * x.batch3, p.nunits);
     const dim3 grid(unsigned(tiles), unsigned(x.batch2), unsigned(x.batch3));
@@ -1058,6 +1082,53 @@ inline void mmvq_prepared(const qmatrix_view& w, const prepared_activations& x, 
     });
 }
 
+// One product of mmvq_prepared_many: a W and where its Y goes.
+struct mmvq_product {
+    qmatrix_view w;
+    output_columns y;
+};
+
+// Y_i = W_i·X for every product, as back-to-back launches on `stream` that share one prepared X
+// (Q, K and V of a token; gate and up; many W in turn). The first launch reads X once the previous
+// kernel is complete and lets the next launch start only then; the others read X at once, with
+// their weights, and wait for the previous kernel only before writing their Y
+// (activation_order). Each Y has the bits that mmvq_prepared gives it. options.activations says how
+// the first launch may read X: after_previous (the default: X may come from the previous kernel)
+// or shared (the previous kernel is an mmvq on the same X launched first_of_shared or shared).
+// Every product's shapes and pointers are checked before anything is launched; a message names
+// the product by its index.
+inline void mmvq_prepared_many(std::span<const mmvq_product> products, const prepared_activations& x,
+                               cudaStream_t stream, const launch_options& options = {}) {
+    const char* op = "cuda::mmvq_prepared_many";
+    auto shapes_of = [&](std::size_t i) {
+        return "product " + std::to_string(i) + ": " + detail::mmvq_shapes(products[i].w, x.describe(), products[i].y);
+    };
+    for (std::size_t i = 0; i < products.size(); ++i) {
+        const mmvq_product& product = products[i];
+        detail::check_mmvq_shapes(product.w, x.k, x.ncols, x.batch2, x.batch3, product.y, op, shapes_of(i));
+        if (product.w.rows > 0) detail::check_mmvq_pointers(product.w, x, product.y, op, shapes_of(i));
+    }
+    // Products of no rows launch nothing: the order follows the launches.
+    std::size_t launches = 0;
+    for (const mmvq_product& product : products) launches += product.w.rows > 0 ? 1 : 0;
+    std::size_t launched = 0;
+    for (std::size_t i = 0; i < products.size(); ++i) {
+        if (products[i].w.rows == 0) continue;
+        launch_options o = options;
+        if (launched > 0) o.activations = activation_order::shared;
+        else if (launches > 1 && options.activations != activation_order::shared)
+            o.activations = activation_order::first_of_shared;
+        dispatch<weight_types>(products[i].w.type, op, [&](auto tag) {
+            using B = typename decltype(tag)::type;
+            detail::with_ncols(x.ncols, [&](auto ncols) {
+                detail::mmvq_launch<B, decltype(ncols)::value>(products[i].w, x, products[i].y, stream, o, op,
+                                                               shapes_of(i));
+            });
+        });
+        ++launched;
+    }
+}
+
 // The activations that quantize_activations(x, scratch, ...) leaves in scratch.
 inline prepared_activations prepared_from(const input_columns& x, const void* scratch) {
     prepared_activations prepared;
@@ -1075,6 +1146,7 @@ inline void mmvq(const qmatrix_view& w, const input_columns& x, const output_col
                  std::size_t scratch_bytes, cudaStream_t stream, const launch_options& options = {}) {
     const char* op = "cuda::mmvq";
     const std::string shapes = detail::mmvq_shapes(w, x.describe(), y);
+    detail::check_quantizes_own_activations(options, op);
     detail::check_mmvq_shapes(w, x.length, x.ncols, x.batch2, x.batch3, y, op, shapes);
     check(scratch_bytes >= mmvq_scratch_bytes(x), errc::invalid_argument, [&] {
         return std::string(op) + ": " + shapes + ": scratch of " + std::to_string(scratch_bytes) + " bytes, " +
@@ -1099,6 +1171,7 @@ inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const e
                     const launch_options& options = {}) {
     const char* op = "cuda::mmvq_id";
     const std::string shapes = detail::mmvq_shapes(experts, x.describe(), y) + ", ids " + ids.describe();
+    detail::check_quantizes_own_activations(options, op);
     check(experts.batch3 == 1 && x.batch3 == 1 && y.batch3 == 1, errc::shape_mismatch,
           [&] { return std::string(op) + ": " + shapes + ": the third batch dimension must be 1"; });
     check(x.length == experts.k, errc::shape_mismatch,
@@ -1157,6 +1230,7 @@ inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const e
         p.nblocks32 = int32_t(experts.k / 32);
         detail::set_mmvq_steps<B>(p, experts.k);
         p.ratio2 = p.ratio3 = 1;
+        p.activations = int32_t(options.activations);
         const int64_t tiles = (experts.rows + detail::mmvq_tile_rows - 1) / detail::mmvq_tile_rows;
         const int split = detail::mmvq_split<B>(tiles * ids.n_used * ids.n_tokens, p.nunits);
         const dim3 grid(unsigned(tiles), unsigned(ids.n_used), unsigned(ids.n_tokens));
