@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Markdown tables for bench/RESULTS.md from llmrt-bench-mmvq-cuda's JSON: per type and shape, both
+chains (X after the previous launch; launches sharing X), and the quantizer + mmvq pair on
+4096x14336 against ggml's figures in DESIGN.md ("The peer to beat").
+
+    python3 bench/mmvq_cuda/results_table.py bench/mmvq_cuda/results_h100_<date>.json
+"""
+import json
+import sys
+
+GGML = {"q8_0": (27.2, 46.8), "mxfp4": (20.5, 41.2), "q2_K": (17.0, 59.2), "q3_K": (29.0, 65.8),
+        "q4_K": (17.4, 68.6), "q5_K": (19.8, 72.1), "q6_K": (29.7, 62.4)}  # µs at 1 and 8 columns
+
+
+def main(path):
+    results = json.load(open(path))["results"]
+    by_key = {(r["type"], r["rows"], r["k"], r["ncols"]): r for r in results}
+    types = list(dict.fromkeys(r["type"] for r in results))
+    shapes = list(dict.fromkeys((r["rows"], r["k"]) for r in results))
+    print("| type | rows × k | after previous: 1 col µs | of 3.1 TB/s | 8/1 | shared X: 1 col µs | of 3.1 TB/s "
+          "| 2 cols µs | 4 cols µs | 8 cols µs | 8/1 | read-only | pipelined |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for t in types:
+        for rows, k in shapes:
+            cols = [by_key.get((t, rows, k, n)) for n in (1, 2, 4, 8)]
+            if any(c is None for c in cols):
+                continue
+            one, eight = (min(c["us_per_launch_pdl"], c["us_per_launch_plain"] or 1e30) for c in (cols[0], cols[3]))
+            shared = [c["us_per_launch_shared_x"] for c in cols]
+            print(f"| {t} | {rows}×{k} | {one:.2f} | {100 * cols[0]['fraction_of_read_bandwidth']:.1f}% | "
+                  f"{eight / one:.2f}× | {shared[0]:.2f} | {100 * cols[0]['fraction_shared_x']:.1f}% | "
+                  f"{shared[1]:.2f} | {shared[2]:.2f} | {shared[3]:.2f} | {shared[3] / shared[0]:.2f}× | "
+                  f"{100 * cols[0]['read_only_kernel_fraction']:.1f}% | {100 * cols[0]['pipelined_read_fraction']:.1f}% |")
+    print()
+    print("| type | ggml 1 col µs | ggml 8 cols µs | llmrt 1 / 2 / 4 / 8 cols µs | llmrt 8/1 | ggml 8/1 "
+          "| llmrt faster at 1, 2, 4, 8 cols |")
+    print("|---|---|---|---|---|---|---|")
+    for t in types:
+        pair = [by_key.get((t, 4096, 14336, n)) for n in (1, 2, 4, 8)]
+        if t not in GGML or any(p is None for p in pair):
+            continue
+        us = [p["us_quantize_and_mmvq"] for p in pair]
+        g1, g8 = GGML[t]
+        faster = ", ".join("yes" if u < (g8 if i == 3 else g1) else "NO" for i, u in enumerate(us))
+        print(f"| {t} | {g1} | {g8} | {' / '.join(f'{u:.2f}' for u in us)} | {us[3] / us[0]:.2f}× | "
+              f"{g8 / g1:.2f}× | {faster} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
