@@ -31,6 +31,11 @@ struct device_codec<q3_K> {
         for (int g = 0; g < 2; ++g)
             words[g] = ((s[g] >> (4 * part)) & 0x0f0f0f0fu) | (((s[2] >> (2 * (2 * part + g))) & 0x03030303u) << 4);
     }
+    // The same bytes as the signed scales (v − 32 in each byte, v 0..63): the low five bits, and
+    // 0xe0 where bit 5 is clear.
+    __device__ __forceinline__ static uint32_t signed_scales(uint32_t words) {
+        return (words & 0x1f1f1f1fu) | ((~words & 0x20202020u) * 7u);
+    }
     // Scales of the two sub-blocks of 32-block i (0..3) of a part.
     __device__ __forceinline__ static void block_scales(const uint32_t (&words)[2], int i, int& sc_a, int& sc_b) {
         const uint32_t s = words[i >> 1] >> (16 * (i & 1));
@@ -77,6 +82,7 @@ struct device_codec<q3_K> {
         float sd[NCols];
 #pragma unroll
         for (int c = 0; c < NCols; ++c) sd[c] = 0.0f;
+        const uint32_t signed_words[2] = {signed_scales(scales[0]), signed_scales(scales[1])};
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const int e = i < 3 ? i : 2;
@@ -87,9 +93,21 @@ struct device_codec<q3_K> {
                 const uint32_t low = i < 3 ? q[j] : q[j] >> 2;
                 v[j] = (low & low_mask) | ((hmask[j] << (2 * e + 2 - i)) & high_mask);
             }
-            int sc_a, sc_b;
-            block_scales(scales, i, sc_a, sc_b);
-            detail::accumulate_sub16<NCols>(v, sc_a, sc_b, 2 * e, 4, records + i * rec::bytes, sd);
+            // Per column, the sub-blocks' Σ q·qx = Σ u·qx / 4^e − 4·Σ qx (|.| <= 4·127·16, so
+            // 16-bit halves), times their scales (bytes 2(i%2), 2(i%2) + 1 of word i/2) in one dp2a.
+            const uint8_t* record = records + i * rec::bytes;
+            const int word = int(signed_words[i >> 1]);
+#pragma unroll
+            for (int c = 0; c < NCols; ++c) {
+                int x[8];
+                rec::quants(record, c, x);
+                int sa, sb;
+                detail::sub16_dots(v, x, sa, sb);
+                const q8_1_aux xa = rec::aux(record, c);
+                const int sums = ptx::pack_low_halves((sa >> (2 * e)) - 4 * xa.sum_lo, (sb >> (2 * e)) - 4 * xa.sum_hi);
+                const int I = (i & 1) ? ptx::dp2a<true>(sums, word, 0) : ptx::dp2a<false>(sums, word, 0);
+                sd[c] = detail::fma_rn(xa.d, detail::to_float(I), sd[c]);
+            }
         }
 #pragma unroll
         for (int c = 0; c < NCols; ++c) acc[c] = detail::fma_rn(d, sd[c], acc[c]);
