@@ -855,6 +855,21 @@ int mmvq_lookahead(int stages, int split, int64_t steps_per_warp) {
     return stages >= 3 && stages >= steps_per_warp ? stages - 1 : stages;
 }
 
+// Whether a launch that reads a shared X (activation_order::shared) keeps at most two ring slots:
+// for the types of four-substep units (Q2_K, Q3_K) on one-wave grids whose rings are deeper. Such a
+// launch waits for nothing before it decodes, so a smaller ring, which lets the next launch be
+// resident beside it sooner, gains more than the deeper prefetch. Measured on the H100, shared X:
+// 8 columns Q2_K 4096×4096 5.92 -> 4.52 µs, 4096×14336 17.09 -> 12.54 µs, Q3_K 4096×4096 6.76 ->
+// 4.86 µs, 4096×14336 19.96 -> 15.06 µs; 1 column 4096×14336 Q2_K 7.76 -> 7.18 µs, Q3_K 10.07 ->
+// 9.58 µs; within 3% elsewhere. With X after the previous kernel, two slots lost up to 45% (Q2_K
+// 4096×4096, 8 columns). Copies only: never changes a result.
+template <class B>
+bool mmvq_shared_ring_of_two(const mmvq_params& p, int64_t ctas, int split, const device_limits& device,
+                             bool one_step) {
+    return p.activations == int(activation_order::shared) && mmvq_unit_substeps<B>() >= 4 && !one_step &&
+           p.stages > 2 && mmvq_one_wave_ctas_per_sm(ctas, split, device) > 0;
+}
+
 template <class B, int NCols, int MaxSplit, bool Wide, bool SharedTile>
 void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int split, const device_limits& device,
                         cudaStream_t stream, const launch_options& options) {
@@ -865,8 +880,13 @@ void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int 
     CUtensorMap map{};
     p.tensor_map = options.allow_tensor_map &&
                    make_weight_tensor_map<layout>(map, w, mmvq_l2_promotion<B>(ctas, split, device, one_step));
-    const std::size_t smem = set_mmvq_ring<layout>(p, ctas, split, steps_per_warp, one_step, device);
+    std::size_t smem = set_mmvq_ring<layout>(p, ctas, split, steps_per_warp, one_step, device);
     p.lookahead = mmvq_lookahead<B, NCols>(p.stages, split, steps_per_warp);
+    if (mmvq_shared_ring_of_two<B>(p, ctas, split, device, one_step)) {
+        p.stages = 2;
+        p.lookahead = std::min(p.lookahead, 2);
+        smem = std::size_t(split) * p.stages * p.slot_bytes;
+    }
     {
         // The opt-in above 48 KB (dynamic plus static) is a per-device function attribute: set
         // it once per device, to the most the device allows beside the kernel's static barriers
