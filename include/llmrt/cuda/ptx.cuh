@@ -171,8 +171,6 @@ __device__ __forceinline__ void mma_s8_m16n8k16(int (&c)[4], uint32_t a0, uint32
 
 // ---- Bytes and words. ----
 
-// c + Σ a_byte·b_byte with a's bytes unsigned and b's signed: weights masked in place (q·4^i
-// up to 255) multiply the int8 activations without first being shifted down.
 // c + a.h0·b.byte0 + a.h1·b.byte1 (lo) or a.h0·b.byte2 + a.h1·b.byte3 (hi): a as two signed 16-bit
 // halves, b as signed bytes.
 template <bool High>
@@ -182,6 +180,8 @@ __device__ __forceinline__ int dp2a(int a, int b, int c) {
 // The low 16 bits of lo and of hi as the two halves of one word.
 __device__ __forceinline__ int pack_low_halves(int lo, int hi) { return int(__byte_perm(uint32_t(lo), uint32_t(hi), 0x5410u)); }
 
+// c + Σ a_byte·b_byte with a's bytes unsigned and b's signed: weights masked in place (q·4^i
+// up to 255) multiply the int8 activations without first being shifted down.
 __device__ __forceinline__ int dp4a_u8s8(uint32_t a, int b, int c) {
     int d;
     asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
