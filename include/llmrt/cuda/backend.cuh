@@ -147,9 +147,10 @@ private:
         std::byte* scratch = nullptr;
         std::size_t scratch_bytes = 0;
         bool quantize = true;  // mul_mat: quantize x (false: the records already hold it)
-        // mul_mat: the next step is a mul_mat of the same records / this one follows one (Q, K, V;
-        // gate, up): those read the records at once (activation_order::shared)
-        bool x_to_next = false, x_from_previous = false;
+        // mul_mat: how it reads the records against the step before it (up to 8 columns: one mmvq
+        // launch): shared after a mul_mat of the same records (Q, K, V; gate, up), first_of_shared
+        // before one
+        activation_order activations = activation_order::after_previous;
         // add / rms_norm steps that also compute the next steps' rms_norm and mul (null: not fused)
         int32_t norm_id = -1, product_id = -1;
         std::byte* norm_dst = nullptr;
@@ -317,8 +318,11 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
         step& previous = s.steps[i - 1];
         step& current = s.steps[i];
         if (quantized_mul_mat(previous) && quantized_mul_mat(current) && !current.quantize &&
-            current.nd->src[1] == previous.nd->src[1])
-            previous.x_to_next = current.x_from_previous = true;
+            current.nd->src[1] == previous.nd->src[1]) {
+            if (previous.activations == activation_order::after_previous)
+                previous.activations = activation_order::first_of_shared;
+            current.activations = activation_order::shared;
+        }
     }
 
     LLMRT_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
@@ -461,10 +465,7 @@ void basic_program<Types>::launch_step(const step& st, int64_t n) const {
             }
             // One mmvq launch per step up to 8 columns: then the mul_mats of one X chain their reads of it.
             launch_options mo = lo;
-            if (cols <= mmvq_max_cols)
-                mo.activations = st.x_from_previous ? activation_order::shared
-                                 : st.x_to_next     ? activation_order::first_of_shared
-                                                    : activation_order::after_previous;
+            if (cols <= mmvq_max_cols) mo.activations = st.activations;
             dispatch<Types>(w.type, "cuda backend: mul_mat", [&](auto tag) {
                 using B = typename decltype(tag)::type;
                 ops::mul_mat_quantized<B>(st.src[0], w.ne1, w.ne0, b, y, cols, s_->records.ptr, s_->records_bytes,

@@ -198,6 +198,17 @@ __device__ __forceinline__ void sub16_dots(const uint32_t (&v)[8], const int (&x
     }
 }
 
+// Column c of a 32-block's activation record against the 8 words of unsigned quants v: the dots
+// over sub-blocks a and b (sub16_dots), and the record's side data for that column.
+template <int NCols>
+__device__ __forceinline__ q8_1_aux column_sub16_dots(const uint32_t (&v)[8], const uint8_t* record, int c, int& sa,
+                                                      int& sb) {
+    int x[8];
+    records<NCols>::quants(record, c, x);
+    sub16_dots(v, x, sa, sb);
+    return records<NCols>::aux(record, c);
+}
+
 // The types with 16-element sub-blocks and integer scales (Q3_K, Q6_K) take each quant as
 // u − offset with u >= 0 held times 2^shift: per column and 32-block, with sa, sb the dots of the
 // u over sub-blocks a (elements 0..15) and b (16..31),
@@ -206,14 +217,10 @@ __device__ __forceinline__ void sub16_dots(const uint32_t (&v)[8], const int (&x
 template <int NCols>
 __device__ __forceinline__ void accumulate_sub16(const uint32_t (&v)[8], int sc_a, int sc_b, int shift, int offset,
                                                  const uint8_t* record, float (&sd)[NCols]) {
-    using rec = records<NCols>;
 #pragma unroll
     for (int c = 0; c < NCols; ++c) {
-        int x[8];
-        rec::quants(record, c, x);
         int sa, sb;
-        sub16_dots(v, x, sa, sb);
-        const q8_1_aux xa = rec::aux(record, c);
+        const q8_1_aux xa = column_sub16_dots<NCols>(v, record, c, sa, sb);
         const int I = sc_a * ((sa >> shift) - offset * xa.sum_lo) + sc_b * ((sb >> shift) - offset * xa.sum_hi);
         sd[c] = fma_rn(xa.d, to_float(I), sd[c]);
     }

@@ -1125,8 +1125,9 @@ inline void mmvq_prepared_many(std::span<const mmvq_product> products, const pre
     };
     for (std::size_t i = 0; i < products.size(); ++i) {
         const mmvq_product& product = products[i];
-        detail::check_mmvq_shapes(product.w, x.k, x.ncols, x.batch2, x.batch3, product.y, op, shapes_of(i));
-        if (product.w.rows > 0) detail::check_mmvq_pointers(product.w, x, product.y, op, shapes_of(i));
+        const std::string shapes = shapes_of(i);
+        detail::check_mmvq_shapes(product.w, x.k, x.ncols, x.batch2, x.batch3, product.y, op, shapes);
+        if (product.w.rows > 0) detail::check_mmvq_pointers(product.w, x, product.y, op, shapes);
     }
     // Products of no rows launch nothing: the order follows the launches.
     std::size_t launches = 0;

@@ -171,11 +171,10 @@ __device__ __forceinline__ void mma_s8_m16n8k16(int (&c)[4], uint32_t a0, uint32
 
 // ---- Bytes and words. ----
 
-// c + a.h0·b.byte0 + a.h1·b.byte1 (lo) or a.h0·b.byte2 + a.h1·b.byte3 (hi): a as two signed 16-bit
-// halves, b as signed bytes.
-template <bool High>
-__device__ __forceinline__ int dp2a(int a, int b, int c) {
-    return High ? __dp2a_hi(a, b, c) : __dp2a_lo(a, b, c);
+// c + a.h0·b.byte0 + a.h1·b.byte1, or with `high` a.h0·b.byte2 + a.h1·b.byte3: a as two signed
+// 16-bit halves, b as signed bytes (`high` is a constant wherever the callers' loops unroll).
+__device__ __forceinline__ int dp2a(int a, int b, int c, bool high) {
+    return high ? __dp2a_hi(a, b, c) : __dp2a_lo(a, b, c);
 }
 // The low 16 bits of lo and of hi as the two halves of one word.
 __device__ __forceinline__ int pack_low_halves(int lo, int hi) { return int(__byte_perm(uint32_t(lo), uint32_t(hi), 0x5410u)); }

@@ -80,15 +80,11 @@ struct device_codec<q2_K> {
             const uint8_t* record = records + i * rec::bytes;
 #pragma unroll
             for (int c = 0; c < NCols; ++c) {
-                int x[8];
-                rec::quants(record, c, x);
                 int sa, sb;
-                detail::sub16_dots(v, x, sa, sb);
-                const q8_1_aux xa = rec::aux(record, c);
+                const q8_1_aux xa = detail::column_sub16_dots<NCols>(v, record, c, sa, sb);
                 const int sums = ptx::pack_low_halves(sa >> (2 * i), sb >> (2 * i));
-                const int x_sums = ptx::pack_low_halves(xa.sum_lo, xa.sum_hi);
-                const int I = (i & 1) ? ptx::dp2a<true>(sums, sc_word, 0) : ptx::dp2a<false>(sums, sc_word, 0);
-                const int M = (i & 1) ? ptx::dp2a<true>(x_sums, min_word, 0) : ptx::dp2a<false>(x_sums, min_word, 0);
+                const int I = ptx::dp2a(sums, sc_word, 0, i & 1);
+                const int M = ptx::dp2a(ptx::pack_low_halves(xa.sum_lo, xa.sum_hi), min_word, 0, i & 1);
                 sd[c] = detail::fma_rn(xa.d, detail::to_float(I), sd[c]);
                 sm[c] = detail::fma_rn(xa.d, detail::to_float(M), sm[c]);
             }

@@ -99,13 +99,10 @@ struct device_codec<q3_K> {
             const int word = int(signed_words[i >> 1]);
 #pragma unroll
             for (int c = 0; c < NCols; ++c) {
-                int x[8];
-                rec::quants(record, c, x);
                 int sa, sb;
-                detail::sub16_dots(v, x, sa, sb);
-                const q8_1_aux xa = rec::aux(record, c);
+                const q8_1_aux xa = detail::column_sub16_dots<NCols>(v, record, c, sa, sb);
                 const int sums = ptx::pack_low_halves((sa >> (2 * e)) - 4 * xa.sum_lo, (sb >> (2 * e)) - 4 * xa.sum_hi);
-                const int I = (i & 1) ? ptx::dp2a<true>(sums, word, 0) : ptx::dp2a<false>(sums, word, 0);
+                const int I = ptx::dp2a(sums, word, 0, i & 1);
                 sd[c] = detail::fma_rn(xa.d, detail::to_float(I), sd[c]);
             }
         }
