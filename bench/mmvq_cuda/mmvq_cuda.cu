@@ -15,6 +15,7 @@
 //
 //   llmrt-bench-mmvq-cuda [--json FILE] [--types q4_K,q8_0] [--shapes 4096x4096,...] [--ncols 1,8]
 //                         [--copies per-row]   (per-row bulk copies instead of tensor-map boxes)
+//                         [--max-warps N]      (launch_options::mmvq_max_warps: at most N warps per CTA)
 //                         [--quick 1]          (PDL launches only: no plain or quantizer + mmvq
 //                                               timings, reported as 0; for comparing builds)
 #include <cuda_runtime.h>
@@ -197,6 +198,7 @@ std::vector<std::string> split_list(const std::string& s) {
 
 bool per_row_copies = false;
 bool quick = false;
+int max_warps = 0;
 int device_sms = 132;  // the device's SM count, set in main: the ceilings launch a fixed number of CTAs per SM
 
 template <class B>
@@ -285,6 +287,7 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
                     cuda::launch_options o;
                     o.programmatic_dependent_launch = pdl;
                     o.allow_tensor_map = !per_row_copies;
+                    o.mmvq_max_warps = max_warps;
                     cuda::mmvq_prepared(wi, prepared, yv, stream, o);
                 };
             };
@@ -296,6 +299,7 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
                 cuda::launch_options o;
                 o.programmatic_dependent_launch = true;
                 o.allow_tensor_map = !per_row_copies;
+                o.mmvq_max_warps = max_warps;
                 cuda::mmvq_prepared_many(products, prepared, stream, o);
             });
             const double us_plain = quick ? 0.0 : time_graph(launches, 7, launch(false));
@@ -305,6 +309,7 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
                 cuda::launch_options o;
                 o.programmatic_dependent_launch = true;
                 o.allow_tensor_map = !per_row_copies;
+                o.mmvq_max_warps = max_warps;
                 cuda::mmvq(wi, xv, yv, scratch, scratch_bytes, stream, o);
             });
             const double us = quick ? us_pdl : std::min(us_pdl, us_plain);
@@ -342,6 +347,7 @@ int main(int argc, char** argv) {
         if (flag == "--json") json_path = value;
         else if (flag == "--copies") per_row_copies = value == "per-row";
         else if (flag == "--quick") quick = value != "0";
+        else if (flag == "--max-warps") max_warps = std::atoi(value.c_str());
         else if (flag == "--types") types = split_list(value);
         else if (flag == "--ncols") {
             ncols.clear();
@@ -353,7 +359,7 @@ int main(int argc, char** argv) {
                 shapes.push_back({std::atoll(sh.substr(0, x).c_str()), std::atoll(sh.substr(x + 1).c_str())});
             }
         } else {
-            std::fprintf(stderr, "usage: %s [--json FILE] [--types a,b] [--shapes RxK,...] [--ncols 1,8] [--copies per-row] [--quick 1]\n",
+            std::fprintf(stderr, "usage: %s [--json FILE] [--types a,b] [--shapes RxK,...] [--ncols 1,8] [--copies per-row] [--max-warps N] [--quick 1]\n",
                          argv[0]);
             return 2;
         }

@@ -229,8 +229,54 @@ TEST_CASE_TEMPLATE("a programmatic dependent launch gives the same bits as a pla
     check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
 }
 
+TEST_CASE_TEMPLATE("mmvq gives the same bits however many warps run the shares of its k-split", B,
+                   LLMRT_WEIGHT_TYPES) {
+    // launch_options::mmvq_max_warps lets fewer warps per CTA run the k-split, each taking several
+    // neighbouring shares and keeping their sums apart: the sums added, and so the bits, must not
+    // change. k: 9 units shared unevenly by the widest split, and 4096; W dense (tensor-map boxes)
+    // and with padded rows at an odd offset (per-row copies).
+    LLMRT_CUDA_TEST_NEEDS_DEVICE();
+    const int64_t rows = 1001, align = cuda::device_codec<B>::align;
+    uint64_t seed = 13000 * uint64_t(B::id);
+    for (const int64_t k : {test_ks<B>().back(), int64_t(4096)}) {
+        for (const bool padded : {false, true}) {
+            const int64_t row_bytes = int64_t(llmrt::row_size(B::id, k));
+            const int64_t row_stride = padded ? row_bytes + 16 * align : row_bytes;
+            const int64_t offset = padded ? align : 0;
+            CAPTURE(k);
+            CAPTURE(padded);
+            const std::vector<uint8_t> w = random_matrix<B>(rows, k, row_stride, ++seed);
+            const std::vector<float> x = llmrt::testing::generate(distribution::gaussian, k * cuda::mmvq_max_cols, ++seed);
+            device_buffer d_w(w.size() + 64), d_x(x.size() * sizeof(float));
+            device_buffer d_y(std::size_t(rows) * cuda::mmvq_max_cols * sizeof(float));
+            device_buffer scratch(cuda::activation_scratch_bytes(k, cuda::mmvq_max_cols));
+            d_w.upload(w, std::size_t(offset));
+            d_x.upload(x);
+            for (const int64_t ncols : {int64_t(1), int64_t(2), int64_t(5), int64_t(8)}) {
+                CAPTURE(ncols);
+                const run_result chosen = run_mmvq(B::id, d_w, offset, rows, k, row_stride, d_x, ncols, d_y, scratch);
+                REQUIRE_MESSAGE(chosen.unwritten.empty(), llmrt::testing::describe_unwritten(chosen.unwritten));
+                for (const int max_warps : {1, 2, 4}) {
+                    CAPTURE(max_warps);
+                    cuda::launch_options fewer;
+                    fewer.mmvq_max_warps = max_warps;
+                    const run_result r = run_mmvq(B::id, d_w, offset, rows, k, row_stride, d_x, ncols, d_y, scratch, fewer);
+                    REQUIRE_MESSAGE(r.unwritten.empty(), llmrt::testing::describe_unwritten(r.unwritten));
+                    CHECK_MESSAGE(bits_equal(chosen.y.data(), r.y.data(), r.y.size()), "fewer warps changed bits");
+                }
+                if (ncols == 5 && !padded) {
+                    const std::vector<float> ref = llmrt::testing::reference_matvec(B::id, w.data(), x.data(), rows, k, ncols);
+                    const llmrt::testing::error_report report = llmrt::testing::compare(chosen.y.data(), ref.data(), rows * ncols);
+                    CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound),
+                                  report.describe(chosen.y.data(), ref.data()));
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE_TEMPLATE("mmvq_prepared_many gives every product the bits of its own mmvq_prepared", B, LLMRT_WEIGHT_TYPES) {
-    // Three W (a partial last row tile, a model-sized one-wave grid, a single row tile) sharing X,
+    // Four W (a partial last row tile, two model-sized one-wave grids, a single row tile) sharing X,
     // quantized on the same stream just before, all as programmatic launches: the first product
     // reads X after the quantizer is complete, the others at once. Each Y must equal that of a
     // plain mmvq_prepared of its own, bit for bit, and the CPU reference.
@@ -240,7 +286,7 @@ TEST_CASE_TEMPLATE("mmvq_prepared_many gives every product the bits of its own m
     cuda::launch_options programmatic;
     programmatic.programmatic_dependent_launch = true;
     uint64_t seed = 11000 * uint64_t(B::id);
-    const int64_t k = 4096, all_rows[] = {1001, 14336, 16};
+    const int64_t k = 4096, all_rows[] = {1001, 14336, 4096, 16};
     std::vector<std::vector<uint8_t>> w;
     std::vector<std::unique_ptr<device_buffer>> d_w, d_y;
     for (const int64_t rows : all_rows) {
@@ -645,6 +691,15 @@ TEST_CASE("mmvq refuses mismatched shapes on the host, naming both shapes, befor
         shared.activations = cuda::activation_order::shared;
         check_refused([&] { cuda::mmvq(w, x, y, s_ptr, scratch_bytes, nullptr, shared); }, errc::invalid_argument,
                       {"activation_order::shared"});
+    }
+    SUBCASE("a warp cap that is not 0, 1, 2, 4 or 8") {
+        cuda::launch_options three;
+        three.mmvq_max_warps = 3;
+        check_refused([&] { cuda::mmvq(w, x, y, s_ptr, scratch_bytes, nullptr, three); }, errc::invalid_argument,
+                      {"mmvq_max_warps is 3"});
+        const cuda::prepared_activations prepared = cuda::prepared_from(x, s_ptr);
+        check_refused([&] { cuda::mmvq_prepared(w, prepared, y, nullptr, three); }, errc::invalid_argument,
+                      {"mmvq_max_warps is 3"});
     }
     SUBCASE("mmvq_id with ids for another number of tokens") {
         cuda::qmatrix_view experts = w;

@@ -201,6 +201,11 @@ struct launch_options {
     // mmvq only: see activation_order. The default is right for any X; mmvq_prepared_many sets the
     // others for several W sharing one X.
     activation_order activations = activation_order::after_previous;
+    // mmvq only: at most this many warps per CTA share a row tile's k-split (1, 2, 4 or 8; 0: as
+    // mmvq chooses). A warp then runs several shares of the split and keeps their sums apart, so
+    // results never change; launches whose warps take k by turns (see mmvq_interleaves) ignore it.
+    // For tuning experiments.
+    int mmvq_max_warps = 0;
 };
 
 namespace detail {

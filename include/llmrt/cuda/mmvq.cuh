@@ -12,7 +12,7 @@
 // passes scratch (mmvq_scratch_bytes says how much). Every shape is checked on the host before
 // anything is launched; a mismatch raises llmrt::error naming both shapes.
 //
-// The kernel, mmvq_kernel<Block, NCols, MaxSplit, Wide, SharedTile>, is instantiated from the type
+// The kernel, mmvq_kernel<Block, NCols, MaxSplit, Wide, SharedTile, SeveralShares>, is instantiated from the type
 // list through llmrt::dispatch, never by hand. Each warp owns 16 rows and a share of k units (1, 2
 // or 4 substeps of 256 elements: enough that a row's part of a unit is a multiple of 16 bytes): a
 // contiguous range, or for one-substep units every split-th unit (mmvq_interleaves), so that the
@@ -239,6 +239,7 @@ struct mmvq_params {
     int32_t interleaved;     // 1: the warps of a CTA take units by turns (mmvq_interleaves)
     int32_t slot_bytes;      // a ring slot: layout::stage_bytes, or compact_stage_bytes (tensor map only)
     int32_t activations;     // activation_order: when X is read against the previous kernel
+    int32_t shares;          // the k-split: shares of k whose partial sums are added (a multiple of the warps)
 };
 
 }  // namespace detail
@@ -250,7 +251,9 @@ struct mmvq_params {
 // for launches of 4 warps or fewer) and choose Wide (see mmvq_wide_steps); neither changes a
 // result. SharedTile (wide steps read by turns from the CTA's whole row tile) goes with
 // p.interleaved, which does change which partial sums are added (see mmvq_interleaves).
-template <class B, int NCols, int MaxSplit, bool Wide, bool SharedTile>
+// SeveralShares: fewer warps than p.shares, each running several shares of the k-split in narrow
+// steps (see mmvq_warps); a kernel of its own, so that the others keep their registers.
+template <class B, int NCols, int MaxSplit, bool Wide, bool SharedTile, bool SeveralShares>
 __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B, NCols, MaxSplit, Wide>())
     mmvq_kernel(const detail::mmvq_params p, const __grid_constant__ CUtensorMap weights) {
     using namespace detail;
@@ -258,10 +261,16 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
                   "mmvq_kernel: MaxSplit must be a power of two up to mmvq_max_split");
     static_assert(!SharedTile || (Wide && mmvq_unit_substeps<B>() == 1),
                   "mmvq_kernel: a shared tile takes wide steps of one-substep units");
+    static_assert(!SeveralShares || !Wide, "mmvq_kernel: a warp takes several shares only in narrow steps");
     using layout = mmvq_layout<B, NCols, Wide>;
     using codec = device_codec<B>;
     extern __shared__ __align__(128) uint8_t smem[];
     const int lane = int(threadIdx.x), warp = int(threadIdx.y), split = int(blockDim.y);
+    // The k-split has p.shares shares; each warp takes shares_per_warp neighbouring ones (only
+    // where the shares are contiguous ranges of k, in narrow steps) and keeps their sums apart, so
+    // that the sums added are the same however many warps run them (mmvq_warps).
+    const int shares_per_warp = SeveralShares ? p.shares / split : 1;
+    const int shares = shares_per_warp * split;
     const int row0 = int(blockIdx.x) * mmvq_tile_rows;
 
     const uint8_t* w = p.w;
@@ -302,9 +311,9 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
     constexpr int unit_substeps = mmvq_unit_substeps<B>();
     constexpr bool shared_tile = SharedTile;
     const bool interleaved = shared_tile || (!Wide && unit_substeps == 1 && p.interleaved != 0);
-    const int sub_begin = interleaved ? warp : int(int64_t(warp) * p.nunits / split) * unit_substeps;
-    const int sub_end =
-        interleaved ? p.nsubsteps : min(int(int64_t(warp + 1) * p.nunits / split) * unit_substeps, p.nsubsteps);
+    auto share_begin = [&](int share) { return int(int64_t(share) * p.nunits / shares) * unit_substeps; };
+    const int sub_begin = interleaved ? warp : share_begin(warp * shares_per_warp);
+    const int sub_end = interleaved ? p.nsubsteps : min(share_begin((warp + 1) * shares_per_warp), p.nsubsteps);
     // The warp's step i starts at substep sub_begin + i·sub_stride. It copies `ncopies` steps:
     // all of them, or in a shared tile the one wide step `warp`.
     const int sub_stride = interleaved ? split : layout::substeps;
@@ -465,6 +474,33 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
     };
     auto shift_at = [&](int sub) { return unsigned((sub - sub_begin) * layout::substep_bytes) & 15u; };
 
+    // The warp's sums (half 0 + half 1) as [column][row] at `partial`; then zero for the next share.
+    auto store_sums = [&](float* partial) {
+        if constexpr (layout::tensor_cores) {
+            const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+            for (int ri = 0; ri < 2; ++ri)
+#pragma unroll
+                for (int ci = 0; ci < 2; ++ci) {
+                    if (2 * t + ci < NCols)
+                        partial[(2 * t + ci) * mmvq_tile_rows + g + 8 * ri] =
+                            __fadd_rn(acc_mma[0][ri][ci], acc_mma[1][ri][ci]);
+                    acc_mma[0][ri][ci] = acc_mma[1][ri][ci] = 0.0f;
+                }
+        } else {
+#pragma unroll
+            for (int c = 0; c < NCols; ++c) {
+                const float other = __shfl_xor_sync(0xffffffffu, acc_lane[c], 16);
+                if (lane < 16) partial[c * mmvq_tile_rows + lane] = __fadd_rn(acc_lane[c], other);
+                acc_lane[c] = 0.0f;
+            }
+        }
+    };
+    // Where a warp takes several shares, their sums go past the CTA's rings, share by share.
+    float* const share_sums = reinterpret_cast<float*>(smem + split * warp_smem_bytes);
+    int share = warp * shares_per_warp;
+    int share_end = shares_per_warp > 1 ? share_begin(share + 1) : p.nsubsteps;
+
     int slot = 0;
     unsigned parity = 0;
     int ahead_slot = ahead == stages ? 0 : ahead;
@@ -489,6 +525,11 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
             }
             if (++ahead_slot == stages) ahead_slot = 0;
         }
+        if (shares_per_warp > 1 && sub >= share_end) {  // the warp's next share starts here
+            store_sums(share_sums + share * NCols * mmvq_tile_rows);
+            ++share;
+            share_end = share_begin(share + 1);
+        }
         const int g_begin = sub - slot_sub;
         decode_substeps(slot_records, slot_sub, shift_at(slot_sub), g_begin,
                         shared_tile ? g_begin + 1 : layout::substeps);
@@ -505,32 +546,21 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
     }
     if constexpr (shared_tile) __syncthreads();  // no warp still reads a slot that the sums below reuse
 
-    // This warp's sums (half 0 + half 1) into the start of its ring, then the fixed-order sum
-    // over the warps of the CTA.
-    float* partial = reinterpret_cast<float*>(ring);
-    if constexpr (layout::tensor_cores) {
-        const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-        for (int ri = 0; ri < 2; ++ri)
-#pragma unroll
-            for (int ci = 0; ci < 2; ++ci)
-                if (2 * t + ci < NCols)
-                    partial[(2 * t + ci) * mmvq_tile_rows + g + 8 * ri] = __fadd_rn(acc_mma[0][ri][ci], acc_mma[1][ri][ci]);
-    } else {
-#pragma unroll
-        for (int c = 0; c < NCols; ++c) {
-            const float other = __shfl_xor_sync(0xffffffffu, acc_lane[c], 16);
-            if (lane < 16) partial[c * mmvq_tile_rows + lane] = __fadd_rn(acc_lane[c], other);
-        }
-    }
+    // The sums of this warp's (last) share: at the start of its ring, or past the rings; then the
+    // fixed-order sum over the shares of the CTA.
+    const bool apart = shares_per_warp > 1;
+    store_sums(apart ? share_sums + share * NCols * mmvq_tile_rows : reinterpret_cast<float*>(ring));
     __syncthreads();
     if (x_ready) ptx::wait_for_prerequisite_grids();  // the previous kernel may read or write Y
+    auto share_partial = [&](int s, int idx) {
+        return apart ? share_sums[s * NCols * mmvq_tile_rows + idx]
+                     : reinterpret_cast<const float*>(smem + s * warp_smem_bytes)[idx];
+    };
     for (int idx = warp * 32 + lane; idx < NCols * mmvq_tile_rows; idx += 32 * split) {
         const int c = idx / mmvq_tile_rows, r = idx % mmvq_tile_rows;
         if (row0 + r >= p.rows) continue;
-        float sum = reinterpret_cast<const float*>(smem)[idx];
-        for (int other = 1; other < split; ++other)
-            sum = __fadd_rn(sum, reinterpret_cast<const float*>(smem + other * warp_smem_bytes)[idx]);
+        float sum = share_partial(0, idx);
+        for (int s = 1; s < shares; ++s) sum = __fadd_rn(sum, share_partial(s, idx));
         y[c * p.y_col_stride + row0 + r] = sum;
     }
 }
@@ -870,7 +900,8 @@ bool mmvq_shared_ring_of_two(const mmvq_params& p, int64_t ctas, int split, cons
            p.stages > 2 && mmvq_one_wave_ctas_per_sm(ctas, split, device) > 0;
 }
 
-template <class B, int NCols, int MaxSplit, bool Wide, bool SharedTile>
+// `split`: the warps per CTA, which run the p.shares shares of the k-split.
+template <class B, int NCols, int MaxSplit, bool Wide, bool SharedTile, bool SeveralShares>
 void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int split, const device_limits& device,
                         cudaStream_t stream, const launch_options& options) {
     using layout = mmvq_layout<B, NCols, Wide>;
@@ -887,6 +918,8 @@ void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int 
         p.lookahead = std::min(p.lookahead, 2);
         smem = std::size_t(split) * p.stages * p.slot_bytes;
     }
+    if (p.shares > split)  // the sums of each share, past the rings
+        smem += std::size_t(p.shares) * NCols * mmvq_tile_rows * sizeof(float);
     {
         // The opt-in above 48 KB (dynamic plus static) is a per-device function attribute: set
         // it once per device, to the most the device allows beside the kernel's static barriers
@@ -896,13 +929,13 @@ void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int 
         LLMRT_CUDA_CHECK(cudaGetDevice(&ordinal));
         const uint64_t bit = ordinal < 64 ? (uint64_t(1) << ordinal) : 0;
         if (bit == 0 || (configured_devices.load() & bit) == 0) {
-            LLMRT_CUDA_CHECK(cudaFuncSetAttribute(mmvq_kernel<B, NCols, MaxSplit, Wide, SharedTile>,
+            LLMRT_CUDA_CHECK(cudaFuncSetAttribute(mmvq_kernel<B, NCols, MaxSplit, Wide, SharedTile, SeveralShares>,
                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   int(device.smem_per_cta_optin - 1024)));
             configured_devices.fetch_or(bit);
         }
     }
-    launch("cuda::mmvq", mmvq_kernel<B, NCols, MaxSplit, Wide, SharedTile>, grid, dim3(32, unsigned(split)), smem,
+    launch("cuda::mmvq", mmvq_kernel<B, NCols, MaxSplit, Wide, SharedTile, SeveralShares>, grid, dim3(32, unsigned(split)), smem,
            stream, options, p, map);
 }
 
@@ -956,21 +989,68 @@ bool mmvq_interleaves(const mmvq_params& p, int64_t ctas, int split, const devic
     }
 }
 
-// The launch with the narrowest kernel that holds `split` warps per CTA, in wide or narrow steps.
+// Warps per CTA to run the `split` shares of the k-split. Each warp takes split / warps
+// neighbouring shares and keeps their sums apart, so the results are the same for any count; only
+// where shares are contiguous ranges of k (not by turns, see mmvq_interleaves), and the steps then
+// stay narrow, so that no step holds parts of two shares. Copies only: never changes a result.
+// launch_options::mmvq_max_warps caps it (for tuning). Otherwise one warp per share, except in
+// one-wave grids of at least a CTA per SM, where fewer warps leave more room for the next launch
+// and measured faster on the H100 (mmvq_max_warps sweeps, `--quick 1`):
+// - with a shared X (the launch waits for nothing before it decodes), Q2_K and Q3_K take the whole
+//   k of up to four units (k <= 4096) in one warp where their steps are whole units (up to 4
+//   columns): 4096×4096, 1 column Q2_K 3.25 -> 2.16 µs, Q3_K 3.77 -> 2.78 µs, 4 columns Q2_K
+//   4.42 -> 3.24 µs, Q3_K 4.81 -> 4.23 µs; 14336×4096, 1 column Q2_K 7.42 -> 7.16 µs, Q3_K 10.57
+//   -> 9.46 µs, 2 columns Q2_K 10.37 -> 7.36 µs, Q3_K 11.01 -> 9.86 µs, but 4 columns Q3_K 13.42 ->
+//   13.95 µs. At 8 columns (steps of one substep) Q3_K lost 3-6%. With X after the previous kernel,
+//   one warp per share decodes later once X lands (Q2_K 4096×4096: 3.53 µs, 6.44 µs with one warp).
+// - with a shared X, grids whose warps would each take a single step (mmvq_one_step_warps: MXFP4
+//   at 4096×4096, 1 and 2 columns) take two steps per warp: 4.20 -> 3.60 µs, 2 columns 4.72 ->
+//   4.10 µs (four steps per warp: 4.22 µs at 1 column).
+// - otherwise, where two ring slots per warp overflow the CTA's share of the SM
+//   (mmvq_cta_ring_budget: the grid would take two waves), fewer warps until they fit, at 1 and 2
+//   columns: Q2_K and Q3_K at 14336×4096 after the previous kernel, 2 columns Q2_K 11.20 -> 9.89
+//   µs, Q3_K 12.87 -> 12.51 µs. At 4 columns it was mixed (Q3_K 17.32 -> 15.46 µs, Q2_K 15.00 ->
+//   16.43 µs).
+template <class B, int NCols>
+int mmvq_warps(const mmvq_params& p, int64_t ctas, int split, const device_limits& device,
+               const launch_options& options) {
+    if (p.interleaved || split == 1) return split;
+    int warps = split;
+    if (options.mmvq_max_warps > 0) {
+        while (warps > options.mmvq_max_warps) warps /= 2;
+        return warps;
+    }
+    if (mmvq_one_wave_ctas_per_sm(ctas, split, device) == 0 || ctas < device.sms) return split;
+    using layout = mmvq_layout<B, NCols>;
+    const bool shared = p.activations == int(activation_order::shared);
+    if (shared && mmvq_unit_substeps<B>() >= 4 && NCols <= mmvq_group_max_cols<B>() && p.nunits <= 4) return 1;
+    if (shared && mmvq_one_step_warps(ctas, split, device, mmvq_steps_per_warp<layout, B>(p, split))) return split / 2;
+    if (NCols <= 2)
+        while (warps > 1 && mmvq_slots_that_fit(mmvq_cta_ring_budget(ctas, warps, device), warps, layout::stage_bytes) < 2)
+            warps /= 2;
+    return warps;
+}
+
+// The launch with the narrowest kernel that holds its warps per CTA (mmvq_warps), in wide or
+// narrow steps.
 template <class B, int NCols>
 void launch_mmvq(mmvq_params p, const weight_geometry& w, dim3 grid, int split, const device_limits& device,
                  cudaStream_t stream, const launch_options& options) {
     constexpr int widest = mmvq_type_max_split<B>();
     constexpr int narrow = widest < 4 ? widest : 4;
+    const int64_t ctas = int64_t(grid.x) * grid.y * grid.z;
+    p.shares = split;
+    p.interleaved = mmvq_interleaves<B>(p, ctas, split, device);
+    const int warps = mmvq_warps<B, NCols>(p, ctas, split, device, options);
+    if (warps < split)  // narrow steps, several shares per warp (warps <= split / 2 <= narrow)
+        return launch_mmvq_kernel<B, NCols, narrow, false, false, true>(p, w, grid, warps, device, stream, options);
     auto with_steps = [&](auto wide, auto shared_tile) {
         constexpr bool Wide = decltype(wide)::value, SharedTile = decltype(shared_tile)::value;
-        if (widest > narrow && split > narrow)
-            launch_mmvq_kernel<B, NCols, widest, Wide, SharedTile>(p, w, grid, split, device, stream, options);
+        if (widest > narrow && warps > narrow)
+            launch_mmvq_kernel<B, NCols, widest, Wide, SharedTile, false>(p, w, grid, warps, device, stream, options);
         else
-            launch_mmvq_kernel<B, NCols, narrow, Wide, SharedTile>(p, w, grid, split, device, stream, options);
+            launch_mmvq_kernel<B, NCols, narrow, Wide, SharedTile, false>(p, w, grid, warps, device, stream, options);
     };
-    const int64_t ctas = int64_t(grid.x) * grid.y * grid.z;
-    p.interleaved = mmvq_interleaves<B>(p, ctas, split, device);
     if constexpr (mmvq_has_wide_steps<B, NCols>()) {
         if (mmvq_wide_steps<B, NCols>(p, ctas, split, device)) {
             if (!p.interleaved) return with_steps(std::true_type{}, std::false_type{});
@@ -1023,6 +1103,15 @@ inline void check_mmvq_pointers(const qmatrix_view& w, const prepared_activation
           [&] { return std::string(op) + ": " + shapes + ": null pointer or k = 0"; });
     check(reinterpret_cast<uintptr_t>(x.data) % 16 == 0, errc::invalid_argument,
           [&] { return std::string(op) + ": the prepared activations must be 16-byte aligned"; });
+}
+
+// The launch options mmvq reads, checked before anything is launched.
+inline void check_mmvq_options(const launch_options& options, const char* op) {
+    const int cap = options.mmvq_max_warps;
+    check(cap == 0 || cap == 1 || cap == 2 || cap == 4 || cap == 8, errc::invalid_argument, [&] {
+        return std::string(op) + ": launch_options::mmvq_max_warps is " + std::to_string(cap) +
+               "; it must be 0 (mmvq chooses), 1, 2, 4 or 8";
+    });
 }
 
 // Launchers that quantize X themselves cannot be told that X was complete before them.
@@ -1085,6 +1174,7 @@ void mmvq(const qmatrix_view& w, const prepared_activations& x, const output_col
                ": W's type or X's column count does not match the template arguments";
     });
     detail::check_mmvq_shapes(w, x.k, x.ncols, x.batch2, x.batch3, y, op, shapes);
+    detail::check_mmvq_options(options, op);
     detail::mmvq_launch<Block, NCols>(w, x, y, stream, options, op, shapes);
 }
 
@@ -1094,6 +1184,7 @@ inline void mmvq_prepared(const qmatrix_view& w, const prepared_activations& x, 
     const char* op = "cuda::mmvq";
     const std::string shapes = detail::mmvq_shapes(w, x.describe(), y);
     detail::check_mmvq_shapes(w, x.k, x.ncols, x.batch2, x.batch3, y, op, shapes);
+    detail::check_mmvq_options(options, op);
     dispatch<weight_types>(w.type, op, [&](auto tag) {
         using B = typename decltype(tag)::type;
         detail::with_ncols(x.ncols, [&](auto ncols) {
@@ -1123,6 +1214,7 @@ inline void mmvq_prepared_many(std::span<const mmvq_product> products, const pre
     auto shapes_of = [&](std::size_t i) {
         return "product " + std::to_string(i) + ": " + detail::mmvq_shapes(products[i].w, x.describe(), products[i].y);
     };
+    detail::check_mmvq_options(options, op);
     for (std::size_t i = 0; i < products.size(); ++i) {
         const mmvq_product& product = products[i];
         const std::string shapes = shapes_of(i);
@@ -1168,6 +1260,7 @@ inline void mmvq(const qmatrix_view& w, const input_columns& x, const output_col
     const char* op = "cuda::mmvq";
     const std::string shapes = detail::mmvq_shapes(w, x.describe(), y);
     detail::check_quantizes_own_activations(options, op);
+    detail::check_mmvq_options(options, op);
     detail::check_mmvq_shapes(w, x.length, x.ncols, x.batch2, x.batch3, y, op, shapes);
     check(scratch_bytes >= mmvq_scratch_bytes(x), errc::invalid_argument, [&] {
         return std::string(op) + ": " + shapes + ": scratch of " + std::to_string(scratch_bytes) + " bytes, " +
@@ -1193,6 +1286,7 @@ inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const e
     const char* op = "cuda::mmvq_id";
     const std::string shapes = detail::mmvq_shapes(experts, x.describe(), y) + ", ids " + ids.describe();
     detail::check_quantizes_own_activations(options, op);
+    detail::check_mmvq_options(options, op);
     check(experts.batch3 == 1 && x.batch3 == 1 && y.batch3 == 1, errc::shape_mismatch,
           [&] { return std::string(op) + ": " + shapes + ": the third batch dimension must be 1"; });
     check(x.length == experts.k, errc::shape_mismatch,
