@@ -72,6 +72,41 @@ std::vector<uint8_t> dense_rows(const std::vector<uint8_t>& w, int64_t rows, int
     return dense;
 }
 
+// A random rows × k W of B on the device, dense (tensor-map boxes) or with padded rows at an odd
+// offset (per-row copies), 8 random activation columns, and Y and scratch for 8 columns.
+template <class B>
+struct random_problem {
+    int64_t rows, k, row_stride, offset;
+    std::vector<uint8_t> w;
+    std::vector<float> x;
+    device_buffer d_w, d_x, d_y, scratch;
+
+    random_problem(int64_t rows_, int64_t k_, bool padded, uint64_t& seed)
+        : rows(rows_),
+          k(k_),
+          row_stride(int64_t(llmrt::row_size(B::id, k_)) + (padded ? 16 * cuda::device_codec<B>::align : 0)),
+          offset(padded ? cuda::device_codec<B>::align : 0),
+          w(random_matrix<B>(rows_, k_, row_stride, ++seed)),
+          x(llmrt::testing::generate(distribution::gaussian, k_ * cuda::mmvq_max_cols, ++seed)),
+          d_w(w.size() + 64),
+          d_x(x.size() * sizeof(float)),
+          d_y(std::size_t(rows_) * cuda::mmvq_max_cols * sizeof(float)),
+          scratch(cuda::activation_scratch_bytes(k_, cuda::mmvq_max_cols)) {
+        d_w.upload(w, std::size_t(offset));
+        d_x.upload(x);
+    }
+    run_result run(int64_t ncols, const cuda::launch_options& options = {}, cudaStream_t stream = nullptr) const {
+        return run_mmvq(B::id, d_w, offset, rows, k, row_stride, d_x, ncols, d_y, scratch, options, stream);
+    }
+    // r's ncols columns against the CPU reference (W's dense rows).
+    void check_reference(const run_result& r, int64_t ncols) const {
+        const std::vector<uint8_t> dense = dense_rows(w, rows, int64_t(llmrt::row_size(B::id, k)), row_stride);
+        const std::vector<float> ref = llmrt::testing::reference_matvec(B::id, dense.data(), x.data(), rows, k, ncols);
+        const llmrt::testing::error_report report = llmrt::testing::compare(r.y.data(), ref.data(), rows * ncols);
+        CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound), report.describe(r.y.data(), ref.data()));
+    }
+};
+
 // A producer that lets its dependents start at once, as llmrt's kernels do, but takes long to
 // write: it waits for the kernel before it, idles about 20 µs, then copies n 16-byte words.
 __global__ void slow_copy(const uint4* src, uint4* dst, int64_t n) {
@@ -196,33 +231,17 @@ TEST_CASE_TEMPLATE("a programmatic dependent launch gives the same bits as a pla
     uint64_t seed = 7000 * uint64_t(B::id);
     for (const int64_t k : {test_ks<B>()[1], test_ks<B>().back()}) {
         for (const bool padded : {false, true}) {
-            const int64_t row_bytes = int64_t(llmrt::row_size(B::id, k));
-            const int64_t align = cuda::device_codec<B>::align;
-            const int64_t row_stride = padded ? row_bytes + 16 * align : row_bytes;
-            const int64_t offset = padded ? align : 0;
             CAPTURE(k);
             CAPTURE(padded);
-            const std::vector<uint8_t> w = random_matrix<B>(rows, k, row_stride, ++seed);
-            const std::vector<float> x = llmrt::testing::generate(distribution::gaussian, k * cuda::mmvq_max_cols, ++seed);
-            device_buffer d_w(w.size() + 64), d_x(x.size() * sizeof(float));
-            device_buffer d_y(std::size_t(rows) * cuda::mmvq_max_cols * sizeof(float));
-            device_buffer scratch(cuda::activation_scratch_bytes(k, cuda::mmvq_max_cols));
-            d_w.upload(w, std::size_t(offset));
-            d_x.upload(x);
+            const random_problem<B> problem(rows, k, padded, seed);
             for (const int64_t ncols : {int64_t(1), int64_t(3), int64_t(8)}) {
                 CAPTURE(ncols);
-                const run_result plain = run_mmvq(B::id, d_w, offset, rows, k, row_stride, d_x, ncols, d_y, scratch, {}, stream);
-                const run_result early =
-                    run_mmvq(B::id, d_w, offset, rows, k, row_stride, d_x, ncols, d_y, scratch, programmatic, stream);
+                const run_result plain = problem.run(ncols, {}, stream);
+                const run_result early = problem.run(ncols, programmatic, stream);
                 REQUIRE_MESSAGE(early.unwritten.empty(), llmrt::testing::describe_unwritten(early.unwritten));
                 CHECK_MESSAGE(bits_equal(plain.y.data(), early.y.data(), plain.y.size()),
                               "programmatic launch changed bits");
-                if (ncols == 8 && !padded) {
-                    const std::vector<float> ref = llmrt::testing::reference_matvec(B::id, w.data(), x.data(), rows, k, ncols);
-                    const llmrt::testing::error_report report = llmrt::testing::compare(early.y.data(), ref.data(), rows * ncols);
-                    CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound),
-                                  report.describe(early.y.data(), ref.data()));
-                }
+                if (ncols == 8 && !padded) problem.check_reference(early, ncols);
             }
         }
     }
@@ -236,40 +255,26 @@ TEST_CASE_TEMPLATE("mmvq gives the same bits however many warps run the shares o
     // change. k: 9 units shared unevenly by the widest split, and 4096; W dense (tensor-map boxes)
     // and with padded rows at an odd offset (per-row copies).
     LLMRT_CUDA_TEST_NEEDS_DEVICE();
-    const int64_t rows = 1001, align = cuda::device_codec<B>::align;
+    const int64_t rows = 1001;
     uint64_t seed = 13000 * uint64_t(B::id);
     for (const int64_t k : {test_ks<B>().back(), int64_t(4096)}) {
         for (const bool padded : {false, true}) {
-            const int64_t row_bytes = int64_t(llmrt::row_size(B::id, k));
-            const int64_t row_stride = padded ? row_bytes + 16 * align : row_bytes;
-            const int64_t offset = padded ? align : 0;
             CAPTURE(k);
             CAPTURE(padded);
-            const std::vector<uint8_t> w = random_matrix<B>(rows, k, row_stride, ++seed);
-            const std::vector<float> x = llmrt::testing::generate(distribution::gaussian, k * cuda::mmvq_max_cols, ++seed);
-            device_buffer d_w(w.size() + 64), d_x(x.size() * sizeof(float));
-            device_buffer d_y(std::size_t(rows) * cuda::mmvq_max_cols * sizeof(float));
-            device_buffer scratch(cuda::activation_scratch_bytes(k, cuda::mmvq_max_cols));
-            d_w.upload(w, std::size_t(offset));
-            d_x.upload(x);
+            const random_problem<B> problem(rows, k, padded, seed);
             for (const int64_t ncols : {int64_t(1), int64_t(2), int64_t(5), int64_t(8)}) {
                 CAPTURE(ncols);
-                const run_result chosen = run_mmvq(B::id, d_w, offset, rows, k, row_stride, d_x, ncols, d_y, scratch);
+                const run_result chosen = problem.run(ncols);
                 REQUIRE_MESSAGE(chosen.unwritten.empty(), llmrt::testing::describe_unwritten(chosen.unwritten));
                 for (const int max_warps : {1, 2, 4}) {
                     CAPTURE(max_warps);
                     cuda::launch_options fewer;
                     fewer.mmvq_max_warps = max_warps;
-                    const run_result r = run_mmvq(B::id, d_w, offset, rows, k, row_stride, d_x, ncols, d_y, scratch, fewer);
+                    const run_result r = problem.run(ncols, fewer);
                     REQUIRE_MESSAGE(r.unwritten.empty(), llmrt::testing::describe_unwritten(r.unwritten));
                     CHECK_MESSAGE(bits_equal(chosen.y.data(), r.y.data(), r.y.size()), "fewer warps changed bits");
                 }
-                if (ncols == 5 && !padded) {
-                    const std::vector<float> ref = llmrt::testing::reference_matvec(B::id, w.data(), x.data(), rows, k, ncols);
-                    const llmrt::testing::error_report report = llmrt::testing::compare(chosen.y.data(), ref.data(), rows * ncols);
-                    CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound),
-                                  report.describe(chosen.y.data(), ref.data()));
-                }
+                if (ncols == 5) problem.check_reference(chosen, ncols);
             }
         }
     }

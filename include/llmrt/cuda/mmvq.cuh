@@ -93,7 +93,7 @@ constexpr int64_t mmvq_target_warps = LLMRT_MMVQ_TARGET_WARPS;  // 1536: about 1
 #ifndef LLMRT_MMVQ_WARPS_PER_SM
 #define LLMRT_MMVQ_WARPS_PER_SM 12
 #endif
-constexpr int64_t mmvq_warps_per_sm = LLMRT_MMVQ_WARPS_PER_SM;  // what the ring depth is sized for on large problems
+constexpr int64_t mmvq_warps_per_sm = LLMRT_MMVQ_WARPS_PER_SM;  // see mmvq_sized_warps_per_sm
 constexpr int64_t mmvq_max_cta_smem = 220 * 1024;
 
 constexpr int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
@@ -666,6 +666,7 @@ struct device_limits {
     int64_t smem_per_sm = 228 * 1024;
     int64_t smem_reserved_per_cta = 1024;
     int64_t smem_per_cta_optin = 227 * 1024;  // the most one CTA may ask for, static and dynamic
+    int64_t warps_per_sm = mmvq_warps_per_sm;   // what a launch's rings are sized for (mmvq_sized_warps_per_sm)
 };
 
 // Refuses devices below sm_90; returns what the ring depth is sized from.
@@ -716,7 +717,7 @@ void check_weights(const qmatrix_view& w, const char* operation, const std::stri
 // where it takes several waves.
 inline int64_t mmvq_one_wave_ctas_per_sm(int64_t ctas, int split, const device_limits& device) {
     const int64_t per_sm = (ctas + device.sms - 1) / std::max(device.sms, 1);
-    return per_sm * split > 2 * mmvq_warps_per_sm ? 0 : per_sm;
+    return per_sm * split > 2 * device.warps_per_sm ? 0 : per_sm;
 }
 
 // How far an L2 miss of W's tensor-map loads is widened. A one-wave grid asks for nearly all of
@@ -786,10 +787,10 @@ bool make_weight_tensor_map(CUtensorMap& map, const weight_geometry& w, CUtensor
 
 // Shared memory for one CTA's rings: the SM's share for each CTA it holds at once, where the whole
 // grid fits the SMs in one wave (no CTA waits for another to finish), plus `room` CTAs more, else
-// for mmvq_warps_per_sm warps per SM.
+// for device.warps_per_sm warps per SM.
 inline int64_t mmvq_cta_ring_budget(int64_t ctas, int split, const device_limits& device, int room = 0) {
     int64_t ctas_per_sm = mmvq_one_wave_ctas_per_sm(ctas, split, device);
-    if (ctas_per_sm == 0) ctas_per_sm = std::max<int64_t>(1, mmvq_warps_per_sm / split);
+    if (ctas_per_sm == 0) ctas_per_sm = std::max<int64_t>(1, device.warps_per_sm / split);
     else ctas_per_sm += room;
     return std::min<int64_t>(mmvq_max_cta_smem,
                              (device.smem_per_sm - 512) / ctas_per_sm - device.smem_reserved_per_cta - 256);
@@ -1031,11 +1032,31 @@ int mmvq_warps(const mmvq_params& p, int64_t ctas, int split, const device_limit
     return warps;
 }
 
+// Warps per SM that the rings of grids of several waves are sized for (and beyond twice which a
+// grid counts as several waves): 12, except where another count measured faster on the H100
+// (`--quick 1`, 8, 12 and 16 in one run, 128256×4096, shared X; after the previous kernel alike):
+// - 8 for Q6_K (210-byte substeps, the only type of 192 to 255): 1 column 154.7 -> 151.5 µs (89.9
+//   -> 91.9%), 2 columns 156.3 -> 152.0 µs, 8 columns 163.4 -> 160.7 µs;
+// - 16 for the types of several-substep units where their steps are single substeps (MXFP4 from 3
+//   columns, Q2_K and Q3_K from 5): MXFP4 4 columns 126.4 -> 115.0 µs, 8 columns 138.0 -> 123.5 µs;
+//   Q2_K 8 columns 110.6 -> 104.1 µs, Q3_K 126.4 -> 120.4 µs.
+// Elsewhere either lost (MXFP4 2 columns 98.7 -> 119.5 µs with 8, Q4_K 2 columns 100.4 -> 104.5 µs
+// with 16). The one-wave shapes keep their plans. Copies only: never changes a result.
+template <class B, int NCols>
+constexpr int64_t mmvq_sized_warps_per_sm() {
+    if constexpr (LLMRT_MMVQ_WARPS_PER_SM != 12) return mmvq_warps_per_sm;  // a tuning experiment's count
+    if (mmvq_substep_bytes<B>() >= 192 && mmvq_substep_bytes<B>() < 256) return 8;
+    if (mmvq_unit_substeps<B>() > 1 && NCols > mmvq_group_max_cols<B>()) return 16;
+    return 12;
+}
+
 // The launch with the narrowest kernel that holds its warps per CTA (mmvq_warps), in wide or
 // narrow steps.
 template <class B, int NCols>
-void launch_mmvq(mmvq_params p, const weight_geometry& w, dim3 grid, int split, const device_limits& device,
+void launch_mmvq(mmvq_params p, const weight_geometry& w, dim3 grid, int split, const device_limits& device_in,
                  cudaStream_t stream, const launch_options& options) {
+    device_limits device = device_in;
+    device.warps_per_sm = mmvq_sized_warps_per_sm<B, NCols>();
     constexpr int widest = mmvq_type_max_split<B>();
     constexpr int narrow = widest < 4 ? widest : 4;
     const int64_t ctas = int64_t(grid.x) * grid.y * grid.z;
