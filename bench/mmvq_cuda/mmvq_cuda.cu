@@ -280,15 +280,19 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
             const double nmse = llmrt::testing::nmse(got.data(), ref.data(), int64_t(ref.size()));
 
             const int launches = int(std::clamp<int64_t>(int64_t(2e8 / double(matrix_bytes)), 8 * nbuf / 4 + 4, 400));
+            // The command line's copy path and warp cap, with or without programmatic launch.
+            auto options = [](bool pdl) {
+                cuda::launch_options o;
+                o.programmatic_dependent_launch = pdl;
+                o.allow_tensor_map = !per_row_copies;
+                o.mmvq_max_warps = max_warps;
+                return o;
+            };
             auto launch = [&](bool pdl) {
                 return [&, pdl](int i, cudaStream_t stream) {
                     cuda::qmatrix_view wi = wv;
                     wi.data = w + (i % nbuf) * slot_bytes;
-                    cuda::launch_options o;
-                    o.programmatic_dependent_launch = pdl;
-                    o.allow_tensor_map = !per_row_copies;
-                    o.mmvq_max_warps = max_warps;
-                    cuda::mmvq_prepared(wi, prepared, yv, stream, o);
+                    cuda::mmvq_prepared(wi, prepared, yv, stream, options(pdl));
                 };
             };
             const double us_pdl = time_graph(launches, 7, launch(true));
@@ -296,21 +300,13 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
             for (int i = 0; i < launches; ++i) products[std::size_t(i)].w.data = w + (i % nbuf) * slot_bytes;
             const double us_shared = time_graph(launches, 7, [&](int i, cudaStream_t stream) {
                 if (i > 0) return;  // one call launches them all
-                cuda::launch_options o;
-                o.programmatic_dependent_launch = true;
-                o.allow_tensor_map = !per_row_copies;
-                o.mmvq_max_warps = max_warps;
-                cuda::mmvq_prepared_many(products, prepared, stream, o);
+                cuda::mmvq_prepared_many(products, prepared, stream, options(true));
             });
             const double us_plain = quick ? 0.0 : time_graph(launches, 7, launch(false));
             const double us_pair = quick ? 0.0 : time_graph(launches, 7, [&](int i, cudaStream_t stream) {
                 cuda::qmatrix_view wi = wv;
                 wi.data = w + (i % nbuf) * slot_bytes;
-                cuda::launch_options o;
-                o.programmatic_dependent_launch = true;
-                o.allow_tensor_map = !per_row_copies;
-                o.mmvq_max_warps = max_warps;
-                cuda::mmvq(wi, xv, yv, scratch, scratch_bytes, stream, o);
+                cuda::mmvq(wi, xv, yv, scratch, scratch_bytes, stream, options(true));
             });
             const double us = quick ? us_pdl : std::min(us_pdl, us_plain);
             if (ncols == 1) us_one = us, us_shared_one = us_shared;
