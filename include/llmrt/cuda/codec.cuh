@@ -55,8 +55,13 @@ __device__ __forceinline__ void unrolled_for(F&& f) {
         std::make_integer_sequence<int, N>{});
 }
 
-// Byte i of w, and byte i of w in all four bytes.
-__device__ __forceinline__ int byte_of(uint32_t w, int i) { return int((w >> (8 * i)) & 0xffu); }
+// Byte i of w (one prmt: bytes 1..3 of the result come from the zero word), and byte i of w in
+// all four bytes.
+__device__ __forceinline__ int byte_of(uint32_t w, int i) { return int(ptx::byte_perm_unmasked(w, 0, 0x4440u + unsigned(i))); }
+// Byte i of w as a signed value: selector nibble i for byte 0, 8 + i (byte i's sign) for the others.
+__device__ __forceinline__ int signed_byte_of(uint32_t w, int i) {
+    return int(ptx::byte_perm_unmasked(w, 0, 0x8880u + 0x1111u * unsigned(i)));
+}
 __device__ __forceinline__ uint32_t replicate_byte(uint32_t w, int i) { return ptx::byte_perm(w, 0, 0x1111u * unsigned(i)); }
 
 // Float steps of the canonical order, rounded exactly as written.
@@ -84,7 +89,7 @@ struct records {
     __device__ __forceinline__ static void b_fragment(const uint8_t* record, int lane, uint32_t& b0, uint32_t& b1) {
         const int g = lane >> 2, t = lane & 3;
         b0 = b1 = 0;
-        if (g < NCols) {
+        if (NCols == 8 || g < NCols) {  // g < 8: no test at 8 columns
             b0 = *reinterpret_cast<const uint32_t*>(record + 32 * g + 4 * t);
             b1 = *reinterpret_cast<const uint32_t*>(record + 32 * g + 16 + 4 * t);
         }
@@ -95,7 +100,7 @@ struct records {
 #pragma unroll
         for (int ci = 0; ci < 2; ++ci) {
             a[ci] = q8_1_aux{0.0f, 0.0f, 0, 0};
-            if (2 * t + ci < NCols) a[ci] = aux(record, 2 * t + ci);
+            if (NCols == 8 || 2 * t + ci < NCols) a[ci] = aux(record, 2 * t + ci);
         }
     }
 };

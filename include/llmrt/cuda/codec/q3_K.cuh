@@ -36,13 +36,6 @@ struct device_codec<q3_K> {
     __device__ __forceinline__ static uint32_t signed_scales(uint32_t words) {
         return (words & 0x1f1f1f1fu) | ((~words & 0x20202020u) * 7u);
     }
-    // Scales of the two sub-blocks of 32-block i (0..3) of a part.
-    __device__ __forceinline__ static void block_scales(const uint32_t (&words)[2], int i, int& sc_a, int& sc_b) {
-        const uint32_t s = words[i >> 1] >> (16 * (i & 1));
-        sc_a = int(s & 0xffu) - 32;
-        sc_b = int((s >> 8) & 0xffu) - 32;
-    }
-
     __device__ static float dot_q8_1(const q3_K& w, const q8_1* x) {
         float sd = 0.0f;
         for (int b = 0; b < 8; ++b) {
@@ -135,6 +128,8 @@ struct device_codec<q3_K> {
                 qa[ri] = ptx::load_u32_at<align, Residue>(block + 32 + 32 * h + 4 * t);
                 qb[ri] = ptx::load_u32_at<align, Residue>(block + 48 + 32 * h + 4 * t);
                 scale_words(s[ri], h, scales[ri]);
+                scales[ri][0] = signed_scales(scales[ri][0]);  // each scale then one sign-extending prmt
+                scales[ri][1] = signed_scales(scales[ri][1]);
             }
             float sd[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
 #pragma unroll
@@ -149,7 +144,8 @@ struct device_codec<q3_K> {
                 for (int ri = 0; ri < 2; ++ri) {
                     va[ri] = quants(qa[ri] >> (2 * i), hm_a[ri], b);
                     vb[ri] = quants(qb[ri] >> (2 * i), hm_b[ri], b);
-                    block_scales(scales[ri], i, sc_a[ri], sc_b[ri]);
+                    sc_a[ri] = detail::signed_byte_of(scales[ri][i >> 1], 2 * (i & 1));
+                    sc_b[ri] = detail::signed_byte_of(scales[ri][i >> 1], 2 * (i & 1) + 1);
                 }
                 int ca[4] = {0, 0, 0, 0}, cb[4] = {0, 0, 0, 0};
                 ptx::mma_s8_m16n8k16(ca, va[0], va[1], b0);
