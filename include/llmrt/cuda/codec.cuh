@@ -69,6 +69,16 @@ __device__ __forceinline__ float fma_rn(float a, float b, float c) { return __fm
 __device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ float to_float(int v) { return __int2float_rn(v); }
 
+// Integer-to-float by a bias: an integer sum started from float_bias_bits (the bits of 1.5·2^23)
+// ends at the bits of 1.5·2^23 + I, which for |I| < 2^22 is that float exactly; one exact
+// subtraction then gives float(I), the value to_float(I) gives. Where the sum is a chain of
+// multiply-adds (or an mma accumulator) the bias costs nothing, and the subtraction runs on an
+// FMA pipe instead of the conversion's. Measured on the H100 at 8 columns: Q3_K's scaled
+// sub-block sums 1-2% faster on every shape; Q2_K's mma results started from the bias 2-5% slower
+// on the three large shapes (four registers more), MXFP4 and Q8_0 the same; so only Q3_K uses it.
+inline constexpr int float_bias_bits = 0x4B400000;
+__device__ __forceinline__ float from_biased(int biased) { return __fsub_rn(__int_as_float(biased), 12582912.0f); }
+
 // Reading mmvq's activation records (layout in activations.cuh) from shared memory.
 template <int NCols>
 struct records {
@@ -232,7 +242,9 @@ __device__ __forceinline__ void accumulate_sub16(const uint32_t (&v)[8], int sc_
 }
 
 // The same for the tensor-core form: ca, cb the k16 mma results of sub-blocks a and b (rows lo/hi
-// × the lane's column pair), u not scaled.
+// × the lane's column pair), u not scaled. Biased: I is formed from float_bias_bits and converted
+// by from_biased, for codecs whose |I| stays below 2^22.
+template <bool Biased = false>
 __device__ __forceinline__ void accumulate_sub16_mma(const int (&ca)[4], const int (&cb)[4], const int (&sc_a)[2],
                                                      const int (&sc_b)[2], int offset, const q8_1_aux (&x)[2],
                                                      float (&sd)[2][2]) {
@@ -242,7 +254,8 @@ __device__ __forceinline__ void accumulate_sub16_mma(const int (&ca)[4], const i
         for (int ci = 0; ci < 2; ++ci) {
             const int I = sc_a[ri] * (ca[2 * ri + ci] - offset * x[ci].sum_lo) +
                           sc_b[ri] * (cb[2 * ri + ci] - offset * x[ci].sum_hi);
-            sd[ri][ci] = fma_rn(x[ci].d, to_float(I), sd[ri][ci]);
+            const float value = Biased ? from_biased(float_bias_bits + I) : to_float(I);
+            sd[ri][ci] = fma_rn(x[ci].d, value, sd[ri][ci]);
         }
 }
 

@@ -152,7 +152,8 @@ struct device_codec<q3_K> {
                 ptx::mma_s8_m16n8k16(cb, vb[0], vb[1], b1);
                 q8_1_aux x[2];
                 rec::aux_pair(record, lane, x);
-                detail::accumulate_sub16_mma(ca, cb, sc_a, sc_b, 0, x, sd);  // signed quants: no offset
+                // Signed quants: no offset; |I| <= 2·32·4·127·16, below 2^22.
+                detail::accumulate_sub16_mma<true>(ca, cb, sc_a, sc_b, 0, x, sd);
             }
 #pragma unroll
             for (int ri = 0; ri < 2; ++ri)
