@@ -4,6 +4,7 @@
 //
 // Canonical order, per 32-block with I = sc_a·Σ_a q·qx + sc_b·Σ_b q·qx (integers):
 //   sd = fma(dx, I, sd); after each 4 blocks: acc = fma(d, sd, acc), sd = 0.
+// Both mmvq forms compute it with 4·I and d/4 (scale_words_times4): the same bits.
 #pragma once
 
 #include "llmrt/cuda/codec.cuh"
@@ -25,15 +26,10 @@ struct device_codec<q3_K> {
         return ptx::merge_bits(low, ~high_set, 0x03030303u);
     }
 
-    // The eight six-bit scales (+32) of sub-blocks 8·part .. 8·part+7, as bytes of two words.
-    __device__ __forceinline__ static void scale_words(const uint32_t (&s)[3], int part, uint32_t (&words)[2]) {
-#pragma unroll
-        for (int g = 0; g < 2; ++g)
-            words[g] = ((s[g] >> (4 * part)) & 0x0f0f0f0fu) | (((s[2] >> (2 * (2 * part + g))) & 0x03030303u) << 4);
-    }
-    // The same eight scales as int8 bytes 4·(v − 32): v's six bits at bits 2..7 with the top one
-    // flipped (4v − 128 either way). Fewer instructions than signed_scales of scale_words, for
-    // the tensor-core form, which takes each sum four times and a quarter of d (both exact).
+    // The eight six-bit scales v of sub-blocks 8·part .. 8·part+7 (low four bits in s[0..1], high
+    // two in s[2]) as int8 bytes 4·(v − 32) of two words: v's six bits at bits 2..7, the top one
+    // flipped (4v − 128 either way), three integer operations a word fewer than v − 32. Both
+    // forms take each integer sum four times so, and a quarter of d: exact, the same bits.
     __device__ __forceinline__ static void scale_words_times4(const uint32_t (&s)[3], int part, uint32_t (&words)[2]) {
 #pragma unroll
         for (int g = 0; g < 2; ++g) {
@@ -42,11 +38,7 @@ struct device_codec<q3_K> {
             words[g] = ((low & 0x3c3c3c3cu) | (high & 0xc0c0c0c0u)) ^ 0x80808080u;
         }
     }
-    // The same bytes as the signed scales (v − 32 in each byte, v 0..63): the low five bits, and
-    // 0xe0 where bit 5 is clear.
-    __device__ __forceinline__ static uint32_t signed_scales(uint32_t words) {
-        return (words & 0x1f1f1f1fu) | ((~words & 0x20202020u) * 7u);
-    }
+
     __device__ static float dot_q8_1(const q3_K& w, const q8_1* x) {
         float sd = 0.0f;
         for (int b = 0; b < 8; ++b) {
@@ -79,14 +71,13 @@ struct device_codec<q3_K> {
         ptx::load_words<align>(block + 32 + 32 * part, q);
         ptx::load_words<align>(block, hmask);
         ptx::load_words<align>(block + 96, s);
-        scale_words(s, part, scales);
+        scale_words_times4(s, part, scales);
 #pragma unroll
         for (int j = 0; j < 8; ++j) hmask[j] >>= 4 * part;  // this part's 32-blocks at bits 0..3
-        const float d = ptx::load_fp16(block + 108);
+        const float d = detail::mul_rn(0.25f, ptx::load_fp16(block + 108));  // the scales are times 4
         float sd[NCols];
 #pragma unroll
         for (int c = 0; c < NCols; ++c) sd[c] = 0.0f;
-        const uint32_t signed_words[2] = {signed_scales(scales[0]), signed_scales(scales[1])};
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const int e = i < 3 ? i : 2;
@@ -98,9 +89,10 @@ struct device_codec<q3_K> {
                 v[j] = (low & low_mask) | ((hmask[j] << (2 * e + 2 - i)) & high_mask);
             }
             // Per column, the sub-blocks' Σ q·qx = Σ u·qx / 4^e − 4·Σ qx (|.| <= 4·127·16, so
-            // 16-bit halves), times their scales (bytes 2(i%2), 2(i%2) + 1 of word i/2) in one dp2a.
+            // 16-bit halves), times four times their scales (bytes 2(i%2), 2(i%2) + 1 of word
+            // i/2) in one dp2a: 4·I, whose sums are those of I times 4 exactly.
             const uint8_t* record = records + i * rec::bytes;
-            const int word = int(signed_words[i >> 1]);
+            const int word = int(scales[i >> 1]);
 #pragma unroll
             for (int c = 0; c < NCols; ++c) {
                 int sa, sb;
