@@ -55,14 +55,8 @@ __device__ __forceinline__ void unrolled_for(F&& f) {
         std::make_integer_sequence<int, N>{});
 }
 
-// Byte i of w (one prmt: bytes 1..3 of the result come from the zero word), and byte i of w in
-// all four bytes.
+// Byte i of w (one prmt: bytes 1..3 of the result come from the zero word).
 __device__ __forceinline__ int byte_of(uint32_t w, int i) { return int(ptx::byte_perm_unmasked(w, 0, 0x4440u + unsigned(i))); }
-// Byte i of w as a signed value: selector nibble i for byte 0, 8 + i (byte i's sign) for the others.
-__device__ __forceinline__ int signed_byte_of(uint32_t w, int i) {
-    return int(ptx::byte_perm_unmasked(w, 0, 0x8880u + 0x1111u * unsigned(i)));
-}
-__device__ __forceinline__ uint32_t replicate_byte(uint32_t w, int i) { return ptx::byte_perm(w, 0, 0x1111u * unsigned(i)); }
 
 // Float steps of the canonical order, rounded exactly as written.
 __device__ __forceinline__ float fma_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
@@ -75,7 +69,8 @@ __device__ __forceinline__ float to_float(int v) { return __int2float_rn(v); }
 // multiply-adds (or an mma accumulator) the bias costs nothing, and the subtraction runs on an
 // FMA pipe instead of the conversion's. Measured on the H100 at 8 columns: Q3_K's scaled
 // sub-block sums 1-2% faster on every shape; Q2_K's mma results started from the bias 2-5% slower
-// on the three large shapes (four registers more), MXFP4 and Q8_0 the same; so only Q3_K uses it.
+// on the three large shapes (four registers more), MXFP4 and Q8_0 the same; so the bias goes
+// where a dp2a forms the sum (Q2_K's min terms, Q3_K's scaled sums), not into mma accumulators.
 inline constexpr int float_bias_bits = 0x4B400000;
 __device__ __forceinline__ float from_biased(int biased) { return __fsub_rn(__int_as_float(biased), 12582912.0f); }
 
@@ -111,6 +106,17 @@ struct records {
         for (int ci = 0; ci < 2; ++ci) {
             a[ci] = q8_1_aux{0.0f, 0.0f, 0, 0};
             if (NCols == 8 || 2 * t + ci < NCols) a[ci] = aux(record, 2 * t + ci);
+        }
+    }
+    // The same as one 16-byte load each, for codecs that read the sums too (the compiler
+    // otherwise loads the fields one by one).
+    __device__ __forceinline__ static void aux_pair_whole(const uint8_t* record, int lane, q8_1_aux (&a)[2]) {
+        const int t = lane & 3;
+#pragma unroll
+        for (int ci = 0; ci < 2; ++ci) {
+            int4 v = make_int4(0, 0, 0, 0);
+            if (NCols == 8 || 2 * t + ci < NCols) v = *reinterpret_cast<const int4*>(record + 32 * NCols + 16 * (2 * t + ci));
+            a[ci] = q8_1_aux{__int_as_float(v.x), __int_as_float(v.y), v.z, v.w};
         }
     }
 };
@@ -242,9 +248,7 @@ __device__ __forceinline__ void accumulate_sub16(const uint32_t (&v)[8], int sc_
 }
 
 // The same for the tensor-core form: ca, cb the k16 mma results of sub-blocks a and b (rows lo/hi
-// × the lane's column pair), u not scaled. Biased: I is formed from float_bias_bits and converted
-// by from_biased, for codecs whose |I| stays below 2^22.
-template <bool Biased = false>
+// × the lane's column pair), u not scaled.
 __device__ __forceinline__ void accumulate_sub16_mma(const int (&ca)[4], const int (&cb)[4], const int (&sc_a)[2],
                                                      const int (&sc_b)[2], int offset, const q8_1_aux (&x)[2],
                                                      float (&sd)[2][2]) {
@@ -254,8 +258,7 @@ __device__ __forceinline__ void accumulate_sub16_mma(const int (&ca)[4], const i
         for (int ci = 0; ci < 2; ++ci) {
             const int I = sc_a[ri] * (ca[2 * ri + ci] - offset * x[ci].sum_lo) +
                           sc_b[ri] * (cb[2 * ri + ci] - offset * x[ci].sum_hi);
-            const float value = Biased ? from_biased(float_bias_bits + I) : to_float(I);
-            sd[ri][ci] = fma_rn(x[ci].d, value, sd[ri][ci]);
+            sd[ri][ci] = fma_rn(x[ci].d, to_float(I), sd[ri][ci]);
         }
 }
 

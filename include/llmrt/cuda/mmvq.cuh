@@ -901,6 +901,26 @@ bool mmvq_shared_ring_of_two(const mmvq_params& p, int64_t ctas, int split, cons
            p.stages > 2 && mmvq_one_wave_ctas_per_sm(ctas, split, device) > 0;
 }
 
+// Shared memory for a CTA of the tensor-core form in a one-wave grid (0 elsewhere): enough that an
+// SM holds at most one CTA of the next launch beside this grid's where X comes after the previous
+// kernel, two where it is shared. The next launch's CTAs start at once and copy their weights;
+// where X comes after the previous kernel, the more copies they have in flight, the later this
+// launch's wait returns (see "Where the time goes between launches" in bench/RESULTS.md). Without
+// this bound registers set how many fit, and a kernel three registers leaner (Q3_K's dp2a sums)
+// let one more in and lost: on the H100, 8 columns, Q3_K 14336×4096 after previous 17.3 -> 20.0
+// µs, 4096×4096 shared 4.45 -> 4.74 µs; with the bound 16.8 and 4.34 µs. It also took MXFP4
+// 14336×4096 after previous from 22.8 to 19.2 µs, Q4_K from 16.7 to 15.3 µs, Q5_K (7 columns)
+// from 20.2 to 18.0 µs, and Q2_K 4096×4096 shared from 4.12 to 3.79 µs; elsewhere within 2%.
+// Room for one where X is shared lost (Q3_K 4096×4096 5.07 µs); so did the bound at 1 column
+// (Q2_K 4096×4096 shared 2.14 -> 2.98 µs). Copies only: never changes a result.
+inline std::size_t mmvq_tensor_core_cta_smem(const mmvq_params& p, int64_t ctas, int split,
+                                             const device_limits& device) {
+    const int64_t per_sm = mmvq_one_wave_ctas_per_sm(ctas, split, device);
+    if (per_sm == 0) return 0;
+    const int64_t room = p.activations == int(activation_order::after_previous) ? 1 : 2;
+    return std::size_t(device.smem_per_sm / (per_sm + room + 1) - device.smem_reserved_per_cta + 256);
+}
+
 // `split`: the warps per CTA, which run the p.shares shares of the k-split.
 template <class B, int NCols, int MaxSplit, bool Wide, bool SharedTile, bool SeveralShares>
 void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int split, const device_limits& device,
@@ -919,6 +939,8 @@ void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int 
         p.lookahead = std::min(p.lookahead, 2);
         smem = std::size_t(split) * p.stages * p.slot_bytes;
     }
+    if constexpr (layout::tensor_cores)
+        if (!one_step) smem = std::max(smem, mmvq_tensor_core_cta_smem(p, ctas, split, device));
     if (p.shares > split)  // the sums of each share, past the rings
         smem += std::size_t(p.shares) * NCols * mmvq_tile_rows * sizeof(float);
     {

@@ -140,22 +140,30 @@ struct device_codec<q3_K> {
                 uint32_t b0, b1;
                 rec::b_fragment(record, lane, b0, b1);
                 uint32_t va[2], vb[2];
-                int sc_a[2], sc_b[2];
 #pragma unroll
                 for (int ri = 0; ri < 2; ++ri) {
                     va[ri] = quants(qa[ri] >> (2 * i), hm_a[ri], b);
                     vb[ri] = quants(qb[ri] >> (2 * i), hm_b[ri], b);
-                    sc_a[ri] = detail::signed_byte_of(scales[ri][i >> 1], 2 * (i & 1));
-                    sc_b[ri] = detail::signed_byte_of(scales[ri][i >> 1], 2 * (i & 1) + 1);
                 }
                 int ca[4] = {0, 0, 0, 0}, cb[4] = {0, 0, 0, 0};
                 ptx::mma_s8_m16n8k16(ca, va[0], va[1], b0);
                 ptx::mma_s8_m16n8k16(cb, vb[0], vb[1], b1);
                 q8_1_aux x[2];
                 rec::aux_pair(record, lane, x);
-                // Signed quants: no offset. 4·I, |4·I| <= 4·2·32·4·127·16, below 2^22, and the
-                // sums of 4·I are those of I times 4 exactly, which the quarter of d undoes.
-                detail::accumulate_sub16_mma<true>(ca, cb, sc_a, sc_b, 0, x, sd);
+                // Signed quants: no offset. As in dot_part, the two sub-block sums as 16-bit halves
+                // against the row's scale bytes in one dp2a: 4·I, |4·I| <= 4·2·32·4·127·16, below
+                // 2^22, so started from float_bias_bits, and the sums of 4·I are those of I times
+                // 4 exactly, which the quarter of d undoes. Against each scale as a signed byte and
+                // two multiply-adds, on the H100, 8 columns, shared X: 128256×4096 112.2 -> 106.3 µs,
+                // 14336×4096 13.9 -> 13.0 µs, 4096×14336 14.0 -> 13.1 µs.
+#pragma unroll
+                for (int ri = 0; ri < 2; ++ri)
+#pragma unroll
+                    for (int ci = 0; ci < 2; ++ci) {
+                        const int sums = ptx::pack_low_halves(ca[2 * ri + ci], cb[2 * ri + ci]);
+                        const int I = ptx::dp2a(sums, int(scales[ri][i >> 1]), detail::float_bias_bits, i & 1);
+                        sd[ri][ci] = detail::fma_rn(x[ci].d, detail::from_biased(I), sd[ri][ci]);
+                    }
             }
 #pragma unroll
             for (int ri = 0; ri < 2; ++ri)
