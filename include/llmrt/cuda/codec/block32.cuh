@@ -12,8 +12,10 @@ namespace llmrt::cuda::detail {
 //   static constexpr int align                                     (see codec.cuh)
 //   static float scale(const uint8_t* block)
 //   static void values(const uint8_t* block, uint32_t (&v)[8])     v[j]: elements 4j .. 4j+3
-//   template <int Residue> static void a_fragment(const uint8_t* block, int t, uint32_t& lo, uint32_t& hi)
-//                                                                   elements 4t.., and 16+4t..
+//   static constexpr int a_parts: 1, or 2 where the values come as a positive and a negative part
+//   template <int Residue> static void a_fragment(const uint8_t* block, int t, uint32_t (&w)[2 * a_parts])
+//       w[0], w[1]: elements 4t.. and 16+4t.. (of the positive part, whose negative part is w[2],
+//       w[3]: value = positive − negative, each in [0, 127])
 //   static constexpr bool paired_fragments: true where a_fragment gives instead elements 4t,
 //   16+4t, 4t+1, 17+4t and 4t+2, 18+4t, 4t+3, 19+4t (the order of two 4-bit codes per byte). A
 //   lane's A and B words cover the same 8 of the 32 k positions, so mma_step permutes its B
@@ -69,16 +71,25 @@ struct block32_codec {
                 const uint32_t low = b0, high = b1;
                 to_paired_order(low, high, b0, b1);
             }
-            uint32_t a[4];
+            constexpr int parts = Bits::a_parts;
+            uint32_t words[2][2 * parts];  // [row lo/hi]
             float dw[2];
 #pragma unroll
             for (int ri = 0; ri < 2; ++ri) {
                 const uint8_t* block = (ri ? row_hi : row_lo) + b * int(sizeof(Block));
                 dw[ri] = Bits::scale(block);
-                Bits::template a_fragment<ptx::residue_after(Residue, b * int(sizeof(Block)))>(block, t, a[ri], a[ri + 2]);
+                Bits::template a_fragment<ptx::residue_after(Residue, b * int(sizeof(Block)))>(block, t, words[ri]);
             }
             int c[4] = {0, 0, 0, 0};
+            const uint32_t a[4] = {words[0][0], words[1][0], words[0][1], words[1][1]};
             ptx::mma_s8_m16n8k32(c, a, b0, b1);
+            if constexpr (parts == 2) {
+                int negative[4] = {0, 0, 0, 0};
+                const uint32_t an[4] = {words[0][2], words[1][2], words[0][3], words[1][3]};
+                ptx::mma_s8_m16n8k32(negative, an, b0, b1);
+#pragma unroll
+                for (int j = 0; j < 4; ++j) c[j] -= negative[j];
+            }
             q8_1_aux x[2];
             rec::aux_pair(record, lane, x);
 #pragma unroll

@@ -17,10 +17,11 @@ struct q8_0_bits {
     __device__ __forceinline__ static void values(const uint8_t* block, uint32_t (&v)[8]) {
         ptx::load_words<align>(block + 2, v);
     }
+    static constexpr int a_parts = 1;
     template <int Residue>
-    __device__ __forceinline__ static void a_fragment(const uint8_t* block, int t, uint32_t& lo, uint32_t& hi) {
-        lo = ptx::load_u32_at<align, ptx::residue_after(Residue, 2)>(block + 2 + 4 * t);
-        hi = ptx::load_u32_at<align, ptx::residue_after(Residue, 18)>(block + 18 + 4 * t);
+    __device__ __forceinline__ static void a_fragment(const uint8_t* block, int t, uint32_t (&w)[2]) {
+        w[0] = ptx::load_u32_at<align, ptx::residue_after(Residue, 2)>(block + 2 + 4 * t);
+        w[1] = ptx::load_u32_at<align, ptx::residue_after(Residue, 18)>(block + 18 + 4 * t);
     }
 };
 
