@@ -12,10 +12,11 @@ namespace llmrt::cuda::detail {
 //   static constexpr int align                                     (see codec.cuh)
 //   static float scale(const uint8_t* block)
 //   static void values(const uint8_t* block, uint32_t (&v)[8])     v[j]: elements 4j .. 4j+3
-//   static constexpr int a_parts: 1, or 2 where the values come as a positive and a negative part
+//   static constexpr int a_parts: 1, or 2 where the values come as two parts (value = positive −
+//   negative, each part in [0, 127]), one mma each
 //   template <int Residue> static void a_fragment(const uint8_t* block, int t, uint32_t (&w)[2 * a_parts])
-//       w[0], w[1]: elements 4t.. and 16+4t.. (of the positive part, whose negative part is w[2],
-//       w[3]: value = positive − negative, each in [0, 127])
+//       w[0], w[1]: elements 4t.. and 16+4t.. as int8 (their positive parts where a_parts is 2,
+//       and w[2], w[3] their negative parts)
 //   static constexpr bool paired_fragments: true where a_fragment gives instead elements 4t,
 //   16+4t, 4t+1, 17+4t and 4t+2, 18+4t, 4t+3, 19+4t (the order of two 4-bit codes per byte). A
 //   lane's A and B words cover the same 8 of the 32 k positions, so mma_step permutes its B
