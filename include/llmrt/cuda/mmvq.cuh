@@ -806,10 +806,15 @@ inline int64_t mmvq_cta_ring_budget(int64_t ctas, int split, const device_limits
 inline bool mmvq_one_step_warps(int64_t ctas, int split, const device_limits& device, int64_t steps_per_warp) {
     return steps_per_warp == 1 && mmvq_one_wave_ctas_per_sm(ctas, split, device) > 0;
 }
+// Shared memory for a CTA such that an SM holds at most `room` CTAs more than the `per_sm` of its
+// grid: each CTA's share (this plus the reserved part) is just above the SM's memory over
+// per_sm + room + 1.
+inline std::size_t mmvq_cta_smem_leaving_room(int64_t per_sm, int64_t room, const device_limits& device) {
+    return std::size_t(device.smem_per_sm / (per_sm + room + 1) - device.smem_reserved_per_cta + 256);
+}
 // Shared memory for a CTA of such a grid: enough that the SM holds no two CTAs more.
 inline std::size_t mmvq_one_step_cta_smem(int64_t ctas, int split, const device_limits& device) {
-    const int64_t ctas_per_sm = mmvq_one_wave_ctas_per_sm(ctas, split, device);
-    return std::size_t(device.smem_per_sm / (ctas_per_sm + 2) - device.smem_reserved_per_cta + 256);
+    return mmvq_cta_smem_leaving_room(mmvq_one_wave_ctas_per_sm(ctas, split, device), 1, device);
 }
 // Steps of a warp's range of whole units.
 template <class Layout, class B>
@@ -918,7 +923,7 @@ inline std::size_t mmvq_tensor_core_cta_smem(const mmvq_params& p, int64_t ctas,
     const int64_t per_sm = mmvq_one_wave_ctas_per_sm(ctas, split, device);
     if (per_sm == 0) return 0;
     const int64_t room = p.activations == int(activation_order::after_previous) ? 1 : 2;
-    return std::size_t(device.smem_per_sm / (per_sm + room + 1) - device.smem_reserved_per_cta + 256);
+    return mmvq_cta_smem_leaving_room(per_sm, room, device);
 }
 
 // `split`: the warps per CTA, which run the p.shares shares of the k-split.

@@ -130,7 +130,7 @@ struct device_codec<q3_K> {
                 const uint8_t* block = ri ? row_hi : row_lo;
                 qa[ri] = ptx::load_u32_at<align, Residue>(block + 32 + 32 * h + 4 * t);
                 qb[ri] = ptx::load_u32_at<align, Residue>(block + 48 + 32 * h + 4 * t);
-                scale_words_times4(s[ri], h, scales[ri]);  // each scale then one sign-extending prmt
+                scale_words_times4(s[ri], h, scales[ri]);  // read whole by the dp2a below
             }
             float sd[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
 #pragma unroll
