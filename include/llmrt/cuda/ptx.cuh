@@ -212,9 +212,13 @@ __device__ __forceinline__ uint32_t spread_byte_signs(uint32_t v) {
     return r;
 }
 
-// (a & mask) | (b & ~mask) in one instruction (LOP3).
-__device__ __forceinline__ uint32_t merge_bits(uint32_t a, uint32_t b, uint32_t mask) {
-    return (a & mask) | (b & ~mask);
+// (a & mask) | (~b & ~mask) in one LOP3 (lookup table 0xb1 over a = 0xf0, b = 0xcc, mask = 0xaa).
+// Written as C++, with b's complement taken by the caller, the compiler emitted three LOP3 for
+// it in Q3_K's tensor-core form (a mask, a merge and a flip).
+__device__ __forceinline__ uint32_t merge_bits_not(uint32_t a, uint32_t b, uint32_t mask) {
+    uint32_t r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xb1;" : "=r"(r) : "r"(a), "r"(b), "r"(mask));
+    return r;
 }
 
 // The 32-bit word starting at byte address p, where p is known to be a multiple of Align bytes.

@@ -20,10 +20,13 @@ struct device_codec<q3_K> {
     static constexpr bool reads_at_residue = true;
 
     // The signed quants of 4 elements of 32-block b: `low` their qs word shifted right by
-    // 2(b%4), `hmask` their hmask word. A clear hmask bit makes low − 4, i.e. low | 0xfc.
+    // 2(b%4), `hmask` their hmask word. A clear hmask bit makes low − 4, i.e. low | 0xfc: one LOP3
+    // (merge_bits_not), where the same formula in C++ compiled to three. On the H100, 8 columns,
+    // shared X: 4096×4096 4.30 -> 4.17 µs, 14336×4096 13.08 -> 11.84 µs, 4096×14336 13.42 -> 12.45
+    // µs, 128256×4096 105.3 -> 103.2 µs; 1 to 4 columns (the dp4a form) unchanged.
     __device__ __forceinline__ static uint32_t quants(uint32_t low, uint32_t hmask, int b) {
         const uint32_t high_set = ptx::spread_byte_signs(hmask << (7 - b));
-        return ptx::merge_bits(low, ~high_set, 0x03030303u);
+        return ptx::merge_bits_not(low, high_set, 0x03030303u);
     }
 
     // The eight six-bit scales v of sub-blocks 8·part .. 8·part+7 (low four bits in s[0..1], high
