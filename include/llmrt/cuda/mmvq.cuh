@@ -425,9 +425,17 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
     // comes through the tensor map), the tensor-core form of codecs of unaligned blocks reads them
     // at fixed offsets: residue 0 at every step for Q8_0 and MXFP4, 0 and 2 by turns for Q3_K
     // and Q6_K, whose substeps are 2 bytes past a multiple of 4. On the H100, 8 columns: MXFP4
-    // 14336×4096 27.4 -> 24.1 µs, Q8_0 4096×4096 9.0 -> 8.3 µs. The dp4a form gained nothing
-    // from it at 1 column and lost up to 4% at 4 (its decoding twice over, for both cases).
-    constexpr bool residue_known = layout::tensor_cores && layout::substeps == 1 && reads_at_residue<codec>();
+    // 14336×4096 27.4 -> 24.1 µs, Q8_0 4096×4096 9.0 -> 8.3 µs. In the dp4a form only Q3_K's
+    // parts read so (parts_read_at_residue), by pairs of substeps at residues 0 and 2: the
+    // unaligned words' extra loads, shifts and address arithmetic were 29 of its 262 instructions
+    // per substep. With the rotations of its dot_part, 224. On the H100, after the previous kernel:
+    // 1 column 14336×4096 11.58 -> 11.29 µs, 4096×14336 11.50 -> 11.25 µs, 4096×4096 4.11 -> 3.98
+    // µs; shared X: 4 columns 14336×4096 13.54 -> 12.69 µs, 4096×14336 13.18 -> 12.56 µs,
+    // 128256×4096 108.5 -> 101.8 µs; 1 column the same (4096×4096 2.78 -> 2.84 µs). The same for
+    // Q6_K lost up to 9% at 4 columns (4096×14336 after previous 20.7 -> 22.6 µs), and for Q8_0
+    // and MXFP4 it gained nothing at 1 column and lost up to 4% at 4 (their decoding twice over).
+    constexpr bool residue_known = layout::tensor_cores ? layout::substeps == 1 && reads_at_residue<codec>()
+                                                        : parts_read_at_residue<codec>();
     constexpr bool residue_alternates = layout::substep_bytes % 4 != 0;
     const unsigned mis_first = __shfl_sync(0xffffffffu, mis_a, 0);
     const bool rows_share_residue =
@@ -443,34 +451,56 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
     // `shift` moves the rows' misalignment at sub_begin to that step's.
     auto decode_substeps = [&](const uint8_t* slot_records, int sub, unsigned shift, int g_begin, int g_end) {
         const uint8_t* slot_base = slot_records + layout::records_region;
+        // Substep g, whose rows sit at `residue` modulo 4 where it is known (else -1); false past
+        // the warp's range.
+        auto decode_substep = [&](int g, auto residue) {
+            const int nvalid32 = min(8, p.nblocks32 - 8 * (sub + g));
+            if (sub + g >= sub_end || nvalid32 <= 0) return false;
+            const uint8_t* records = slot_records + 8 * g * layout::record_bytes;
+            const uint8_t* row_a = slot_base + my_row_a * pitch + ((mis_a + shift) & 15u) + g * layout::substep_bytes;
+            if constexpr (layout::tensor_cores) {
+                const uint8_t* row_b = slot_base + my_row_b * pitch + ((mis_b + shift) & 15u) + g * layout::substep_bytes;
+                if constexpr (residue_known)
+                    codec::template mma_step<NCols, decltype(residue)::value>(row_a, row_b, nvalid32, records, lane, acc_mma);
+                else
+                    codec::template mma_step<NCols>(row_a, row_b, nvalid32, records, lane, acc_mma);
+            } else {
+                const int part = lane >> 4;
+                const int nvalid = max(0, min(4, nvalid32 - 4 * part));
+                if constexpr (residue_known)
+                    codec::template dot_part<NCols, decltype(residue)::value>(
+                        row_a, part, nvalid, records + 4 * part * layout::record_bytes, acc_lane);
+                else
+                    codec::template dot_part<NCols>(row_a, part, nvalid, records + 4 * part * layout::record_bytes, acc_lane);
+            }
+            return true;
+        };
         auto decode = [&](auto residue) {
 #pragma unroll 1
-            for (int g = g_begin; g < g_end; ++g) {
-                const int nvalid32 = min(8, p.nblocks32 - 8 * (sub + g));
-                if (sub + g >= sub_end || nvalid32 <= 0) break;
-                const uint8_t* records = slot_records + 8 * g * layout::record_bytes;
-                const uint8_t* row_a = slot_base + my_row_a * pitch + ((mis_a + shift) & 15u) + g * layout::substep_bytes;
-                if constexpr (layout::tensor_cores) {
-                    const uint8_t* row_b = slot_base + my_row_b * pitch + ((mis_b + shift) & 15u) + g * layout::substep_bytes;
-                    if constexpr (residue_known)
-                        codec::template mma_step<NCols, decltype(residue)::value>(row_a, row_b, nvalid32, records, lane, acc_mma);
-                    else
-                        codec::template mma_step<NCols>(row_a, row_b, nvalid32, records, lane, acc_mma);
-                } else {
-                    const int part = lane >> 4;
-                    const int nvalid = max(0, min(4, nvalid32 - 4 * part));
-                    codec::template dot_part<NCols>(row_a, part, nvalid, records + 4 * part * layout::record_bytes, acc_lane);
-                }
-            }
+            for (int g = g_begin; g < g_end; ++g)
+                if (!decode_substep(g, residue)) break;
         };
-        // The rows' address modulo 4 at this step, or -1 where it is not one value for all rows.
-        const int step_residue = rows_share_residue ? int((mis_first + shift) & 3u) : -1;
-        if (residue_known && step_residue == 0)
-            decode(std::integral_constant<int, 0>{});
-        else if (residue_known && residue_alternates && step_residue == 2)
+        // The rows' address modulo 4 at substep g_begin, or -1 where it is not one value for all rows.
+        const int step_residue =
+            rows_share_residue ? int((mis_first + shift + unsigned(g_begin * layout::substep_bytes)) & 3u) : -1;
+        using residue_0 = std::integral_constant<int, 0>;
+        using residue_2 = std::integral_constant<int, 2>;
+        if constexpr (!layout::tensor_cores && residue_known && residue_alternates) {
+            // The dp4a form's substeps of 2 bytes past a multiple of 4 (Q3_K) sit at residues 0
+            // and 2 by turns: one substep at 2 where the range starts there, then pairs.
+            if (step_residue < 0) return decode(std::integral_constant<int, -1>{});
+            int g = g_begin;
+            if (step_residue == 2 && !decode_substep(g++, residue_2{})) return;
+#pragma unroll 1
+            for (; g < g_end; g += 2)
+                if (!decode_substep(g, residue_0{}) || g + 1 >= g_end || !decode_substep(g + 1, residue_2{})) break;
+        } else if (residue_known && step_residue == 0) {
+            decode(residue_0{});
+        } else if (residue_known && residue_alternates && step_residue == 2) {
             decode(std::integral_constant<int, residue_alternates ? 2 : -1>{});
-        else
+        } else {
             decode(std::integral_constant<int, -1>{});
+        }
     };
     auto shift_at = [&](int sub) { return unsigned((sub - sub_begin) * layout::substep_bytes) & 15u; };
 

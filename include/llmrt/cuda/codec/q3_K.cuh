@@ -15,9 +15,11 @@ namespace llmrt::cuda {
 template <>
 struct device_codec<q3_K> {
     static constexpr int align = 2;
-    // mma_step reads at fixed offsets where mmvq knows its rows' address modulo 4 (codec.cuh); every
-    // word it reads sits at a multiple of 4 bytes from the block start, so at that same residue.
+    // mma_step and dot_part read at fixed offsets where mmvq knows their rows' address modulo 4
+    // (codec.cuh, mmvq.cuh); every word they read sits at a multiple of 4 bytes from the block
+    // start, so at that same residue.
     static constexpr bool reads_at_residue = true;
+    static constexpr bool parts_read_at_residue = true;
 
     // The signed quants of 4 elements of 32-block b: `low` their qs word shifted right by
     // 2(b%4), `hmask` their hmask word. A clear hmask bit makes low − 4, i.e. low | 0xfc: one LOP3
@@ -36,7 +38,9 @@ struct device_codec<q3_K> {
     __device__ __forceinline__ static void scale_words_times4(const uint32_t (&s)[3], int part, uint32_t (&words)[2]) {
 #pragma unroll
         for (int g = 0; g < 2; ++g) {
-            const uint32_t low = part ? s[g] >> 2 : s[g] << 2;   // this part's nibbles at bits 2..5
+            // This part's nibbles at bits 2..5: a rotation by 2 or by −2 (one operation where part
+            // is not known at compile time).
+            const uint32_t low = __funnelshift_l(s[g], s[g], 2 - 4 * part);
             const uint32_t high = s[2] << (6 - 2 * (2 * part + g));  // their two high bits at 6..7
             words[g] = ((low & 0x3c3c3c3cu) | (high & 0xc0c0c0c0u)) ^ 0x80808080u;
         }
@@ -64,19 +68,19 @@ struct device_codec<q3_K> {
     //   Σ q·x = Σ u·x − 4·Σ x   over a 16-element sub-block (Σ x: the record's sums).
     // u is formed in place: 32-block i of the part keeps its low bits at bit 2e of their bytes
     // (e = i, but 2 for i = 3, whose bits move down two places so that u·4^e fits a byte) and
-    // its high bit (bit 4·part + i of hmask) is shifted to bit 2e + 2; the dot then carries
-    // the factor 4^e, which one exact shift removes. Four operations per 4 quants.
-    template <int NCols>
+    // its high bit (bit 4·part + i of hmask) goes to bit 2e + 2 by rotating the hmask word left
+    // by 2e + 2 − i − 4·part (mod 32: every byte's bit lands in its own byte, and the other bits
+    // are masked off), one rotation per word for i = 1 and 3 alike; the dot then carries the
+    // factor 4^e, which one exact shift removes. Three operations per 4 quants and a rotation.
+    template <int NCols, int Residue = -1>
     __device__ __forceinline__ static void dot_part(const uint8_t* block, int part, int, const uint8_t* records,
                                                     float (&acc)[NCols]) {
         using rec = detail::records<NCols>;
         uint32_t q[8], hmask[8], s[3], scales[2];
-        ptx::load_words<align>(block + 32 + 32 * part, q);
-        ptx::load_words<align>(block, hmask);
-        ptx::load_words<align>(block + 96, s);
+        ptx::load_words_at<align, Residue>(block + 32 + 32 * part, q);
+        ptx::load_words_at<align, Residue>(block, hmask);
+        ptx::load_words_at<align, Residue>(block + 96, s);
         scale_words_times4(s, part, scales);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) hmask[j] >>= 4 * part;  // this part's 32-blocks at bits 0..3
         const float d = detail::mul_rn(0.25f, ptx::load_fp16(block + 108));  // the scales are times 4
         float sd[NCols];
 #pragma unroll
@@ -89,7 +93,7 @@ struct device_codec<q3_K> {
 #pragma unroll
             for (int j = 0; j < 8; ++j) {
                 const uint32_t low = i < 3 ? q[j] : q[j] >> 2;
-                v[j] = (low & low_mask) | ((hmask[j] << (2 * e + 2 - i)) & high_mask);
+                v[j] = (low & low_mask) | (__funnelshift_l(hmask[j], hmask[j], 2 * e + 2 - i - 4 * part) & high_mask);
             }
             // Per column, the sub-blocks' Σ q·qx = Σ u·qx / 4^e − 4·Σ qx (|.| <= 4·127·16, so
             // 16-bit halves), times four times their scales (bytes 2(i%2), 2(i%2) + 1 of word
