@@ -4,16 +4,47 @@ chains (X after the previous launch; launches sharing X), and the quantizer + mm
 4096x14336 against ggml's figures in DESIGN.md ("The peer to beat").
 
     python3 bench/mmvq_cuda/results_table.py bench/mmvq_cuda/results_h100_<date>.json
+
+Given several runs' JSON, each figure is the median over the runs (per configuration), and
+`--merged PATH` writes that median run as JSON:
+
+    python3 bench/mmvq_cuda/results_table.py run1.json run2.json run3.json --merged median.json
 """
 import json
+import statistics
 import sys
 
 GGML = {"q8_0": (27.2, 46.8), "mxfp4": (20.5, 41.2), "q2_K": (17.0, 59.2), "q3_K": (29.0, 65.8),
         "q4_K": (17.4, 68.6), "q5_K": (19.8, 72.1), "q6_K": (29.7, 62.4)}  # µs at 1 and 8 columns
 
 
-def main(path):
-    results = json.load(open(path))["results"]
+def median_run(paths):
+    """The first run with every numeric figure replaced by its median over the runs."""
+    runs = [json.load(open(p)) for p in paths]
+    key = lambda r: (r["type"], r["rows"], r["k"], r["ncols"])
+    others = [{key(r): r for r in run["results"]} for run in runs[1:]]
+    merged = dict(runs[0])
+    merged["results"] = []
+    for r in runs[0]["results"]:
+        same = [r] + [o[key(r)] for o in others if key(r) in o]
+        m = dict(r)
+        for field, value in r.items():
+            if isinstance(value, float) and field not in ("rows", "k", "ncols"):
+                m[field] = statistics.median(x[field] for x in same)
+        merged["results"].append(m)
+    if len(runs) > 1:
+        merged["runs"] = len(runs)
+    return merged
+
+
+def main(paths, merged_path=None):
+    run = median_run(paths)
+    if merged_path:  # the bench's own layout: one result per line
+        with open(merged_path, "w") as out:
+            head = {k: v for k, v in run.items() if k != "results"}
+            out.write("{\n" + "".join(f"  {json.dumps(k)}: {json.dumps(v)},\n" for k, v in head.items()))
+            out.write('  "results": [\n' + ",\n".join("    " + json.dumps(r) for r in run["results"]) + "\n  ]\n}\n")
+    results = run["results"]
     by_key = {(r["type"], r["rows"], r["k"], r["ncols"]): r for r in results}
     types = list(dict.fromkeys(r["type"] for r in results))
     shapes = list(dict.fromkeys((r["rows"], r["k"]) for r in results))
@@ -47,4 +78,10 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    args = sys.argv[1:]
+    merged = None
+    if "--merged" in args:
+        i = args.index("--merged")
+        merged = args[i + 1]
+        del args[i:i + 2]
+    main(args, merged)
