@@ -759,14 +759,22 @@ inline int64_t mmvq_one_wave_ctas_per_sm(int64_t ctas, int split, const device_l
 // warp takes a single step (`one_step`, mmvq_one_step_warps: the whole grid's W is asked for at
 // once), 128 bytes, for every type: on the H100, 4096×4096 at 1 column, Q4_K 4.22 -> 4.05 µs, Q5_K
 // 4.90 -> 4.57 µs, Q6_K 6.05 -> 5.88 µs, MXFP4 4.80 -> 4.73 µs, the others within 1%; 128 bytes
-// elsewhere lost up to 1.5 points (Q8_0 14336×4096 89.6 -> 88.2%). Copies only: never changes a
-// result.
-template <class B>
-CUtensorMapL2promotion mmvq_l2_promotion(int64_t ctas, int split, const device_limits& device, bool one_step) {
+// elsewhere lost up to 1.5 points (Q8_0 14336×4096 89.6 -> 88.2%). And 128 bytes for those
+// several-substep types' one-wave grids at 1 column with a shared X where a warp takes three
+// steps or more: on the H100, 14336×4096 Q3_K 9.37 -> 9.19 µs, Q2_K 7.15 -> 7.02 µs, MXFP4 11.47
+// -> 11.25 µs; 4096×14336 Q3_K 9.41 -> 9.26 µs, Q2_K 7.20 -> 7.06 µs, MXFP4 11.58 -> 11.44 µs.
+// With two steps per warp (MXFP4 4096×4096: 3.60 -> 3.71 µs), after the previous kernel (Q2_K
+// 14336×4096 8.23 -> 8.71 µs) and at 2 and 8 columns (within ±1%, MXFP4 4096×4096 8 columns after
+// previous 6.46 -> 6.79 µs) it did not pay. Copies only: never changes a result.
+template <class B, int NCols>
+CUtensorMapL2promotion mmvq_l2_promotion(const mmvq_params& p, int64_t ctas, int split, const device_limits& device,
+                                         bool one_step, int64_t steps_per_warp) {
     if (one_step) return CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
-    return mmvq_unit_substeps<B>() >= 2 && mmvq_one_wave_ctas_per_sm(ctas, split, device) > 0
-               ? CU_TENSOR_MAP_L2_PROMOTION_NONE
-               : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+    if (mmvq_unit_substeps<B>() < 2 || mmvq_one_wave_ctas_per_sm(ctas, split, device) == 0)
+        return CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+    const bool shared = p.activations == int(activation_order::shared);
+    return NCols == 1 && shared && steps_per_warp >= 3 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                                                       : CU_TENSOR_MAP_L2_PROMOTION_NONE;
 }
 
 // cuTensorMapEncodeTiled, reached through the runtime so that nothing links libcuda directly.
@@ -965,8 +973,8 @@ void launch_mmvq_kernel(mmvq_params p, const weight_geometry& w, dim3 grid, int 
     const int64_t steps_per_warp = mmvq_steps_per_warp<layout, B>(p, split);
     const bool one_step = mmvq_one_step_warps(ctas, split, device, steps_per_warp);
     CUtensorMap map{};
-    p.tensor_map = options.allow_tensor_map &&
-                   make_weight_tensor_map<layout>(map, w, mmvq_l2_promotion<B>(ctas, split, device, one_step));
+    const CUtensorMapL2promotion promotion = mmvq_l2_promotion<B, NCols>(p, ctas, split, device, one_step, steps_per_warp);
+    p.tensor_map = options.allow_tensor_map && make_weight_tensor_map<layout>(map, w, promotion);
     std::size_t smem = set_mmvq_ring<layout>(p, ctas, split, steps_per_warp, one_step, device);
     p.lookahead = mmvq_lookahead<B, NCols>(p.stages, split, steps_per_warp);
     if (mmvq_shared_ring_of_two<B>(p, ctas, split, device, one_step)) {
