@@ -16,7 +16,7 @@
 //       the dp4a form: one lane, one row, one half ("part") of a 256-element substep
 //   mma_step<NCols>(row_lo, row_hi, nvalid, records, lane, acc)
 //       the tensor-core form: one warp, 16 rows, a whole 256-element substep
-//   optional: paired_records<NCols>, reads_at_residue and parts_read_at_residue, below
+//   optional: paired_records<NCols> and reads_at_residue, below
 //
 // Both mmvq forms compute the same integers (exact) and then the same float operations in the
 // same order, spelled with the _rn intrinsics so no contraction differs: that is what makes a
@@ -135,20 +135,14 @@ constexpr bool pairs_records() {
         return false;
 }
 
-// Whether a codec's mma_step takes a second template argument: the address modulo 4 of the step's
-// rows where the launch knows it at compile time, else -1 (see codec/block32.cuh).
+// Whether a codec's `form` (mma_step or dot_part) takes a second template argument: the address
+// modulo 4 of its rows where the launch knows it at compile time, else -1 (see codec/block32.cuh).
+// A codec declares the forms that do as the mask `static constexpr unsigned reads_at_residue`.
+inline constexpr unsigned residue_in_mma_step = 1, residue_in_dot_part = 2;
 template <class Codec>
-constexpr bool reads_at_residue() {
+constexpr bool reads_at_residue(unsigned form) {
     if constexpr (requires { Codec::reads_at_residue; })
-        return Codec::reads_at_residue;
-    else
-        return false;
-}
-// The same for dot_part (parts_read_at_residue): the address modulo 4 of the lane's row.
-template <class Codec>
-constexpr bool parts_read_at_residue() {
-    if constexpr (requires { Codec::parts_read_at_residue; })
-        return Codec::parts_read_at_residue;
+        return (Codec::reads_at_residue & form) != 0;
     else
         return false;
 }

@@ -426,7 +426,7 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
     // at fixed offsets: residue 0 at every step for Q8_0 and MXFP4, 0 and 2 by turns for Q3_K
     // and Q6_K, whose substeps are 2 bytes past a multiple of 4. On the H100, 8 columns: MXFP4
     // 14336×4096 27.4 -> 24.1 µs, Q8_0 4096×4096 9.0 -> 8.3 µs. In the dp4a form only Q3_K's
-    // parts read so (parts_read_at_residue), by pairs of substeps at residues 0 and 2: the
+    // parts read so (reads_at_residue: residue_in_dot_part), by pairs of substeps at residues 0 and 2: the
     // unaligned words' extra loads, shifts and address arithmetic were 29 of its 262 instructions
     // per substep. With the rotations of its dot_part, 224. On the H100, after the previous kernel:
     // 1 column 14336×4096 11.58 -> 11.29 µs, 4096×14336 11.50 -> 11.25 µs, 4096×4096 4.11 -> 3.98
@@ -434,8 +434,9 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
     // 128256×4096 108.5 -> 101.8 µs; 1 column the same (4096×4096 2.78 -> 2.84 µs). The same for
     // Q6_K lost up to 9% at 4 columns (4096×14336 after previous 20.7 -> 22.6 µs), and for Q8_0
     // and MXFP4 it gained nothing at 1 column and lost up to 4% at 4 (their decoding twice over).
-    constexpr bool residue_known = layout::tensor_cores ? layout::substeps == 1 && reads_at_residue<codec>()
-                                                        : parts_read_at_residue<codec>();
+    constexpr bool residue_known = layout::tensor_cores
+                                       ? layout::substeps == 1 && reads_at_residue<codec>(residue_in_mma_step)
+                                       : reads_at_residue<codec>(residue_in_dot_part);
     constexpr bool residue_alternates = layout::substep_bytes % 4 != 0;
     const unsigned mis_first = __shfl_sync(0xffffffffu, mis_a, 0);
     const bool rows_share_residue =

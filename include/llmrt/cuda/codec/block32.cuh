@@ -40,7 +40,7 @@ struct block32_codec {
     static_assert(Block::block_size == 32, "block32_codec: the block must hold 32 elements");
     static constexpr int align = Bits::align;
 
-    static constexpr bool reads_at_residue = true;
+    static constexpr unsigned reads_at_residue = residue_in_mma_step;
 
     template <int NCols>
     __device__ __forceinline__ static void dot_part(const uint8_t* step, int part, int nvalid, const uint8_t* records,

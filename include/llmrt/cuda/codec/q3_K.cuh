@@ -18,8 +18,7 @@ struct device_codec<q3_K> {
     // mma_step and dot_part read at fixed offsets where mmvq knows their rows' address modulo 4
     // (codec.cuh, mmvq.cuh); every word they read sits at a multiple of 4 bytes from the block
     // start, so at that same residue.
-    static constexpr bool reads_at_residue = true;
-    static constexpr bool parts_read_at_residue = true;
+    static constexpr unsigned reads_at_residue = detail::residue_in_mma_step | detail::residue_in_dot_part;
 
     // The signed quants of 4 elements of 32-block b: `low` their qs word shifted right by
     // 2(b%4), `hmask` their hmask word. A clear hmask bit makes low − 4, i.e. low | 0xfc: one LOP3

@@ -17,7 +17,7 @@ struct device_codec<q6_K> {
     static constexpr int align = 2;
     // mma_step reads at fixed offsets where mmvq knows its rows' address modulo 4 (codec.cuh); every
     // word it reads sits at a multiple of 4 bytes from the block start, so at that same residue.
-    static constexpr bool reads_at_residue = true;
+    static constexpr unsigned reads_at_residue = detail::residue_in_mma_step;
 
     // v of 4 elements of 32-block i of a half: their ql word (already the right one of the two
     // 32-byte rows) and their qh word.
