@@ -423,17 +423,18 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
                                     uintptr_t(sub_begin) * layout::substep_bytes) & 15u;
     // Where the rows of a step all sit at the same address modulo 4 in their slot (always where W
     // comes through the tensor map), the tensor-core form of codecs of unaligned blocks reads them
-    // at fixed offsets: residue 0 at every step for Q8_0 and MXFP4, 0 and 2 by turns for Q3_K
-    // and Q6_K, whose substeps are 2 bytes past a multiple of 4. On the H100, 8 columns: MXFP4
-    // 14336×4096 27.4 -> 24.1 µs, Q8_0 4096×4096 9.0 -> 8.3 µs. In the dp4a form only Q3_K's
-    // parts read so (reads_at_residue: residue_in_dot_part), by pairs of substeps at residues 0 and 2: the
-    // unaligned words' extra loads, shifts and address arithmetic were 29 of its 262 instructions
-    // per substep. With the rotations of its dot_part, 224. On the H100, after the previous kernel:
-    // 1 column 14336×4096 11.58 -> 11.29 µs, 4096×14336 11.50 -> 11.25 µs, 4096×4096 4.11 -> 3.98
-    // µs; shared X: 4 columns 14336×4096 13.54 -> 12.69 µs, 4096×14336 13.18 -> 12.56 µs,
-    // 128256×4096 108.5 -> 101.8 µs; 1 column the same (4096×4096 2.78 -> 2.84 µs). The same for
-    // Q6_K lost up to 9% at 4 columns (4096×14336 after previous 20.7 -> 22.6 µs), and for Q8_0
-    // and MXFP4 it gained nothing at 1 column and lost up to 4% at 4 (their decoding twice over).
+    // at fixed offsets: residue 0 at every step for Q8_0 and MXFP4, 0 and 2 by turns for Q3_K and
+    // Q6_K, whose substeps are 2 bytes past a multiple of 4. On the H100, 8 columns: MXFP4
+    // 14336×4096 27.4 -> 24.1 µs, Q8_0 4096×4096 9.0 -> 8.3 µs. In the dp4a form only Q3_K's parts
+    // read so (reads_at_residue with residue_in_dot_part), by pairs of substeps at residues 0 and
+    // 2: the unaligned words' extra loads, shifts and address arithmetic were 29 of its 262
+    // instructions per substep. With the rotations of its dot_part, 224. On the H100, after the
+    // previous kernel: 1 column 14336×4096 11.58 -> 11.29 µs, 4096×14336 11.50 -> 11.25 µs,
+    // 4096×4096 4.11 -> 3.98 µs; shared X: 4 columns 14336×4096 13.54 -> 12.69 µs, 4096×14336 13.18
+    // -> 12.56 µs, 128256×4096 108.5 -> 101.8 µs; 1 column the same (4096×4096 2.78 -> 2.84 µs).
+    // The same for Q6_K lost up to 9% at 4 columns (4096×14336 after previous 20.7 -> 22.6 µs), and
+    // for Q8_0 and MXFP4 it gained nothing at 1 column and lost up to 4% at 4 (their decoding twice
+    // over).
     constexpr bool residue_known = layout::tensor_cores
                                        ? layout::substeps == 1 && reads_at_residue<codec>(residue_in_mma_step)
                                        : reads_at_residue<codec>(residue_in_dot_part);
@@ -751,22 +752,23 @@ inline int64_t mmvq_one_wave_ctas_per_sm(int64_t ctas, int split, const device_l
     return per_sm * split > 2 * device.warps_per_sm ? 0 : per_sm;
 }
 
-// How far an L2 miss of W's tensor-map loads is widened. A one-wave grid asks for nearly all of
-// W at once; for the types whose k-split units are several substeps (Q2_K, Q3_K, MXFP4: boxes of
-// 16 rows of 136-440 bytes) widening to 256 bytes then costs more than it saves. Measured on the
-// H100, 1 column, 256 B -> none: Q2_K 14336×4096 66.8 -> 74.4% of 3.1 TB/s, Q3_K 67.3 -> 70.7%,
-// MXFP4 4096×14336 66.2 -> 70.8%; but Q2_K 128256×4096 (many waves) 88.2 -> 86.6%, and Q4_K and
-// Q8_0 lost 1-4 points on the one-wave shapes too (Q8_0 4096×14336 90.0 -> 86.2%). Where every
-// warp takes a single step (`one_step`, mmvq_one_step_warps: the whole grid's W is asked for at
-// once), 128 bytes, for every type: on the H100, 4096×4096 at 1 column, Q4_K 4.22 -> 4.05 µs, Q5_K
-// 4.90 -> 4.57 µs, Q6_K 6.05 -> 5.88 µs, MXFP4 4.80 -> 4.73 µs, the others within 1%; 128 bytes
-// elsewhere lost up to 1.5 points (Q8_0 14336×4096 89.6 -> 88.2%). And 128 bytes for those
-// several-substep types' one-wave grids at 1 column with a shared X where a warp takes three
-// steps or more: on the H100, 14336×4096 Q3_K 9.37 -> 9.19 µs, Q2_K 7.15 -> 7.02 µs, MXFP4 11.47
-// -> 11.25 µs; 4096×14336 Q3_K 9.41 -> 9.26 µs, Q2_K 7.20 -> 7.06 µs, MXFP4 11.58 -> 11.44 µs.
-// With two steps per warp (MXFP4 4096×4096: 3.60 -> 3.71 µs), after the previous kernel (Q2_K
-// 14336×4096 8.23 -> 8.71 µs) and at 2 and 8 columns (within ±1%, MXFP4 4096×4096 8 columns after
-// previous 6.46 -> 6.79 µs) it did not pay. Copies only: never changes a result.
+// How far an L2 miss of W's tensor-map loads is widened. A one-wave grid asks for nearly all of W
+// at once; for the types whose k-split units are several substeps (Q2_K, Q3_K, MXFP4: boxes of 16
+// rows of 136-440 bytes) widening to 256 bytes then costs more than it saves. Measured on the H100,
+// 1 column, 256 B -> none: Q2_K 14336×4096 66.8 -> 74.4% of 3.1 TB/s, Q3_K 67.3 -> 70.7%, MXFP4
+// 4096×14336 66.2 -> 70.8%; but Q2_K 128256×4096 (many waves) 88.2 -> 86.6%, and Q4_K and Q8_0 lost
+// 1-4 points on the one-wave shapes too (Q8_0 4096×14336 90.0 -> 86.2%). Where every warp takes a
+// single step (`one_step`, mmvq_one_step_warps: the whole grid's W is asked for at once), 128
+// bytes, for every type: on the H100, 4096×4096 at 1 column, Q4_K 4.22 -> 4.05 µs, Q5_K 4.90 ->
+// 4.57 µs, Q6_K 6.05 -> 5.88 µs, MXFP4 4.80 -> 4.73 µs, the others within 1%; 128 bytes elsewhere
+// lost up to 1.5 points (Q8_0 14336×4096 89.6 -> 88.2%). And 128 bytes for those several-substep
+// types' one-wave grids at 1 column with a shared X where a warp takes three steps or more: on the
+// H100, 14336×4096 Q3_K 9.38 -> 9.23 µs, Q2_K 7.14 -> 7.03 µs, MXFP4 11.47 -> 11.18 µs; 4096×14336
+// Q3_K 9.41 -> 9.27 µs, Q2_K 7.17 -> 7.08 µs, MXFP4 11.60 -> 11.42 µs; every other launch at 1 and
+// 2 columns within ±1%. With two steps per warp (MXFP4 4096×4096: 3.60 -> 3.71 µs), after the
+// previous kernel (Q2_K 14336×4096 8.23 -> 8.71 µs) and at 2 and 8 columns (within ±1%, MXFP4
+// 4096×4096 8 columns after previous 6.46 -> 6.79 µs) it did not pay. Copies only: never changes a
+// result.
 template <class B, int NCols>
 CUtensorMapL2promotion mmvq_l2_promotion(const mmvq_params& p, int64_t ctas, int split, const device_limits& device,
                                          bool one_step, int64_t steps_per_warp) {
