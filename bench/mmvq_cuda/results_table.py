@@ -18,18 +18,22 @@ GGML = {"q8_0": (27.2, 46.8), "mxfp4": (20.5, 41.2), "q2_K": (17.0, 59.2), "q3_K
         "q4_K": (17.4, 68.6), "q5_K": (19.8, 72.1), "q6_K": (29.7, 62.4)}  # µs at 1 and 8 columns
 
 
+def config(r):
+    """A result's configuration: type, shape and column count."""
+    return r["type"], r["rows"], r["k"], r["ncols"]
+
+
 def median_run(paths):
     """The first run with every numeric figure replaced by its median over the runs."""
     runs = [json.load(open(p)) for p in paths]
-    key = lambda r: (r["type"], r["rows"], r["k"], r["ncols"])
-    others = [{key(r): r for r in run["results"]} for run in runs[1:]]
+    others = [{config(r): r for r in run["results"]} for run in runs[1:]]
     merged = dict(runs[0])
     merged["results"] = []
     for r in runs[0]["results"]:
-        same = [r] + [o[key(r)] for o in others if key(r) in o]
+        same = [r] + [o[config(r)] for o in others if config(r) in o]
         m = dict(r)
         for field, value in r.items():
-            if isinstance(value, float) and field not in ("rows", "k", "ncols"):
+            if isinstance(value, float):  # the figures; the configuration fields are ints and text
                 m[field] = statistics.median(x[field] for x in same)
         merged["results"].append(m)
     if len(runs) > 1:
@@ -45,7 +49,7 @@ def main(paths, merged_path=None):
             out.write("{\n" + "".join(f"  {json.dumps(k)}: {json.dumps(v)},\n" for k, v in head.items()))
             out.write('  "results": [\n' + ",\n".join("    " + json.dumps(r) for r in run["results"]) + "\n  ]\n}\n")
     results = run["results"]
-    by_key = {(r["type"], r["rows"], r["k"], r["ncols"]): r for r in results}
+    by_key = {config(r): r for r in results}
     types = list(dict.fromkeys(r["type"] for r in results))
     shapes = list(dict.fromkeys((r["rows"], r["k"]) for r in results))
     print("| type | rows × k | after previous: 1 col µs | of 3.1 TB/s | 8/1 | shared X: 1 col µs | of 3.1 TB/s "
