@@ -36,6 +36,7 @@
 #include <llmrt/graph/executor.hpp>
 #include <llmrt/model/model.hpp>
 
+#include "../../examples/generate/arguments.hpp"
 #include "../../examples/generate/backend_choice.hpp"
 
 namespace {
@@ -64,30 +65,17 @@ struct arguments {
     int32_t tokens = 128, warmup = 16, n_ctx = 512;
 };
 
-int32_t to_int(const std::string& option, const std::string& text) {
-    char* end = nullptr;
-    const long v = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || v < 1 || v > 1000000)
-        throw error(errc::invalid_argument, option + " needs a positive integer, got '" + text + "'");
-    return int32_t(v);
-}
-
 arguments parse(int argc, char** argv) {
     arguments a;
-    std::vector<std::string> args(argv + 1, argv + argc);
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& o = args[i];
-        auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) throw error(errc::invalid_argument, o + " needs a value");
-            return args[++i];
-        };
-        if (o == "--backend") a.backend = value();
-        else if (o == "--tokens") a.tokens = to_int(o, value());
-        else if (o == "--warmup") a.warmup = to_int(o, value());
-        else if (o == "--ctx") a.n_ctx = to_int(o, value());
-        else if (o == "--json") a.json = value();
+    for (llmrt_examples::command_line cl(argc, argv); cl.next();) {
+        const std::string& o = cl.option();
+        if (o == "--backend") a.backend = cl.value();
+        else if (o == "--tokens") a.tokens = cl.int_value(1, 1000000);
+        else if (o == "--warmup") a.warmup = cl.int_value(1, 1000000);
+        else if (o == "--ctx") a.n_ctx = cl.int_value(1, 1000000);
+        else if (o == "--json") a.json = cl.value();
         else if (o == "--model") {
-            const std::string m = value();
+            const std::string m = cl.value();
             if (m == "1b") a.models = {shape_1b};
             else if (m == "8b") a.models = {shape_8b};
             else if (m == "both") a.models = {shape_1b, shape_8b};
@@ -98,7 +86,7 @@ arguments parse(int argc, char** argv) {
                       "                          [--warmup N] [--ctx N] [--json PATH|-]");
             std::exit(0);
         } else {
-            throw error(errc::invalid_argument, "unknown argument '" + o + "' (see --help)");
+            cl.reject();
         }
     }
     if (a.warmup + a.tokens > a.n_ctx)

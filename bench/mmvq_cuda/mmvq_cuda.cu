@@ -33,6 +33,8 @@
 #include "llmrt/testing/generate.hpp"
 #include "llmrt/testing/measures.hpp"
 
+#include "../../examples/generate/arguments.hpp"
+
 namespace cuda = llmrt::cuda;
 
 namespace {
@@ -184,18 +186,6 @@ double time_graph(int launches, int replays, Enqueue&& enqueue) {
     return per_launch[per_launch.size() / 2];
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= s.size()) {
-        const std::size_t comma = s.find(',', start);
-        out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-    }
-    return out;
-}
-
 bool per_row_copies = false;
 bool quick = false;
 int max_warps = 0;
@@ -333,31 +323,37 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     std::string json_path = "mmvq_cuda.json";
     std::vector<std::string> types = {"q8_0", "mxfp4", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K"};
     std::vector<shape> shapes = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {128256, 4096}};
     std::vector<int> ncols = {1, 2, 4, 8};
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string flag = argv[i], value = argv[i + 1];
-        if (flag == "--json") json_path = value;
-        else if (flag == "--copies") per_row_copies = value == "per-row";
-        else if (flag == "--quick") quick = value != "0";
-        else if (flag == "--max-warps") max_warps = std::atoi(value.c_str());
-        else if (flag == "--types") types = split_list(value);
-        else if (flag == "--ncols") {
+    for (llmrt_examples::command_line cl(argc, argv); cl.next();) {
+        const std::string& flag = cl.option();
+        if (flag == "--json") json_path = cl.value();
+        else if (flag == "--copies") {
+            const std::string copies = cl.value();
+            if (copies != "per-row" && copies != "tensor-map")
+                llmrt_examples::bad_argument("--copies is per-row or tensor-map, not '" + copies + "'");
+            per_row_copies = copies == "per-row";
+        } else if (flag == "--quick") quick = cl.int_value(0, 1) != 0;
+        else if (flag == "--max-warps") max_warps = cl.int_value(0, llmrt::cuda::detail::mmvq_max_split);
+        else if (flag == "--types") {
+            types = cl.list_value();
+            for (const std::string& t : types) (void)llmrt::qtype_from_name(t);  // an unknown name fails here
+        } else if (flag == "--ncols") {
             ncols.clear();
-            for (const std::string& n : split_list(value)) ncols.push_back(std::atoi(n.c_str()));
+            for (const std::string& n : cl.list_value()) ncols.push_back(llmrt_examples::to_int(flag, n, 1, 8));
         } else if (flag == "--shapes") {
             shapes.clear();
-            for (const std::string& sh : split_list(value)) {
-                const std::size_t x = sh.find('x');
-                shapes.push_back({std::atoll(sh.substr(0, x).c_str()), std::atoll(sh.substr(x + 1).c_str())});
-            }
+            for (const auto& [rows, k] : llmrt_examples::to_shapes(flag, cl.value())) shapes.push_back({rows, k});
+        } else if (flag == "-h" || flag == "--help") {
+            std::printf("usage: %s [--json FILE] [--types a,b] [--shapes RxK,...] [--ncols 1,8] [--copies per-row] "
+                        "[--max-warps N] [--quick 1]\n",
+                        argv[0]);
+            return 0;
         } else {
-            std::fprintf(stderr, "usage: %s [--json FILE] [--types a,b] [--shapes RxK,...] [--ncols 1,8] [--copies per-row] [--max-warps N] [--quick 1]\n",
-                         argv[0]);
-            return 2;
+            cl.reject();
         }
     }
     int count = 0;
@@ -404,4 +400,7 @@ int main(int argc, char** argv) {
     std::fclose(f);
     std::printf("wrote %s\n", json_path.c_str());
     return 0;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "llmrt-bench-mmvq-cuda: %s\n", e.what());
+    return 2;
 }

@@ -30,7 +30,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -39,6 +38,8 @@
 #include "llmrt/quant/types.hpp"
 #include "llmrt/testing/generate.hpp"
 #include "llmrt/vulkan/vulkan.hpp"
+
+#include "../../examples/generate/arguments.hpp"
 
 using namespace llmrt;
 namespace vk_ = llmrt::vulkan;
@@ -65,51 +66,27 @@ struct options {
     std::vector<std::pair<int64_t, int64_t>> bench_shapes;  // after a sweep: the shapes of the table
 };
 
-std::vector<std::string> split(const std::string& text, char sep) {
-    std::vector<std::string> parts;
-    std::stringstream in(text);
-    for (std::string part; std::getline(in, part, sep);)
-        if (!part.empty()) parts.push_back(part);
-    return parts;
-}
-
 options parse(int argc, char** argv) {
     options o;
     weight_types::for_each([&](auto tag) { o.types.push_back(decltype(tag)::type::name); });
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            check(i + 1 < argc, errc::invalid_argument, [&] { return a + " needs a value"; });
-            return argv[++i];
-        };
-        if (a == "--device") o.device = value();
-        else if (a == "--types") o.types = split(value(), ',');
-        else if (a == "--batches") o.batches = std::max(3, std::atoi(value().c_str()));
-        else if (a == "--batch-us") o.batch_us = std::max(100.0, std::atof(value().c_str()));
-        else if (a == "--json") o.json = value();
+    for (llmrt_examples::command_line cl(argc, argv); cl.next();) {
+        const std::string& a = cl.option();
+        if (a == "--device") o.device = cl.value();
+        else if (a == "--types") o.types = cl.list_value();
+        else if (a == "--batches") o.batches = cl.int_value(3);
+        else if (a == "--batch-us") o.batch_us = cl.number_value(100.0, 1e7);
+        else if (a == "--json") o.json = cl.value();
         else if (a == "--sweep") o.sweep = true;
         else if (a == "--probe") o.probe = true;
         else if (a == "--quick") o.quick = true;
-        else if (a == "--passes") o.passes = std::max(1, std::atoi(value().c_str()));
-        else if (a == "--bench-shapes") {
-            for (const auto& sh : split(value(), ',')) {
-                const auto rk = split(sh, 'x');
-                check(rk.size() == 2, errc::invalid_argument, [&] { return "shape '" + sh + "' is not ROWSxK"; });
-                o.bench_shapes.emplace_back(std::atoll(rk[0].c_str()), std::atoll(rk[1].c_str()));
-            }
-        }
+        else if (a == "--passes") o.passes = cl.int_value(1);
+        else if (a == "--bench-shapes") o.bench_shapes = llmrt_examples::to_shapes(a, cl.value());
+        else if (a == "--shapes") o.shapes = llmrt_examples::to_shapes(a, cl.value());
         else if (a == "--ncols") {
             o.ncols.clear();
-            for (const auto& n : split(value(), ',')) o.ncols.push_back(std::atoll(n.c_str()));
-        } else if (a == "--shapes") {
-            o.shapes.clear();
-            for (const auto& s : split(value(), ',')) {
-                const auto rk = split(s, 'x');
-                check(rk.size() == 2, errc::invalid_argument, [&] { return "shape '" + s + "' is not ROWSxK"; });
-                o.shapes.emplace_back(std::atoll(rk[0].c_str()), std::atoll(rk[1].c_str()));
-            }
+            for (const std::string& n : cl.list_value()) o.ncols.push_back(llmrt_examples::to_int<int64_t>(a, n, 1, 8));
         } else {
-            throw error(errc::invalid_argument, "unknown argument " + a + " (see the top of bench/mmvq_vulkan/mmvq_vulkan.cpp)");
+            cl.reject("the top of bench/mmvq_vulkan/mmvq_vulkan.cpp");
         }
     }
     return o;

@@ -31,6 +31,7 @@
 #include <llmrt/model/model.hpp>
 #include <llmrt/sample/sample.hpp>
 
+#include "../../examples/generate/arguments.hpp"
 #include "../../examples/generate/backend_choice.hpp"
 #include "../../examples/speculative/speculative_run.hpp"
 
@@ -43,37 +44,23 @@ struct arguments {
     int32_t n = 256, reps = 3, period = 8, repeats = 8, n_max = llmrt::sample::draft_policy{}.n_max;
 };
 
-int32_t to_int(const std::string& option, const std::string& text, int32_t min) {
-    char* end = nullptr;
-    const long v = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || v < min || v > 1000000)
-        throw llmrt::error(llmrt::errc::invalid_argument,
-                           option + " needs an integer >= " + std::to_string(min) + ", got '" + text + "'");
-    return int32_t(v);
-}
-
 arguments parse(int argc, char** argv) {
     arguments a;
-    std::vector<std::string> args(argv + 1, argv + argc);
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& o = args[i];
-        auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) throw llmrt::error(llmrt::errc::invalid_argument, o + " needs a value");
-            return args[++i];
-        };
-        if (o == "--backend") a.backend = value();
-        else if (o == "-n") a.n = to_int(o, value(), 2);
-        else if (o == "--reps") a.reps = to_int(o, value(), 1);
-        else if (o == "--clock") a.clock = value();
-        else if (o == "--json") a.json_path = value();
-        else if (o == "--period") a.period = to_int(o, value(), 1);
-        else if (o == "--repeats") a.repeats = to_int(o, value(), 1);
-        else if (o == "--n-max") a.n_max = to_int(o, value(), 1);
+    for (llmrt_examples::command_line cl(argc, argv); cl.next();) {
+        const std::string& o = cl.option();
+        if (o == "--backend") a.backend = cl.value();
+        else if (o == "-n") a.n = cl.int_value(2, 1000000);
+        else if (o == "--reps") a.reps = cl.int_value(1, 1000000);
+        else if (o == "--clock") a.clock = cl.value();
+        else if (o == "--json") a.json_path = cl.value();
+        else if (o == "--period") a.period = cl.int_value(1, 1000000);
+        else if (o == "--repeats") a.repeats = cl.int_value(1, 1000000);
+        else if (o == "--n-max") a.n_max = cl.int_value(1, 1000000);
         else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-bench-speculative [--backend NAME] [-n N] [--reps R] [--clock wall|cpu] [--json FILE|-]\n"
                       "                               [--period P] [--repeats R] [--n-max N]");
             std::exit(0);
-        } else throw llmrt::error(llmrt::errc::invalid_argument, "unknown argument '" + o + "' (see --help)");
+        } else cl.reject();
     }
     if (a.clock != "wall" && a.clock != "cpu")
         throw llmrt::error(llmrt::errc::invalid_argument, "--clock is wall or cpu, not '" + a.clock + "'");

@@ -19,6 +19,7 @@
 #include <llmrt/graph/compare.hpp>
 #include <llmrt/model/model.hpp>
 
+#include "../generate/arguments.hpp"
 #include "../generate/backend_choice.hpp"
 
 namespace {
@@ -32,31 +33,20 @@ struct arguments {
 
 arguments parse(int argc, char** argv) {
     arguments a;
-    for (int i = 1; i < argc; ++i) {
-        const std::string o = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw llmrt::error(llmrt::errc::invalid_argument, o + " needs a value");
-            return argv[++i];
-        };
-        if (o == "--a") a.a = value();
-        else if (o == "--b") a.b = value();
-        else if (o == "--threshold") a.threshold = std::strtod(value().c_str(), nullptr);
-        else if (o == "--type") a.type = llmrt::qtype_from_name(value());
-        else if (o == "--prompt") {
-            a.prompt.clear();
-            const std::string ids = value();
-            for (std::size_t at = 0; at <= ids.size();) {
-                const std::size_t comma = std::min(ids.find(',', at), ids.size());
-                a.prompt.push_back(int32_t(std::strtol(ids.substr(at, comma - at).c_str(), nullptr, 10)));
-                at = comma + 1;
-            }
-        } else if (o == "-h" || o == "--help") {
+    for (llmrt_examples::command_line cl(argc, argv); cl.next();) {
+        const std::string& o = cl.option();
+        if (o == "--a") a.a = cl.value();
+        else if (o == "--b") a.b = cl.value();
+        else if (o == "--threshold") a.threshold = cl.number_value();
+        else if (o == "--type") a.type = llmrt::qtype_from_name(cl.value());
+        else if (o == "--prompt") a.prompt = llmrt_examples::to_ids(cl.value());
+        else if (o == "-h" || o == "--help") {
             std::printf("usage: llmrt-compare [MODEL.gguf] [--a NAME] [--b NAME] [--prompt IDS] [--threshold X] [--type T]\n"
                       "backends in this build: %s (cpu variants: cpu:q8_1, cpu:f32, cpu:ggml)\n",
                       llmrt_examples::joined(llmrt_examples::backends_by_preference()).c_str());
             std::exit(0);
-        } else if (o[0] != '-' && a.model_path.empty()) a.model_path = o;
-        else throw llmrt::error(llmrt::errc::invalid_argument, "unknown argument '" + o + "' (see --help)");
+        } else if (!o.empty() && o[0] != '-' && a.model_path.empty()) a.model_path = o;
+        else cl.reject();
     }
     if (a.b.empty()) {
         const std::string best = llmrt_examples::backends_by_preference().front();

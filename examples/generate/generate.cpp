@@ -27,8 +27,8 @@
 
 namespace {
 
+using llmrt_examples::command_line;
 using llmrt_examples::to_ids;
-using llmrt_examples::to_int;
 
 struct arguments {
     std::string model_path, make_model_path, backend;
@@ -42,28 +42,23 @@ struct arguments {
 
 arguments parse(int argc, char** argv) {
     arguments a;
-    std::vector<std::string> args(argv + 1, argv + argc);
     bool ctx_given = false;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& o = args[i];
-        auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) throw llmrt::error(llmrt::errc::invalid_argument, o + " needs a value");
-            return args[++i];
-        };
-        if (o == "--make-model") a.make_model_path = value();
-        else if (o == "--backend") a.backend = value();
-        else if (o == "--prompt") a.prompt = to_ids(value());
-        else if (o == "-n") a.n_new = to_int(o, value());
-        else if (o == "--ctx") a.n_ctx = a.shape.n_ctx = to_int(o, value()), ctx_given = true;
-        else if (o == "--batch") a.max_batch = to_int(o, value());
-        else if (o == "--type") a.type = llmrt::qtype_from_name(value());
-        else if (o == "--vocab") a.shape.n_vocab = to_int(o, value());
-        else if (o == "--embd") a.shape.n_embd = to_int(o, value());
-        else if (o == "--layers") a.shape.n_layer = to_int(o, value());
-        else if (o == "--heads") a.shape.n_head = to_int(o, value());
-        else if (o == "--kv-heads") a.shape.n_head_kv = to_int(o, value());
-        else if (o == "--ff") a.shape.n_ff = to_int(o, value());
-        else if (o == "--seed") a.seed = uint64_t(to_int(o, value()));
+    for (command_line cl(argc, argv); cl.next();) {
+        const std::string& o = cl.option();
+        if (o == "--make-model") a.make_model_path = cl.value();
+        else if (o == "--backend") a.backend = cl.value();
+        else if (o == "--prompt") a.prompt = to_ids(cl.value());
+        else if (o == "-n") a.n_new = cl.int_value();
+        else if (o == "--ctx") a.n_ctx = a.shape.n_ctx = cl.int_value(), ctx_given = true;
+        else if (o == "--batch") a.max_batch = cl.int_value();
+        else if (o == "--type") a.type = llmrt::qtype_from_name(cl.value());
+        else if (o == "--vocab") a.shape.n_vocab = cl.int_value();
+        else if (o == "--embd") a.shape.n_embd = cl.int_value();
+        else if (o == "--layers") a.shape.n_layer = cl.int_value();
+        else if (o == "--heads") a.shape.n_head = cl.int_value();
+        else if (o == "--kv-heads") a.shape.n_head_kv = cl.int_value();
+        else if (o == "--ff") a.shape.n_ff = cl.int_value();
+        else if (o == "--seed") a.seed = uint64_t(cl.int_value());
         else if (o == "--tied") a.shape.tied_output = true;
         else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-generate [MODEL.gguf] [--backend NAME] [--prompt IDS] [-n N] [--ctx N] [--batch N]\n"
@@ -72,7 +67,7 @@ arguments parse(int argc, char** argv) {
                       "With no model, a small random llama is made in memory and run.");
             std::exit(0);
         } else if (!o.empty() && o[0] != '-' && a.model_path.empty()) a.model_path = o;
-        else throw llmrt::error(llmrt::errc::invalid_argument, "unknown argument '" + o + "' (see --help)");
+        else cl.reject();
     }
     if (!ctx_given) a.n_ctx = 0;
     return a;

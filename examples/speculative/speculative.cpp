@@ -26,8 +26,8 @@
 
 namespace {
 
+using llmrt_examples::command_line;
 using llmrt_examples::to_ids;
-using llmrt_examples::to_int;
 
 namespace spec = llmrt_examples::speculative;
 
@@ -64,42 +64,29 @@ struct arguments {
     uint64_t seed = 1;
 };
 
-float to_float(const std::string& option, const std::string& text) {
-    char* end = nullptr;
-    const float v = std::strtof(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || !(v >= 0.0f) || v > 1e6f)
-        throw llmrt::error(llmrt::errc::invalid_argument, option + " needs a non-negative number, got '" + text + "'");
-    return v;
-}
-
 arguments parse(int argc, char** argv) {
     arguments a;
-    std::vector<std::string> args(argv + 1, argv + argc);
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& o = args[i];
-        auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) throw llmrt::error(llmrt::errc::invalid_argument, o + " needs a value");
-            return args[++i];
-        };
-        if (o == "--target") a.target_path = value();
-        else if (o == "--draft") a.draft_path = value();
+    for (command_line cl(argc, argv); cl.next();) {
+        const std::string& o = cl.option();
+        if (o == "--target") a.target_path = cl.value();
+        else if (o == "--draft") a.draft_path = cl.value();
         else if (o == "--no-draft") a.no_draft = true;
         else if (o == "--ngram") a.ngram = true;
-        else if (o == "--prompt") a.prompt = to_ids(value());
-        else if (o == "--repeat") a.repeat = to_int(o, value());
-        else if (o == "-n") a.n_new = to_int(o, value());
-        else if (o == "--temp") a.temperature = to_float(o, value());
-        else if (o == "--seed") a.seed = uint64_t(to_int(o, value()));
-        else if (o == "--draft-temp") a.draft_temperature = to_float(o, value());
-        else if (o == "--repeat-penalty") a.repeat_penalty = to_float(o, value());
-        else if (o == "--n-max") a.n_max = to_int(o, value());
-        else if (o == "--p-min") a.p_min = to_float(o, value());
+        else if (o == "--prompt") a.prompt = to_ids(cl.value());
+        else if (o == "--repeat") a.repeat = cl.int_value(1);
+        else if (o == "-n") a.n_new = cl.int_value();
+        else if (o == "--temp") a.temperature = float(cl.number_value());
+        else if (o == "--seed") a.seed = uint64_t(cl.int_value());
+        else if (o == "--draft-temp") a.draft_temperature = float(cl.number_value());
+        else if (o == "--repeat-penalty") a.repeat_penalty = float(cl.number_value());
+        else if (o == "--n-max") a.n_max = cl.int_value(1);
+        else if (o == "--p-min") a.p_min = float(cl.number_value(0.0, 1.0));
         else if (o == "--fallback") a.fallback = true;
-        else if (o == "--backend") a.backend = value();
+        else if (o == "--backend") a.backend = cl.value();
         else if (o == "-h" || o == "--help") {
             std::fputs(usage, stdout);
             std::exit(0);
-        } else throw llmrt::error(llmrt::errc::invalid_argument, "unknown argument '" + o + "' (see --help)");
+        } else cl.reject();
     }
     if (!a.draft_path.empty() && a.no_draft)
         throw llmrt::error(llmrt::errc::invalid_argument, "--draft and --no-draft contradict each other");
@@ -109,9 +96,6 @@ arguments parse(int argc, char** argv) {
     if (a.no_draft && !a.ngram)
         throw llmrt::error(llmrt::errc::invalid_argument,
                            "nothing would draft: give --draft, or --ngram for the n-gram drafter alone");
-    if (a.n_max < 1) throw llmrt::error(llmrt::errc::invalid_argument, "--n-max needs at least 1");
-    if (a.repeat < 1) throw llmrt::error(llmrt::errc::invalid_argument, "--repeat needs at least 1");
-    if (a.p_min > 1.0f) throw llmrt::error(llmrt::errc::invalid_argument, "--p-min needs a probability in [0, 1]");
     return a;
 }
 
