@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -12,31 +11,21 @@
 #include <llmrt/graph/compare.hpp>
 #include <llmrt/graph/executor.hpp>
 #include <llmrt/llmrt.hpp>
+#include <llmrt/testing/generate.hpp>
+#include <llmrt/testing/reference.hpp>
 
 using namespace llmrt;
 
 namespace {
 
-std::vector<float> gaussian(std::size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = normal(rng);
-    return v;
-}
-
-std::vector<std::byte> quantized(qtype t, const std::vector<float>& values, int64_t k) {
-    const auto rows = int64_t(values.size()) / k;
-    std::vector<std::byte> out(row_size(t, k) * std::size_t(rows));
-    for (int64_t r = 0; r < rows; ++r) quantize(t, values.data() + r * k, out.data() + std::size_t(r) * row_size(t, k), k);
-    return out;
-}
+using testing::gaussian;
+using testing::quantize_matrix;
 
 // x -> rms_norm -> ⊙ norm -> W·() -> softmax, and the argmax of W·().
 struct small_net {
     static constexpr int64_t k = 64, rows = 32;
     std::vector<float> norm = gaussian(k, 1);
-    std::vector<std::byte> w = quantized(qtype::q8_0, gaussian(std::size_t(k * rows), 2), k);
+    std::vector<uint8_t> w = quantize_matrix(qtype::q8_0, gaussian(std::size_t(k * rows), 2), k);
     graph::graph g{4};
     graph::tensor x, y, probs, best;
 

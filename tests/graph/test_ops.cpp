@@ -3,25 +3,19 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include <llmrt/cpu/backend.hpp>
 #include <llmrt/cpu/ops.hpp>
 #include <llmrt/graph/executor.hpp>
 #include <llmrt/llmrt.hpp>
+#include <llmrt/testing/generate.hpp>
 
 using namespace llmrt;
 
 namespace {
 
-std::vector<float> gaussian(std::size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, scale);
-    std::vector<float> v(n);
-    for (auto& x : v) x = normal(rng);
-    return v;
-}
+using testing::gaussian;
 
 // Naive rope of one head in double: pairs per `order`, angle pos · base^(−2i/n_rot).
 std::vector<double> naive_rope_head(const float* x, int head_dim, int n_rot, double base, int pos,

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -15,12 +14,17 @@
 #include <llmrt/cuda/backend.cuh>
 #include <llmrt/graph/compare.hpp>
 #include <llmrt/graph/executor.hpp>
+#include <llmrt/testing/generate.hpp>
+#include <llmrt/testing/reference.hpp>
 
 #include "../graph/count_allocations.hpp"
 
 using namespace llmrt;
 
 namespace {
+
+using testing::gaussian;
+using testing::quantize_matrix;
 
 // Two block types are enough here: the chunking and sharing of mul_mat do not depend on the
 // type, and mmvq itself is tested for every type in tests/cuda. Fewer types, faster builds.
@@ -36,21 +40,6 @@ constexpr double exact_nmse_bound = 1e-10;
             return;                                                                \
         }                                                                          \
     } while (0)
-
-std::vector<float> gaussian(std::size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, scale);
-    std::vector<float> v(n);
-    for (auto& x : v) x = normal(rng);
-    return v;
-}
-
-std::vector<std::byte> quantized(qtype t, const std::vector<float>& values, int64_t k) {
-    const auto rows = int64_t(values.size()) / k;
-    std::vector<std::byte> out(row_size(t, k) * std::size_t(rows));
-    for (int64_t r = 0; r < rows; ++r) quantize(t, values.data() + r * k, out.data() + std::size_t(r) * row_size(t, k), k);
-    return out;
-}
 
 // One graph on the CPU reference and on the device, both planned without memory reuse.
 struct pair_of_executors {
@@ -144,7 +133,7 @@ TEST_CASE("get_rows dequantizes the rows of every table type bit for bit as the 
     all_types::for_each([&](auto tag) {
         using B = typename decltype(tag)::type;
         CAPTURE(std::string(B::name));
-        const auto table = quantized(B::id, values, ne0);
+        const auto table = quantize_matrix(B::id, values, ne0);
         graph::graph g(4);
         auto ids = g.input("ids", graph::i32_type, 1);
         auto rows = g.get_rows(g.weight("table", B::id, ne0, n_rows, table.data()), ids);
@@ -199,9 +188,9 @@ TEST_CASE("mul_mat with quantized weights agrees with the CPU backend from 1 to 
     for (qtype t : {qtype::q8_0, qtype::q4_K}) {
         CAPTURE(std::string(name(t)));
         const int64_t k = 512, rows = 257;
-        const auto w1 = quantized(t, gaussian(std::size_t(k * rows), 7, 0.05f), k);
-        const auto w2 = quantized(t, gaussian(std::size_t(k * rows), 8, 0.05f), k);
-        const auto w3 = quantized(t, gaussian(std::size_t(k * rows), 9, 0.05f), k);
+        const auto w1 = quantize_matrix(t, gaussian(std::size_t(k * rows), 7, 0.05f), k);
+        const auto w2 = quantize_matrix(t, gaussian(std::size_t(k * rows), 8, 0.05f), k);
+        const auto w3 = quantize_matrix(t, gaussian(std::size_t(k * rows), 9, 0.05f), k);
         graph::graph g(20);
         auto x = g.input("x", qtype::f32, k);
         auto x2 = g.input("x2", qtype::f32, k);
@@ -235,7 +224,7 @@ TEST_CASE("mul_mat with f32, f16 and bf16 weights agrees with the CPU backend") 
     for (qtype t : {qtype::f32, qtype::f16, qtype::bf16}) {
         CAPTURE(std::string(name(t)));
         const int64_t k = 300, rows = 70;
-        const auto w = quantized(t, gaussian(std::size_t(k * rows), 13), k);
+        const auto w = quantize_matrix(t, gaussian(std::size_t(k * rows), 13), k);
         graph::graph g(11);
         auto x = g.input("x", qtype::f32, k);
         g.mark_output(g.mul_mat(g.weight("w", t, k, rows, w.data()), x));
@@ -254,13 +243,13 @@ namespace {
 struct layer_graph {
     static constexpr int64_t d = 256, ff = 512, n_ctx = 64;
     std::vector<float> norm = gaussian(d, 30);
-    std::vector<std::byte> wq = quantized(qtype::q4_K, gaussian(std::size_t(d * d), 31, 0.06f), d),
-                           wk = quantized(qtype::q4_K, gaussian(std::size_t(d * d / 2), 32, 0.06f), d),
-                           wv = quantized(qtype::q8_0, gaussian(std::size_t(d * d / 2), 33, 0.06f), d),
-                           wo = quantized(qtype::q8_0, gaussian(std::size_t(d * d), 34, 0.06f), d),
-                           wg = quantized(qtype::q4_K, gaussian(std::size_t(d * ff), 35, 0.06f), d),
-                           wu = quantized(qtype::q4_K, gaussian(std::size_t(d * ff), 36, 0.06f), d),
-                           wd = quantized(qtype::q8_0, gaussian(std::size_t(ff * d), 37, 0.04f), ff);
+    std::vector<uint8_t> wq = quantize_matrix(qtype::q4_K, gaussian(std::size_t(d * d), 31, 0.06f), d),
+                         wk = quantize_matrix(qtype::q4_K, gaussian(std::size_t(d * d / 2), 32, 0.06f), d),
+                         wv = quantize_matrix(qtype::q8_0, gaussian(std::size_t(d * d / 2), 33, 0.06f), d),
+                         wo = quantize_matrix(qtype::q8_0, gaussian(std::size_t(d * d), 34, 0.06f), d),
+                         wg = quantize_matrix(qtype::q4_K, gaussian(std::size_t(d * ff), 35, 0.06f), d),
+                         wu = quantize_matrix(qtype::q4_K, gaussian(std::size_t(d * ff), 36, 0.06f), d),
+                         wd = quantize_matrix(qtype::q8_0, gaussian(std::size_t(ff * d), 37, 0.04f), ff);
     graph::graph g{8};
     graph::tensor x, pos, out, best;
 
@@ -361,7 +350,7 @@ TEST_CASE("running a prepared graph allocates nothing on the host") {
 TEST_CASE("a weight type the backend was not built for is refused at prepare, naming it") {
     LLMRT_NEEDS_CUDA_DEVICE();
     const int64_t k = 256;
-    const auto w = quantized(qtype::q6_K, gaussian(std::size_t(k * 16), 60), k);
+    const auto w = quantize_matrix(qtype::q6_K, gaussian(std::size_t(k * 16), 60), k);
     graph::graph g(1);
     g.mark_output(g.mul_mat(g.weight("w6", qtype::q6_K, k, 16, w.data()), g.input("x", qtype::f32, k)));
     test_backend b;

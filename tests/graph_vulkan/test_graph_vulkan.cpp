@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -14,6 +13,8 @@
 #include <llmrt/graph/compare.hpp>
 #include <llmrt/graph/executor.hpp>
 #include <llmrt/vulkan/backend.hpp>
+#include <llmrt/testing/generate.hpp>
+#include <llmrt/testing/reference.hpp>
 
 #include "../vulkan/vulkan_test_device.hpp"
 
@@ -21,22 +22,10 @@ using namespace llmrt;
 
 namespace {
 
+using testing::gaussian;
+using testing::quantize_matrix;
+
 constexpr double nmse_bound = 5e-4;
-
-std::vector<float> gaussian(std::size_t n, uint32_t seed, float scale = 1.0f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, scale);
-    std::vector<float> v(n);
-    for (auto& x : v) x = normal(rng);
-    return v;
-}
-
-std::vector<std::byte> quantized(qtype t, const std::vector<float>& values, int64_t k) {
-    const auto rows = int64_t(values.size()) / k;
-    std::vector<std::byte> out(row_size(t, k) * std::size_t(rows));
-    for (int64_t r = 0; r < rows; ++r) quantize(t, values.data() + r * k, out.data() + std::size_t(r) * row_size(t, k), k);
-    return out;
-}
 
 std::vector<qtype> weight_qtypes() {
     std::vector<qtype> types;
@@ -121,7 +110,7 @@ TEST_CASE("get_rows gives the CPU backend's bits for tables of every float and w
     const std::vector<float> values = gaussian(std::size_t(k * rows), 11);
     for (qtype t : types) {
         CAPTURE(std::string(name(t)));
-        const std::vector<std::byte> table = quantized(t, values, k);
+        const std::vector<uint8_t> table = quantize_matrix(t, values, k);
         graph::graph g(6);
         const auto ids = g.input("ids", graph::i32_type, 1);
         const auto y = g.get_rows(g.weight("table", t, k, rows, table.data()), ids);
@@ -141,7 +130,7 @@ TEST_CASE("mul_mat agrees with the CPU backend within the mmvq NMSE bound for ev
     const std::vector<float> x_values = gaussian(std::size_t(k * max_batch), 22);
     for (qtype t : types) {
         CAPTURE(std::string(name(t)));
-        const std::vector<std::byte> w = quantized(t, w_values, k);
+        const std::vector<uint8_t> w = quantize_matrix(t, w_values, k);
         graph::graph g(max_batch);
         const auto x = g.input("x", qtype::f32, k);
         g.mark_output(g.mul_mat(g.weight("w", t, k, rows, w.data()), x));
@@ -157,7 +146,7 @@ TEST_CASE("mul_mat agrees with the CPU backend within the mmvq NMSE bound for ev
 TEST_CASE("each column of a batched run has the bits of a one-token run, past mmvq's 8 columns too") {
     LLMRT_VULKAN_TEST_DEVICE(ctx);
     const int64_t k = 256, rows = 200, max_batch = 13;
-    const std::vector<std::byte> w = quantized(qtype::q4_K, gaussian(std::size_t(k * rows), 31, 0.06f), k);
+    const std::vector<uint8_t> w = quantize_matrix(qtype::q4_K, gaussian(std::size_t(k * rows), 31, 0.06f), k);
     const std::vector<float> norm = gaussian(std::size_t(k), 32);
     graph::graph g(max_batch);
     const auto x = g.input("x", qtype::f32, k);
@@ -196,8 +185,8 @@ TEST_CASE("mul_mats of one input share its Q8_1 activations and agree with the C
     // Three projections of x, as q, k and v are: with memory reuse the second one's result lands
     // in the scratch where the first left the activations it shares.
     const int64_t k = 256, rows = 100, max_batch = 8;
-    std::vector<std::vector<std::byte>> w;
-    for (uint32_t i = 0; i < 3; ++i) w.push_back(quantized(qtype::q8_0, gaussian(std::size_t(k * rows), 101 + i, 0.06f), k));
+    std::vector<std::vector<uint8_t>> w;
+    for (uint32_t i = 0; i < 3; ++i) w.push_back(quantize_matrix(qtype::q8_0, gaussian(std::size_t(k * rows), 101 + i, 0.06f), k));
     graph::graph g(max_batch);
     const auto x = g.input("x", qtype::f32, k);
     const auto hn = g.rms_norm(x, 1e-5f);
@@ -350,7 +339,7 @@ TEST_CASE("set_rows writes the CPU backend's f16 bits, and the later of two toke
 TEST_CASE("a prepared graph gives the same bits on every run") {
     LLMRT_VULKAN_TEST_DEVICE(ctx);
     const int64_t k = 256, rows = 300;
-    const std::vector<std::byte> w = quantized(qtype::q6_K, gaussian(std::size_t(k * rows), 81, 0.06f), k);
+    const std::vector<uint8_t> w = quantize_matrix(qtype::q6_K, gaussian(std::size_t(k * rows), 81, 0.06f), k);
     graph::graph g(8);
     const auto x = g.input("x", qtype::f32, k);
     const auto y = g.softmax(g.mul_mat(g.weight("w", qtype::q6_K, k, rows, w.data()), g.rms_norm(x, 1e-5f)));
@@ -386,7 +375,7 @@ TEST_CASE("independent dispatches run without a barrier between them, dependent 
 TEST_CASE("ids and positions outside their range raise llmrt::error naming them, and the program stays usable") {
     LLMRT_VULKAN_TEST_DEVICE(ctx);
     const int64_t k = 64;
-    const std::vector<std::byte> table = quantized(qtype::q8_0, gaussian(std::size_t(k * 10), 91), k);
+    const std::vector<uint8_t> table = quantize_matrix(qtype::q8_0, gaussian(std::size_t(k * 10), 91), k);
     graph::graph g(2);
     const auto ids = g.input("ids", graph::i32_type, 1);
     const auto pos = g.input("pos", graph::i32_type, 1);
@@ -416,7 +405,7 @@ TEST_CASE("ids and positions outside their range raise llmrt::error naming them,
 TEST_CASE("a mul_mat weight type without a Vulkan kernel is refused when the graph is prepared, naming the node") {
     LLMRT_VULKAN_TEST_DEVICE(ctx);
     const int64_t k = 256;
-    const std::vector<std::byte> w = quantized(qtype::q8_K, gaussian(std::size_t(k * 4), 95), k);
+    const std::vector<uint8_t> w = quantize_matrix(qtype::q8_K, gaussian(std::size_t(k * 4), 95), k);
     graph::graph g(1);
     const auto x = g.input("x", qtype::f32, k);
     const auto y = g.mul_mat(g.weight("w_q8_K", qtype::q8_K, k, 4, w.data()), x);

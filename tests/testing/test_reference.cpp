@@ -27,6 +27,14 @@ TEST_CASE("quantize_matrix lays each row out at a row_size stride, as quantize m
     }
 }
 
+TEST_CASE("quantize_matrix of a vector takes as many rows as the vector holds") {
+    const int64_t rows = 3, k = 64;
+    const std::vector<float> w = gaussian(rows * k, 22);
+    CHECK(quantize_matrix(qtype::q8_0, w, k) == quantize_matrix(qtype::q8_0, w.data(), rows, k));
+    CHECK_THROWS_AS(quantize_matrix(qtype::q8_0, w, 80), llmrt::error);  // 192 floats are not rows of 80
+    CHECK_THROWS_AS(quantize_matrix(qtype::q8_0, w, 0), llmrt::error);
+}
+
 TEST_CASE("reference_matvec gives each of 1 to 8 columns the dot of the dequantized rows") {
     for (qtype t : {qtype::q8_0, qtype::mxfp4}) {
         const int64_t rows = 7, k = 96;

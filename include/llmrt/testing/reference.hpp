@@ -25,6 +25,14 @@ inline std::vector<uint8_t> quantize_matrix(qtype t, const float* w, int64_t row
     for (int64_t r = 0; r < rows; ++r) quantize(t, w + r * k, q.data() + std::size_t(r) * row_bytes, k);
     return q;
 }
+// The same for a whole vector of rows of k floats: w.size() / k rows.
+inline std::vector<uint8_t> quantize_matrix(qtype t, const std::vector<float>& w, int64_t k) {
+    check(k > 0 && int64_t(w.size()) % k == 0, errc::shape_mismatch, [&] {
+        return "testing::quantize_matrix: " + std::to_string(w.size()) + " floats are not whole rows of k = " +
+               std::to_string(k);
+    });
+    return quantize_matrix(t, w.data(), int64_t(w.size()) / k, k);
+}
 
 // The reference Y = W·X for W (rows × k of t, as quantize_matrix lays it out) and X (ncols dense
 // columns of k floats): ncols dense columns of `rows` floats, column c at c·rows.
