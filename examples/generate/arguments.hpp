@@ -33,7 +33,8 @@ inline std::string shortest(double v) {
 template <class Int = int32_t>
 Int to_int(const std::string& option, const std::string& text, Int min = 0,
            Int max = std::numeric_limits<Int>::max()) {
-    static_assert(std::is_integral_v<Int> && sizeof(Int) <= sizeof(long long), "to_int: Int must be an integer type");
+    static_assert(std::is_integral_v<Int> && std::is_signed_v<Int> && sizeof(Int) <= sizeof(long long),
+                  "to_int: Int must be a signed integer type of at most 64 bits");
     char* end = nullptr;
     errno = 0;
     const long long v = std::strtoll(text.c_str(), &end, 10);
