@@ -40,11 +40,8 @@ Int to_int(const std::string& option, const std::string& text, Int min = 0,
     const long long v = std::strtoll(text.c_str(), &end, 10);
     if (text.empty() || *end != '\0' || errno == ERANGE || v < static_cast<long long>(min) ||
         v > static_cast<long long>(max))
-        bad_argument(option + " needs an integer " +
-                     (max == std::numeric_limits<Int>::max()
-                          ? ">= " + std::to_string(min)
-                          : "in [" + std::to_string(min) + ", " + std::to_string(max) + "]") +
-                     ", got '" + text + "'");
+        bad_argument(option + " needs an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], got '" +
+                     text + "'");
     return Int(v);
 }
 
