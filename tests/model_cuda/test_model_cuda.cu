@@ -13,8 +13,9 @@
 
 #include <llmrt/cuda/backend.cuh>
 #include <llmrt/graph/compare.hpp>
+#include <llmrt/testing/measures.hpp>
 
-#include "../graph/count_allocations.hpp"
+#include "../model/forward_allocations.hpp"
 #include "../model/model_fixtures.hpp"
 
 using namespace llmrt;
@@ -41,12 +42,7 @@ using test::same_bits;
 
 
 double nmse(std::span<const float> out, std::span<const float> ref) {
-    double num = 0.0, den = 0.0;
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-        num += (double(out[i]) - ref[i]) * (double(out[i]) - ref[i]);
-        den += double(ref[i]) * ref[i];
-    }
-    return num / den;
+    return testing::nmse(out.data(), ref.data(), int64_t(ref.size()));
 }
 
 // The gap between the largest and the second largest logit.
@@ -208,15 +204,5 @@ TEST_CASE("a batch forward on the CUDA backend gives every token the bits of tok
 TEST_CASE("CUDA model forward calls allocate nothing, batched or single, after truncate and restore") {
     LLMRT_NEEDS_CUDA_DEVICE();
     cuda::backend b;
-    cuda_model m(b, test::small_model_file(qtype::q4_K), {.n_ctx = 32, .max_batch = 4});
-    const std::vector<int32_t> tokens{1, 300, 17, 42}, positions{0, 1, 2, 3}, next{7}, next_pos{4};
-    m.forward(tokens, positions);
-    const auto state = m.save_state();
-    const long before = test::allocation_count();
-    m.truncate(0);
-    m.forward(tokens, positions);
-    m.forward(next, next_pos);
-    m.restore_state(state);
-    m.forward(next, next_pos);
-    CHECK(test::allocation_count() - before == 0);
+    test::check_forward_allocates_nothing(b);
 }

@@ -12,6 +12,7 @@
 
 #include <llmrt/graph/compare.hpp>
 #include <llmrt/sample/model.hpp>
+#include <llmrt/testing/measures.hpp>
 #include <llmrt/vulkan/backend.hpp>
 
 #include "../model/model_fixtures.hpp"
@@ -65,8 +66,7 @@ std::vector<float> logits_after(B& b, const std::shared_ptr<const gguf::file>& f
 }
 
 double nmse_of(const std::vector<float>& ref, const std::vector<float>& got) {
-    std::vector<double> r(ref.begin(), ref.end());
-    return test::nmse(got.data(), r.data(), r.size());
+    return testing::nmse(got.data(), ref.data(), int64_t(ref.size()));
 }
 
 }  // namespace
