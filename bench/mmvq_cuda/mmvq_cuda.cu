@@ -341,10 +341,8 @@ int main(int argc, char** argv) try {
         else if (flag == "--types") {
             types = cl.list_value();
             for (const std::string& t : types) (void)llmrt::qtype_from_name(t);  // an unknown name fails here
-        } else if (flag == "--ncols") {
-            ncols.clear();
-            for (const std::string& n : cl.list_value()) ncols.push_back(llmrt_examples::to_int(flag, n, 1, 8));
-        } else if (flag == "--shapes") {
+        } else if (flag == "--ncols") ncols = cl.int_list_value(1, 8);
+        else if (flag == "--shapes") {
             shapes.clear();
             for (const auto& [rows, k] : llmrt_examples::to_shapes(flag, cl.value())) shapes.push_back({rows, k});
         } else if (flag == "-h" || flag == "--help") {

@@ -82,10 +82,8 @@ options parse(int argc, char** argv) {
         else if (a == "--passes") o.passes = cl.int_value(1);
         else if (a == "--bench-shapes") o.bench_shapes = llmrt_examples::to_shapes(a, cl.value());
         else if (a == "--shapes") o.shapes = llmrt_examples::to_shapes(a, cl.value());
-        else if (a == "--ncols") {
-            o.ncols.clear();
-            for (const std::string& n : cl.list_value()) o.ncols.push_back(llmrt_examples::to_int<int64_t>(a, n, 1, 8));
-        } else {
+        else if (a == "--ncols") o.ncols = cl.int_list_value<int64_t>(1, 8);
+        else {
             cl.reject("the top of bench/mmvq_vulkan/mmvq_vulkan.cpp");
         }
     }

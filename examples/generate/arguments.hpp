@@ -115,6 +115,14 @@ public:
         const std::string& o = option();
         return to_list(o, value(), sep);
     }
+    // A comma-separated list of integers, each in [min, max].
+    template <class Int = int32_t>
+    std::vector<Int> int_list_value(Int min = 0, Int max = std::numeric_limits<Int>::max()) {
+        const std::string& o = option();
+        std::vector<Int> values;
+        for (const std::string& item : to_list(o, value())) values.push_back(to_int<Int>(o, item, min, max));
+        return values;
+    }
     // The current argument is none the program knows.
     [[noreturn]] void reject(const std::string& help = "--help") const {
         bad_argument("unknown argument '" + option() + "' (see " + help + ")");
