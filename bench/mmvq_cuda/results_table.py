@@ -10,9 +10,9 @@ Given several runs' JSON, each figure is the median over the runs (per configura
 
     python3 bench/mmvq_cuda/results_table.py run1.json run2.json run3.json --merged median.json
 """
+import argparse
 import json
 import statistics
-import sys
 
 GGML = {"q8_0": (27.2, 46.8), "mxfp4": (20.5, 41.2), "q2_K": (17.0, 59.2), "q3_K": (29.0, 65.8),
         "q4_K": (17.4, 68.6), "q5_K": (19.8, 72.1), "q6_K": (29.7, 62.4)}  # µs at 1 and 8 columns
@@ -82,10 +82,8 @@ def main(paths, merged_path=None):
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    merged = None
-    if "--merged" in args:
-        i = args.index("--merged")
-        merged = args[i + 1]
-        del args[i:i + 2]
-    main(args, merged)
+    parser = argparse.ArgumentParser(description="The CUDA bench's JSON runs as bench/RESULTS.md's tables.")
+    parser.add_argument("runs", nargs="+", help="JSON written by llmrt-bench-mmvq-cuda --json")
+    parser.add_argument("--merged", metavar="PATH", help="also write the median run as JSON")
+    args = parser.parse_args()
+    main(args.runs, args.merged)
