@@ -1,10 +1,11 @@
 // llmrt-bench-decode: how fast does a llama model decode one token at a time, against the
-// memory floor?
+// memory floor, and where does the time go?
 //
-//   llmrt-bench-decode [--backend cuda|vulkan|cpu] [--model 1b|8b|both|tiny] [--tokens N] [--warmup N]
-//                      [--ctx N] [--json PATH|-]
+//   llmrt-bench-decode [--backend cuda|vulkan|cpu] [--model 1b|8b|both|tiny|FILE.gguf] [--tokens N]
+//                      [--warmup N] [--depth N] [--prompt N] [--ctx N] [--unfused] [--json PATH|-]
 //
-// Models: synthetic llama shapes in Q4_K, made in memory with model::make_random_llama.
+// Models: a llama GGUF file (any weight type llmrt reads), or synthetic llama shapes in Q4_K made
+// in memory with model::make_random_llama:
 //   1B-shaped  n_embd 2048, 16 layers, n_ff 8192, 32 heads, 8 kv heads, vocab 128256
 //   8B-shaped  n_embd 4096, 32 layers, n_ff 14336, 32 heads, 8 kv heads, vocab 128256
 //   tiny       n_embd 256, 2 layers, n_ff 512, 4 heads, 2 kv heads, vocab 128256 (smoke test)
@@ -15,18 +16,28 @@
 // embedding, output and feed-forward matrices repeat the seed's rows (and, along k, its Q4_K
 // blocks, which are independent) up to their full shape.
 //
-// What is timed: the greedy decode loop at batch 1 through the graph executor, as the host
-// sees it: write the token and its position, run the forward, read back the argmax id (the
-// graph's `next` node), feed it back. After --warmup tokens, --tokens tokens are timed with a
-// steady clock; tokens/s = tokens / seconds. The floor is the bytes of every weight one token
-// reads (all matrices and norms, one embedding row) over the H100's measured 3.1 TB/s read
-// bandwidth: the most tokens/s that reading the weights once per token allows. "back-to-back"
-// queues --tokens forwards (same position) with one read at the end: the device's own rate.
+// What is timed, through the graph executor (the forward planned for batches of up to 8, f16 KV
+// cache, every fusion the backend runs unless --unfused):
+//   prompt   --prompt tokens (default 512) from position 0 in batches of 8, as a prompt is
+//            processed; prompt tokens/s (0: skipped). With --depth, the prompt is --depth tokens.
+//   decode   greedy decoding at batch 1 after the prompt (or --depth tokens in the cache, like
+//            llama-bench -d): write the token and its position, run the forward, read back the
+//            argmax id (the graph's `next` node), feed it back. After --warmup tokens, --tokens
+//            tokens are timed with a steady clock; tokens/s = tokens / seconds.
+// The floor is the bytes of every weight one token reads (all matrices and norms, one embedding
+// row) over the H100's measured 3.1 TB/s read bandwidth: the most tokens/s that reading the
+// weights once per token allows.
+// Breakdown (CUDA): the device time of one decode forward by step kind (graph/lower.hpp), each
+// kind's share found by telescoping: the forward made of the mat-vec steps alone is replayed and
+// timed, then with the norm steps added, and so on; a kind's time is what adding it cost. The
+// kinds' times add up to the whole forward's device time; "host" is the rest of the measured
+// ms/token (the token's write, the launch, the id's read).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -50,29 +61,37 @@ constexpr int32_t seed_vocab = 512, seed_ff = 256;
 struct model_shape {
     std::string name;
     model::llama_shape shape;
+    std::string path;  // a GGUF file instead of a synthetic model
 };
 
 const model_shape shape_1b{"1B-shaped",
-                           {.n_vocab = vocab, .n_embd = 2048, .n_layer = 16, .n_head = 32, .n_head_kv = 8, .n_ff = 8192}};
+                           {.n_vocab = vocab, .n_embd = 2048, .n_layer = 16, .n_head = 32, .n_head_kv = 8, .n_ff = 8192}, {}};
 const model_shape shape_8b{"8B-shaped",
-                           {.n_vocab = vocab, .n_embd = 4096, .n_layer = 32, .n_head = 32, .n_head_kv = 8, .n_ff = 14336}};
+                           {.n_vocab = vocab, .n_embd = 4096, .n_layer = 32, .n_head = 32, .n_head_kv = 8, .n_ff = 14336}, {}};
 // For the smoke test: the same vocabulary, a small body.
-const model_shape shape_tiny{"tiny", {.n_vocab = vocab, .n_embd = 256, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .n_ff = 512}};
+const model_shape shape_tiny{"tiny", {.n_vocab = vocab, .n_embd = 256, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .n_ff = 512}, {}};
 
 struct arguments {
     std::string backend, json;
     std::vector<model_shape> models{shape_1b, shape_8b};
-    int32_t tokens = 128, warmup = 16, n_ctx = 512;
+    int32_t tokens = 128, warmup = 16, n_ctx = 0, depth = 0, prompt = 512;
+    bool unfused = false;
 };
 
 arguments parse(int argc, char** argv) {
     arguments a;
+    bool prompt_given = false;
     for (llmrt_examples::command_line cl(argc, argv); cl.next();) {
         const std::string& o = cl.option();
         if (o == "--backend") a.backend = cl.value();
         else if (o == "--tokens") a.tokens = cl.int_value(1, 1000000);
         else if (o == "--warmup") a.warmup = cl.int_value(1, 1000000);
         else if (o == "--ctx") a.n_ctx = cl.int_value(1, 1000000);
+        else if (o == "--depth") a.depth = cl.int_value(0, 1000000);
+        else if (o == "--prompt") {
+            a.prompt = cl.int_value(0, 1000000);
+            prompt_given = true;
+        } else if (o == "--unfused") a.unfused = true;
         else if (o == "--json") a.json = cl.value();
         else if (o == "--model") {
             const std::string m = cl.value();
@@ -80,17 +99,26 @@ arguments parse(int argc, char** argv) {
             else if (m == "8b") a.models = {shape_8b};
             else if (m == "both") a.models = {shape_1b, shape_8b};
             else if (m == "tiny") a.models = {shape_tiny};
-            else throw error(errc::invalid_argument, "--model takes 1b, 8b, both or tiny, not '" + m + "'");
+            else if (m.size() > 5 && m.substr(m.size() - 5) == ".gguf") a.models = {model_shape{m, {}, m}};
+            else throw error(errc::invalid_argument, "--model takes 1b, 8b, both, tiny or a FILE.gguf, not '" + m + "'");
         } else if (o == "-h" || o == "--help") {
-            std::puts("usage: llmrt-bench-decode [--backend cuda|vulkan|cpu] [--model 1b|8b|both|tiny] [--tokens N]\n"
-                      "                          [--warmup N] [--ctx N] [--json PATH|-]");
+            std::puts("usage: llmrt-bench-decode [--backend cuda|vulkan|cpu] [--model 1b|8b|both|tiny|FILE.gguf] [--tokens N]\n"
+                      "                          [--warmup N] [--depth N] [--prompt N] [--ctx N] [--unfused] [--json PATH|-]");
             std::exit(0);
         } else {
             cl.reject();
         }
     }
-    if (a.warmup + a.tokens > a.n_ctx)
-        throw error(errc::invalid_argument, "--warmup + --tokens must fit the context (--ctx " + std::to_string(a.n_ctx) + ")");
+    if (a.depth > 0) {
+        if (prompt_given && a.prompt != a.depth)
+            throw error(errc::invalid_argument, "--depth N fills the cache with an N-token prompt; give --prompt N or neither");
+        a.prompt = a.depth;
+    }
+    const int32_t need = a.prompt + a.warmup + a.tokens + 1;  // + 1: the breakdown's forwards
+    if (a.n_ctx == 0) a.n_ctx = need;
+    if (need > a.n_ctx)
+        throw error(errc::invalid_argument, "--prompt (or --depth) + --warmup + --tokens = " + std::to_string(need) +
+                                                " must fit the context (--ctx " + std::to_string(a.n_ctx) + ") with one position to spare");
     return a;
 }
 
@@ -98,12 +126,13 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// A full-size model from one quantized layer: the weights, and the host bytes they point into.
-struct synthetic_model {
-    std::shared_ptr<const gguf::file> seed;  // one layer, 512-row vocabulary, n_ff 256
-    std::vector<std::vector<std::byte>> tiles;   // the matrices grown from the seed's
+// A model to decode: its weights, and the host bytes they point into.
+struct bench_model {
+    std::shared_ptr<const gguf::file> file;  // the GGUF file, or the synthetic seed (one layer)
+    std::vector<std::vector<std::byte>> tiles;  // synthetic: the matrices grown from the seed's
     model::llama_weights weights;
     std::size_t bytes_per_token = 0;  // weight bytes one decoded token reads
+    std::string weight_type;
 };
 
 // A rows × k matrix in w's type from w: row r is w's row r mod w.ne1, its blocks repeated along k
@@ -122,72 +151,152 @@ std::vector<std::byte> tiled(const model::weight_ref& w, int64_t rows, int64_t k
     return out;
 }
 
-std::unique_ptr<synthetic_model> make_model(const model_shape& s, int32_t n_ctx) {
-    auto m = std::make_unique<synthetic_model>();
-    model::llama_shape seed_shape = s.shape;
-    seed_shape.n_layer = 1;
-    seed_shape.n_vocab = seed_vocab;
-    seed_shape.n_ff = seed_ff;
-    seed_shape.n_ctx = n_ctx;
-    seed_shape.vocabulary = false;
-    m->seed = std::make_shared<const gguf::file>(
-        gguf::file::from_bytes(model::make_random_llama(seed_shape, qtype::q4_K, /*seed=*/1).to_bytes()));
-    const model::llama_weights one = model::load_llama_weights(*m->seed);
+std::size_t matrix_bytes(const model::weight_ref& r) { return row_size(r.type, r.ne0) * std::size_t(r.ne1); }
 
-    model::llama_weights& w = m->weights;
-    w.hparams = one.hparams;
-    w.hparams.n_layer = s.shape.n_layer;
-    w.hparams.n_vocab = s.shape.n_vocab;
-    w.hparams.n_ff = s.shape.n_ff;
-    // The matrices whose shape differs from the seed's: tiled, each kept here.
-    auto grown = [&](const model::weight_ref& r, int64_t k, int64_t rows) {
-        m->tiles.push_back(tiled(r, rows, k));
-        model::weight_ref g = r;
-        g.ne0 = k;
-        g.ne1 = rows;
-        g.data = m->tiles.back().data();
-        return g;
+// Every matrix and norm once, and one row of the embedding.
+std::size_t bytes_per_token(const model::llama_weights& w) {
+    std::size_t b = matrix_bytes(w.output) + matrix_bytes(w.output_norm) + row_size(w.token_embd.type, w.token_embd.ne0);
+    for (const auto& lw : w.layers)
+        for (const model::weight_ref* r : {&lw.attn_norm, &lw.attn_q, &lw.attn_k, &lw.attn_v, &lw.attn_output, &lw.ffn_norm,
+                                           &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
+            b += matrix_bytes(*r);
+    return b;
+}
+
+std::string weight_types(const model::llama_weights& w) {
+    std::vector<std::string> names;
+    auto add = [&](const model::weight_ref& r) {
+        const std::string n = name(r.type);
+        if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
     };
-    w.token_embd = grown(one.token_embd, s.shape.n_embd, s.shape.n_vocab);
-    w.output = grown(one.output, s.shape.n_embd, s.shape.n_vocab);
-    w.output_norm = one.output_norm;
-    const model::weight_ref gate = grown(one.layers[0].ffn_gate, s.shape.n_embd, s.shape.n_ff);
-    const model::weight_ref up = grown(one.layers[0].ffn_up, s.shape.n_embd, s.shape.n_ff);
-    const model::weight_ref down = grown(one.layers[0].ffn_down, s.shape.n_ff, s.shape.n_embd);
-    auto bytes = [](const model::weight_ref& r) { return row_size(r.type, r.ne0) * std::size_t(r.ne1); };
-    m->bytes_per_token = bytes(w.output) + bytes(w.output_norm) + row_size(w.token_embd.type, w.token_embd.ne0);
-    for (int32_t l = 0; l < s.shape.n_layer; ++l) {
-        model::llama_layer_weights lw = one.layers[0];
-        lw.ffn_gate = gate;
-        lw.ffn_up = up;
-        lw.ffn_down = down;
-        const std::string p = "blk." + std::to_string(l) + ".";
-        for (model::weight_ref* r : {&lw.attn_norm, &lw.attn_q, &lw.attn_k, &lw.attn_v, &lw.attn_output, &lw.ffn_norm,
-                                     &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down}) {
-            r->name = p + r->name.substr(r->name.find('.', 4) + 1);
-            m->bytes_per_token += bytes(*r);
+    for (const auto& lw : w.layers)
+        for (const model::weight_ref* r : {&lw.attn_q, &lw.attn_k, &lw.attn_v, &lw.attn_output, &lw.ffn_gate, &lw.ffn_up,
+                                           &lw.ffn_down})
+            add(*r);
+    add(w.output);
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : "+") + n;
+    return out;
+}
+
+std::unique_ptr<bench_model> make_model(const model_shape& s, int32_t n_ctx) {
+    auto m = std::make_unique<bench_model>();
+    if (!s.path.empty()) {
+        m->file = std::make_shared<const gguf::file>(gguf::file::open(s.path));
+        m->weights = model::load_llama_weights(*m->file);
+    } else {
+        model::llama_shape seed_shape = s.shape;
+        seed_shape.n_layer = 1;
+        seed_shape.n_vocab = seed_vocab;
+        seed_shape.n_ff = seed_ff;
+        seed_shape.n_ctx = n_ctx;
+        seed_shape.vocabulary = false;
+        m->file = std::make_shared<const gguf::file>(
+            gguf::file::from_bytes(model::make_random_llama(seed_shape, qtype::q4_K, /*seed=*/1).to_bytes()));
+        const model::llama_weights one = model::load_llama_weights(*m->file);
+        model::llama_weights& w = m->weights;
+        w.hparams = one.hparams;
+        w.hparams.n_layer = s.shape.n_layer;
+        w.hparams.n_vocab = s.shape.n_vocab;
+        w.hparams.n_ff = s.shape.n_ff;
+        // The matrices whose shape differs from the seed's: tiled, each kept here.
+        auto grown = [&](const model::weight_ref& r, int64_t k, int64_t rows) {
+            m->tiles.push_back(tiled(r, rows, k));
+            model::weight_ref g = r;
+            g.ne0 = k;
+            g.ne1 = rows;
+            g.data = m->tiles.back().data();
+            return g;
+        };
+        w.token_embd = grown(one.token_embd, s.shape.n_embd, s.shape.n_vocab);
+        w.output = grown(one.output, s.shape.n_embd, s.shape.n_vocab);
+        w.output_norm = one.output_norm;
+        const model::weight_ref gate = grown(one.layers[0].ffn_gate, s.shape.n_embd, s.shape.n_ff);
+        const model::weight_ref up = grown(one.layers[0].ffn_up, s.shape.n_embd, s.shape.n_ff);
+        const model::weight_ref down = grown(one.layers[0].ffn_down, s.shape.n_ff, s.shape.n_embd);
+        for (int32_t l = 0; l < s.shape.n_layer; ++l) {
+            model::llama_layer_weights lw = one.layers[0];
+            lw.ffn_gate = gate;
+            lw.ffn_up = up;
+            lw.ffn_down = down;
+            const std::string p = "blk." + std::to_string(l) + ".";
+            for (model::weight_ref* r : {&lw.attn_norm, &lw.attn_q, &lw.attn_k, &lw.attn_v, &lw.attn_output, &lw.ffn_norm,
+                                         &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
+                r->name = p + r->name.substr(r->name.find('.', 4) + 1);
+            w.layers.push_back(std::move(lw));
         }
-        w.layers.push_back(std::move(lw));
     }
+    m->bytes_per_token = bytes_per_token(m->weights);
+    m->weight_type = weight_types(m->weights);
     return m;
 }
 
-struct result {
-    std::string model;
-    int32_t n_embd = 0, n_layer = 0, n_ff = 0;
-    std::size_t weight_bytes = 0;
-    double floor_tokens_per_s = 0, tokens_per_s = 0, ms_per_token = 0, prepare_s = 0;
-    double replay_tokens_per_s = 0;  // forwards queued back to back, one read at the end
+struct kind_time {
+    std::string kind;
+    double ms = 0;     // what adding the kind's steps cost (telescoped)
+    double alone = 0;  // the kind's steps replayed on their own
 };
 
+struct result {
+    std::string model, weight_type;
+    int32_t n_embd = 0, n_layer = 0, n_ff = 0, n_vocab = 0, depth = 0, prompt = 0;
+    std::size_t weight_bytes = 0, steps = 0;
+    double floor_tokens_per_s = 0, tokens_per_s = 0, ms_per_token = 0, prepare_s = 0;
+    double prompt_tokens_per_s = 0;
+    double device_ms = 0;  // the whole decode forward's device time (CUDA)
+    double launch_read_ms = 0, back_to_back_ms = 0;  // per token: no writes; queued with one read
+    double isolated_ms = 0;  // device time of a forward launched on an idle device (CUDA)
+    std::vector<kind_time> breakdown;
+};
+
+// The step kinds in the order the breakdown adds them.
+const std::vector<graph::step_kind> breakdown_order{graph::step_kind::matvec, graph::step_kind::norm,
+                                                    graph::step_kind::rope_cache, graph::step_kind::attention,
+                                                    graph::step_kind::swiglu, graph::step_kind::op};
+
+const char* kind_label(graph::step_kind k) {
+    switch (k) {
+        case graph::step_kind::matvec: return "mat-vec (mmvq)";
+        case graph::step_kind::norm: return "add + rms_norm + records";
+        case graph::step_kind::rope_cache: return "rope + KV cache write";
+        case graph::step_kind::attention: return "attention";
+        case graph::step_kind::swiglu: return "swiglu + records";
+        case graph::step_kind::op: return "other ops (embedding, argmax, unfused)";
+    }
+    return "?";
+}
+
 template <class Backend>
-result decode(Backend& backend, const model_shape& s, const synthetic_model& m, const arguments& a) {
+result decode(Backend& backend, const model_shape& s, const bench_model& m, const arguments& a) {
     const auto t0 = std::chrono::steady_clock::now();
-    const model::llama_graph built = model::build_llama_graph(m.weights, a.n_ctx, 1, qtype::f16);
-    graph::executor<Backend> ex(backend, built.g);
+    const int32_t batch = 8;
+    const model::llama_graph built = model::build_llama_graph(m.weights, a.n_ctx, batch, qtype::f16);
+    graph::executor<Backend> ex(backend, built.g, {.fuse = !a.unfused});
     result r;
     r.prepare_s = seconds_since(t0);
+    r.steps = ex.get_plan().steps.size();
+    const int32_t n_vocab = m.weights.hparams.n_vocab;
     int32_t token = 1, pos = 0;
+    std::vector<int32_t> next(batch);
+    // The prompt: ids spread over the vocabulary, in batches of 8.
+    if (a.prompt > 0) {
+        std::vector<int32_t> ids(batch), positions(batch);
+        const auto start = std::chrono::steady_clock::now();
+        while (pos < a.prompt) {
+            const int32_t n = std::min(batch, a.prompt - pos);
+            for (int32_t i = 0; i < n; ++i) {
+                ids[std::size_t(i)] = int32_t((uint64_t(pos + i) * 7919u + 13u) % uint64_t(n_vocab));
+                positions[std::size_t(i)] = pos + i;
+            }
+            ex.write(built.tokens, std::span<const int32_t>(ids).first(std::size_t(n)));
+            ex.write(built.positions, std::span<const int32_t>(positions).first(std::size_t(n)));
+            ex.run(n);
+            pos += n;
+        }
+        ex.read(built.next, std::span<int32_t>(next));
+        r.prompt_tokens_per_s = a.prompt / seconds_since(start);
+        token = next[0];
+    }
     auto step = [&] {
         ex.write(built.tokens, std::span<const int32_t>(&token, 1));
         ex.write(built.positions, std::span<const int32_t>(&pos, 1));
@@ -199,17 +308,51 @@ result decode(Backend& backend, const model_shape& s, const synthetic_model& m, 
     const auto start = std::chrono::steady_clock::now();
     for (int32_t i = 0; i < a.tokens; ++i) step();
     const double seconds = seconds_since(start);
-    // The same forward queued --tokens times without a read in between (the same position each
-    // time): what the device sustains without the host's round trip per token.
-    const auto replay_start = std::chrono::steady_clock::now();
-    ex.write(built.positions, std::span<const int32_t>(&pos, 1));
-    for (int32_t i = 0; i < a.tokens; ++i) ex.run(1);
-    ex.read(built.next, std::span<int32_t>(&token, 1));
-    r.replay_tokens_per_s = a.tokens / seconds_since(replay_start);
+    // Where the host's share goes: the same forwards without the writes (launch, read the id),
+    // and queued back to back with one read at the end (the same position each time).
+    --pos;
+    {
+        const auto t1 = std::chrono::steady_clock::now();
+        for (int32_t i = 0; i < a.tokens; ++i) {
+            ex.run(1);
+            ex.read(built.next, std::span<int32_t>(&token, 1));
+        }
+        r.launch_read_ms = seconds_since(t1) * 1e3 / a.tokens;
+        const auto t2 = std::chrono::steady_clock::now();
+        for (int32_t i = 0; i < a.tokens; ++i) ex.run(1);
+        ex.read(built.next, std::span<int32_t>(&token, 1));
+        r.back_to_back_ms = seconds_since(t2) * 1e3 / a.tokens;
+    }
+    ++pos;
+    if constexpr (requires { ex.program().device_ms(int64_t(1), std::function<bool(const graph::step&)>{}); }) {
+        // Telescoped: the forward of the kinds so far, one more kind at a time (at the next
+        // position, which the context has room for).
+        ex.write(built.tokens, std::span<const int32_t>(&token, 1));
+        ex.write(built.positions, std::span<const int32_t>(&pos, 1));
+        std::vector<graph::step_kind> kinds;
+        double before = 0;
+        for (graph::step_kind k : breakdown_order) {
+            kinds.push_back(k);
+            const double ms = ex.program().device_ms(1, [&](const graph::step& st) {
+                return std::find(kinds.begin(), kinds.end(), st.kind) != kinds.end();
+            });
+            const double alone = ex.program().device_ms(1, [&](const graph::step& st) { return st.kind == k; });
+            r.breakdown.push_back({kind_label(k), ms - before, alone});
+            before = ms;
+        }
+        r.device_ms = before;
+        r.isolated_ms = ex.program().device_ms(1, [](const graph::step&) { return true; }, 20, true);
+
+    }
     r.model = s.name;
-    r.n_embd = s.shape.n_embd;
-    r.n_layer = s.shape.n_layer;
-    r.n_ff = s.shape.n_ff;
+    r.weight_type = m.weight_type;
+    const auto& h = m.weights.hparams;
+    r.n_embd = h.n_embd;
+    r.n_layer = h.n_layer;
+    r.n_ff = h.n_ff;
+    r.n_vocab = h.n_vocab;
+    r.depth = a.prompt;
+    r.prompt = a.prompt;
     r.weight_bytes = m.bytes_per_token;
     r.floor_tokens_per_s = read_bandwidth / double(m.bytes_per_token);
     r.tokens_per_s = a.tokens / seconds;
@@ -218,16 +361,32 @@ result decode(Backend& backend, const model_shape& s, const synthetic_model& m, 
 }
 
 void print(const std::vector<result>& results, const std::string& backend, const arguments& a) {
-    std::printf("\nllmrt-bench-decode: greedy decoding at batch 1, Q4_K weights, f16 KV cache, %d tokens timed after %d\n",
-                a.tokens, a.warmup);
+    std::printf("\nllmrt-bench-decode: greedy decoding at batch 1 after a %d-token prompt, f16 KV cache, %d tokens timed "
+                "after %d%s\n",
+                a.prompt, a.tokens, a.warmup, a.unfused ? ", unfused" : "");
     std::printf("backend: %s\n\n", backend.c_str());
-    std::printf("| model | n_embd | layers | n_ff | weight MB/token | floor tokens/s (3.1 TB/s) | tokens/s | ms/token | of floor "
-                "| back-to-back tokens/s |\n");
+    std::printf("| model | weights | layers | weight MB/token | floor tokens/s (3.1 TB/s) | prompt tokens/s | tokens/s | "
+                "ms/token | of floor | steps |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
     for (const auto& r : results)
-        std::printf("| %s | %d | %d | %d | %.1f | %.0f | %.1f | %.3f | %.1f%% | %.1f |\n", r.model.c_str(), r.n_embd,
-                    r.n_layer, r.n_ff, double(r.weight_bytes) / 1e6, r.floor_tokens_per_s, r.tokens_per_s, r.ms_per_token,
-                    100.0 * r.tokens_per_s / r.floor_tokens_per_s, r.replay_tokens_per_s);
+        std::printf("| %s | %s | %d | %.1f | %.0f | %.1f | %.1f | %.3f | %.1f%% | %zu |\n", r.model.c_str(),
+                    r.weight_type.c_str(), r.n_layer, double(r.weight_bytes) / 1e6, r.floor_tokens_per_s,
+                    r.prompt_tokens_per_s, r.tokens_per_s, r.ms_per_token, 100.0 * r.tokens_per_s / r.floor_tokens_per_s,
+                    r.steps);
+    for (const auto& r : results) {
+        if (r.breakdown.empty()) continue;
+        std::printf("\nwhere a token's %.3f ms go (%s; device time by step kind, telescoped; \"alone\": the kind's steps "
+                    "replayed without the others):\n\n| part | ms/token | share | alone ms |\n|---|---|---|---|\n",
+                    r.ms_per_token, r.model.c_str());
+        for (const auto& k : r.breakdown)
+            std::printf("| %s | %.4f | %.1f%% | %.4f |\n", k.kind.c_str(), k.ms, 100.0 * k.ms / r.ms_per_token, k.alone);
+        const double host = r.ms_per_token - r.device_ms;
+        std::printf("| device, all steps | %.4f | %.1f%% | |\n| host (write, launch, read back) | %.4f | %.1f%% | |\n",
+                    r.device_ms, 100.0 * r.device_ms / r.ms_per_token, host, 100.0 * host / r.ms_per_token);
+        std::printf("\nthe same forward without writing the token and position: %.4f ms; queued back to back: %.4f ms; "
+                    "device time launched on an idle device: %.4f ms\n",
+                    r.launch_read_ms, r.back_to_back_ms, r.isolated_ms);
+    }
 }
 
 std::string json_escape(const std::string& s) {
@@ -240,22 +399,31 @@ std::string json_escape(const std::string& s) {
 }
 
 void write_json(const std::vector<result>& results, const std::string& backend, const arguments& a) {
-    std::string j = "{\n  \"bench\": \"decode\",\n  \"backend\": \"" + json_escape(backend) + "\",\n  \"weight_type\": \"q4_K\",\n"
+    std::string j = "{\n  \"bench\": \"decode\",\n  \"backend\": \"" + json_escape(backend) + "\",\n"
                     "  \"kv_type\": \"f16\",\n  \"batch\": 1,\n  \"tokens\": " + std::to_string(a.tokens) +
-                    ",\n  \"warmup\": " + std::to_string(a.warmup) + ",\n  \"read_bandwidth_bytes_per_s\": 3.1e12,\n"
-                    "  \"results\": [";
+                    ",\n  \"warmup\": " + std::to_string(a.warmup) + ",\n  \"prompt\": " + std::to_string(a.prompt) +
+                    ",\n  \"fused\": " + (a.unfused ? "false" : "true") +
+                    ",\n  \"read_bandwidth_bytes_per_s\": 3.1e12,\n  \"results\": [";
     for (std::size_t i = 0; i < results.size(); ++i) {
         const auto& r = results[i];
-        char buf[512];
+        char buf[1024];
         std::snprintf(buf, sizeof buf,
-                      "%s\n    {\"model\": \"%s\", \"n_embd\": %d, \"n_layer\": %d, \"n_ff\": %d, \"n_vocab\": %d, "
-                      "\"weight_bytes_per_token\": %zu, \"floor_tokens_per_s\": %.1f, \"tokens_per_s\": %.2f, "
-                      "\"ms_per_token\": %.4f, \"fraction_of_floor\": %.4f, \"back_to_back_tokens_per_s\": %.2f, "
-                      "\"prepare_s\": %.2f}",
-                      i ? "," : "", r.model.c_str(), r.n_embd, r.n_layer, r.n_ff, vocab, r.weight_bytes,
-                      r.floor_tokens_per_s, r.tokens_per_s, r.ms_per_token, r.tokens_per_s / r.floor_tokens_per_s,
-                      r.replay_tokens_per_s, r.prepare_s);
+                      "%s\n    {\"model\": \"%s\", \"weight_type\": \"%s\", \"n_embd\": %d, \"n_layer\": %d, \"n_ff\": %d, "
+                      "\"n_vocab\": %d, \"depth\": %d, \"weight_bytes_per_token\": %zu, \"floor_tokens_per_s\": %.1f, "
+                      "\"prompt_tokens_per_s\": %.2f, \"tokens_per_s\": %.2f, \"ms_per_token\": %.4f, "
+                      "\"fraction_of_floor\": %.4f, \"device_ms_per_token\": %.4f, \"launch_read_ms\": %.4f, "
+                      "\"back_to_back_ms\": %.4f, \"steps\": %zu, \"prepare_s\": %.2f, "
+                      "\"breakdown_ms\": {",
+                      i ? "," : "", json_escape(r.model).c_str(), r.weight_type.c_str(), r.n_embd, r.n_layer, r.n_ff,
+                      r.n_vocab, r.depth, r.weight_bytes, r.floor_tokens_per_s, r.prompt_tokens_per_s, r.tokens_per_s,
+                      r.ms_per_token, r.tokens_per_s / r.floor_tokens_per_s, r.device_ms, r.launch_read_ms, r.back_to_back_ms,
+                      r.steps, r.prepare_s);
         j += buf;
+        for (std::size_t k = 0; k < r.breakdown.size(); ++k) {
+            std::snprintf(buf, sizeof buf, "%s\"%s\": %.4f", k ? ", " : "", r.breakdown[k].kind.c_str(), r.breakdown[k].ms);
+            j += buf;
+        }
+        j += "}}";
     }
     j += "\n  ]\n}\n";
     if (a.json == "-") {
@@ -273,13 +441,13 @@ void write_json(const std::vector<result>& results, const std::string& backend, 
 int main(int argc, char** argv) {
     try {
         const arguments a = parse(argc, argv);
-        // Every model's seed layer is quantized at once, one thread each.
+        // Every synthetic model's seed layer is quantized at once, one thread each.
         const auto t0 = std::chrono::steady_clock::now();
-        std::vector<std::future<std::unique_ptr<synthetic_model>>> pending;
+        std::vector<std::future<std::unique_ptr<bench_model>>> pending;
         for (const auto& s : a.models) pending.push_back(std::async(std::launch::async, make_model, s, a.n_ctx));
-        std::vector<std::unique_ptr<synthetic_model>> models;
+        std::vector<std::unique_ptr<bench_model>> models;
         for (auto& p : pending) models.push_back(p.get());
-        std::printf("made %zu synthetic model(s) in %.1f s\n", models.size(), seconds_since(t0));
+        std::printf("made or loaded %zu model(s) in %.1f s\n", models.size(), seconds_since(t0));
 
         const std::string spec = a.backend.empty() ? llmrt_examples::backends_by_preference().front() : a.backend;
         std::vector<result> results;

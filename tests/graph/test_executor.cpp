@@ -156,7 +156,7 @@ TEST_CASE("reading a tensor whose memory is reused raises llmrt::error, unless t
     std::vector<float> h(small_net::k);
     graph::executor reused(cpu_backend, net.g);
     CHECK_THROWS_AS(reused.read(graph::tensor{hidden}, std::span<float>(h)), llmrt::error);
-    graph::executor kept(cpu_backend, net.g, {.reuse_memory = false});
+    graph::executor kept(cpu_backend, net.g, {.reuse_memory = false, .fuse = false});
     const auto x = gaussian(std::size_t(small_net::k), 3);
     kept.write(net.x, std::span<const float>(x));
     kept.run(1);

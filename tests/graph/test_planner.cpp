@@ -1,6 +1,7 @@
 // The planner: execution order, liveness and memory reuse.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -13,17 +14,30 @@ namespace {
 
 std::size_t no_scratch(const graph::node&) { return 0; }
 
-// Every pair of arena tensors (and scratch blocks) whose lifetimes overlap occupies disjoint bytes.
+// Every pair of arena blocks (tensors, a stacked step's block of products, scratch and the
+// roundings steps hand on) whose lifetimes overlap occupies disjoint bytes.
 void check_no_live_overlap(const graph::plan& p) {
     struct span_of_life {
         int32_t first, last;
         std::size_t offset, bytes;
     };
     std::vector<span_of_life> spans;
-    for (std::size_t i = 0; i < p.where.size(); ++i) {
-        if (p.where[i] == storage::arena) spans.push_back({p.first_step[i], p.last_step[i], p.offset[i], p.bytes[i]});
-        if (p.scratch_bytes[i] > 0)
-            spans.push_back({p.first_step[i], p.first_step[i], p.scratch_offset[i], p.scratch_bytes[i]});
+    for (std::size_t i = 0; i < p.where.size(); ++i)
+        if (p.where[i] == storage::arena && (p.step_of[i] < 0 || !p.steps[std::size_t(p.step_of[i])].stacked))
+            spans.push_back({p.first_step[i], p.last_step[i], p.offset[i], p.bytes[i]});
+    for (std::size_t s = 0; s < p.steps.size(); ++s) {
+        const auto at = int32_t(s);
+        const graph::step& st = p.steps[s];
+        if (st.stacked) {  // the first product's offset is the block's start
+            span_of_life block{at, at, p.offset[std::size_t(st.nodes[0])], 0};
+            for (int32_t id : st.nodes) {
+                block.last = std::max(block.last, p.last_step[std::size_t(id)]);
+                block.bytes += p.bytes[std::size_t(id)];
+            }
+            spans.push_back(block);
+        }
+        if (p.scratch_bytes[s] > 0) spans.push_back({at, at, p.scratch_offset[s], p.scratch_bytes[s]});
+        if (p.rounded_bytes[s] > 0) spans.push_back({at, st.rounded_for, p.rounded_offset[s], p.rounded_bytes[s]});
     }
     for (std::size_t a = 0; a < spans.size(); ++a) {
         CHECK(spans[a].offset + spans[a].bytes <= p.arena_bytes);
@@ -76,7 +90,7 @@ TEST_CASE("inputs live through the whole run, so what the host wrote survives it
     const auto g = random_graph(11);
     const auto p = graph::make_plan(g, no_scratch);
     for (int32_t id : p.order)
-        if (g.nodes()[std::size_t(id)].op == graph::op::input) CHECK(p.last_step[std::size_t(id)] == int32_t(p.order.size()));
+        if (g.nodes()[std::size_t(id)].op == graph::op::input) CHECK(p.last_step[std::size_t(id)] == int32_t(p.steps.size()));
 }
 
 TEST_CASE("tensors whose lifetimes overlap never share memory, in random graphs") {
@@ -135,7 +149,7 @@ TEST_CASE("outputs keep their memory until the end of the run") {
     g.mark_output(early);
     g.mark_output(y);
     const auto p = graph::make_plan(g, no_scratch);
-    CHECK(p.last_step[std::size_t(early.id)] == int32_t(p.order.size()));
+    CHECK(p.last_step[std::size_t(early.id)] == int32_t(p.steps.size()));
     check_no_live_overlap(p);
 }
 

@@ -17,6 +17,7 @@
 #include "llmrt/cpu/mul_mat.hpp"
 #include "llmrt/cpu/ops.hpp"
 #include "llmrt/graph/backend.hpp"
+#include "llmrt/quant/q8_1.hpp"
 
 namespace llmrt::cpu {
 
@@ -46,7 +47,20 @@ public:
         return plain ? options_.float_activations : options_.quantized_activations;
     }
 
-    // mul_mat: the rounded activations and a dequantized row; attention: one score per position.
+    // Every fusion: the CPU runs each fused step with the reference ops, in the order and with
+    // the roundings of the unfused nodes, so fused and unfused plans give the same bits. A
+    // producer rounds activations for its matvec step only when they meet Q8_1 anyway.
+    graph::lower_options lowering() const noexcept {
+        graph::lower_options o;
+        o.round_in_producer = options_.quantized_activations == activation_format::q8_1;
+        return o;
+    }
+
+    // The Q8_1 rounding a step hands to a matvec step: the rounded values as floats.
+    std::size_t rounded_bytes(int64_t k, int64_t cols) const noexcept { return std::size_t(k * cols) * sizeof(float); }
+
+    // mul_mat: the rounded activations and a dequantized row; attention: one score per position;
+    // rope: one column (a fused rope_cache step rotates k's columns there before writing them).
     std::size_t scratch_bytes(const graph::graph& g, const graph::node& nd) const {
         if (nd.op == graph::op::mul_mat) {
             const graph::node& w = g.nodes()[std::size_t(nd.src[0])];
@@ -57,6 +71,7 @@ public:
             return mul_mat_scratch_bytes(w.type, w.ne0, nd.ne1, activations_for(w.type));
         }
         if (nd.op == graph::op::attention) return std::size_t(g.nodes()[std::size_t(nd.src[1])].ne1) * sizeof(float);
+        if (nd.op == graph::op::rope) return std::size_t(nd.ne0) * sizeof(float);
         return 0;
     }
 
@@ -67,11 +82,11 @@ private:
     backend_options options_;
 };
 
-// A graph prepared on the CPU: the arena, the states and every step's resolved pointers.
+// A graph prepared on the CPU: the arena, the states and the plan's steps.
 class backend::program {
 public:
     void run(int64_t n_tokens) {
-        for (const step& s : steps_) run_step(s, n_tokens);
+        for (std::size_t i = 0; i < plan_->steps.size(); ++i) run_step(i, n_tokens);
     }
 
     void write(graph::tensor t, std::size_t offset, const void* src, std::size_t bytes) {
@@ -84,15 +99,7 @@ public:
 private:
     friend class backend;
 
-    struct step {
-        const graph::node* nd;
-        const graph::node* src_nd[4];
-        void* dst;
-        const void* src[4];
-        void* scratch;
-        std::size_t scratch_bytes;
-        activation_format act;
-    };
+    const graph::node& node(int32_t id) const { return graph_->nodes()[std::size_t(id)]; }
 
     void* address(int32_t id) const {
         const auto i = std::size_t(id);
@@ -101,47 +108,165 @@ private:
             case graph::storage::weight: return const_cast<void*>(graph_->nodes()[i].data);
             case graph::storage::state:
             case graph::storage::alias: return states_[state_index_[std::size_t(plan_->state_of(id))]].data();
+            case graph::storage::fused:
             case graph::storage::none: break;
         }
         throw error(errc::invalid_argument, "cpu backend: node " + graph::graph::describe(graph_->nodes()[i]) +
                                                 " has no memory in this plan");
     }
+    float* floats(int32_t id) const { return static_cast<float*>(address(id)); }
+    bool kept(int32_t id) const { return plan_->where[std::size_t(id)] != graph::storage::fused; }
+    void* scratch(std::size_t s) const {
+        return plan_->scratch_bytes[s] ? arena_.data() + plan_->scratch_offset[s] : nullptr;
+    }
+    float* rounded(std::size_t s) const { return reinterpret_cast<float*>(arena_.data() + plan_->rounded_offset[s]); }
 
-    static void run_step(const step& s, int64_t n) {
-        const graph::node& nd = *s.nd;
+    // Each block of 32 values of n, rounded through Q8_1 (quantized and dequantized back) in place,
+    // as cpu::mul_mat rounds activations.
+    static void round_through_q8_1(float* x, int64_t n) {
+        for (int64_t b = 0; b < n; b += 32) {
+            q8_1 block;
+            quantize_row(x + b, &block, 32);
+            dequantize_row(&block, x + b, 32);
+        }
+    }
+
+    // Where a step that may round its result writes it: the node's memory, or the rounding the
+    // step hands on when the node itself is not kept. After the kernel, `finish` rounds.
+    float* result_memory(std::size_t s, int32_t id) const {
+        return kept(id) ? floats(id) : rounded(s);
+    }
+    void finish(std::size_t s, int32_t id, int64_t cols) const {
+        const graph::step& st = plan_->steps[s];
+        if (st.rounds != id) return;
+        const int64_t count = node(id).ne0 * cols;
+        float* r = rounded(s);
+        if (kept(id)) std::memcpy(r, floats(id), std::size_t(count) * sizeof(float));
+        round_through_q8_1(r, count);
+    }
+
+    void run_step(std::size_t s, int64_t n) const {
+        const graph::step& st = plan_->steps[s];
+        switch (st.kind) {
+            case graph::step_kind::op: run_node(st.node, n, scratch(s), plan_->scratch_bytes[s]); return;
+            case graph::step_kind::norm: run_norm(s, n); return;
+            case graph::step_kind::matvec: run_matvec(s, n); return;
+            case graph::step_kind::rope_cache: run_rope_cache(s, n); return;
+            case graph::step_kind::attention: {
+                const graph::node& nd = node(st.node);
+                const int64_t cols = nd.batched ? n : nd.ne1;
+                attention(floats(nd.src[0]), node(nd.src[1]).type, address(nd.src[1]), address(nd.src[2]),
+                          node(nd.src[1]).ne1, static_cast<const int32_t*>(address(nd.src[3])),
+                          result_memory(s, st.node), cols, nd.attention, static_cast<float*>(scratch(s)));
+                finish(s, st.node, cols);
+                return;
+            }
+            case graph::step_kind::swiglu: {
+                const graph::node& nd = node(st.node);
+                const int64_t cols = nd.batched ? n : nd.ne1;
+                float* y = result_memory(s, st.node);
+                for (int64_t c = 0; c < cols; ++c)
+                    swiglu(column(nd.src[0], c), column(nd.src[1], c), y + c * nd.ne0, nd.ne0);
+                finish(s, st.node, cols);
+                return;
+            }
+        }
+    }
+
+    // Column c of a node's result (stacked products are rows_total apart).
+    const float* column(int32_t id, int64_t c) const { return floats(id) + c * plan_->col_stride[std::size_t(id)]; }
+
+    void run_norm(std::size_t s, int64_t n) const {
+        const graph::step& st = plan_->steps[s];
+        const graph::node& nd = node(st.node);
         const int64_t cols = nd.batched ? n : nd.ne1;
-        const auto* a = static_cast<const float*>(s.src[0]);
-        const auto* b = static_cast<const float*>(s.src[1]);
-        float* y = static_cast<float*>(s.dst);
+        const float* x = floats(nd.src[0]);
+        if (st.sum >= 0) {
+            const graph::node& a = node(st.sum);
+            add(floats(a.src[0]), floats(a.src[1]), floats(st.sum), nd.ne0, cols, false);
+        }
+        const int32_t result = st.product >= 0 ? st.product : st.node;
+        float* y = result_memory(s, result);
+        // The norm's own result is written where the product goes when it is not kept (mul reads
+        // each element before writing it).
+        float* normed = kept(st.node) ? floats(st.node) : y;
+        rms_norm(x, normed, nd.ne0, cols, nd.eps);
+        if (st.product >= 0) mul(normed, floats(node(st.product).src[1]), y, nd.ne0, cols, true);
+        finish(s, result, cols);
+    }
+
+    void run_matvec(std::size_t s, int64_t n) const {
+        const graph::step& st = plan_->steps[s];
+        for (int32_t id : st.nodes) {
+            const graph::node& nd = node(id);
+            const graph::node& w = node(nd.src[0]);
+            const int64_t cols = nd.batched ? n : nd.ne1;
+            const matvec_shape shape{w.ne1, w.ne0, cols, 0, plan_->col_stride[std::size_t(id)]};
+            // Activations a producer rounded through Q8_1 are already what the q8_1 format makes
+            // of them: the f32 dot of those values is the q8_1 dot, bit for bit.
+            if (st.rounded_by >= 0)
+                mul_mat(w.type, address(nd.src[0]), rounded(std::size_t(st.rounded_by)), floats(id), shape,
+                        activation_format::f32, scratch(s), plan_->scratch_bytes[s]);
+            else
+                mul_mat(w.type, address(nd.src[0]), floats(nd.src[1]), floats(id), shape, activations_[std::size_t(id)],
+                        scratch(s), plan_->scratch_bytes[s]);
+        }
+    }
+
+    void run_rope_cache(std::size_t s, int64_t n) const {
+        const graph::step& st = plan_->steps[s];
+        const graph::node& qr = node(st.q_rope);
+        const graph::node& kr = node(st.k_rope);
+        const graph::node& kc = node(st.k_write);
+        const graph::node& vc = node(st.v_write);
+        const auto* pos = static_cast<const int32_t*>(address(qr.src[1]));
+        const int64_t cols = qr.batched ? n : qr.ne1;
+        auto* k_column = static_cast<float*>(scratch(s));
+        for (int64_t c = 0; c < cols; ++c) {
+            rope(column(qr.src[0], c), floats(st.q_rope) + c * qr.ne0, pos + c, 1, qr.rope);
+            rope(column(kr.src[0], c), k_column, pos + c, 1, kr.rope);
+            set_rows(kc.type, address(st.k_write), kc.ne0, kc.ne1, k_column, pos + c, 1);
+            set_rows(vc.type, address(st.v_write), vc.ne0, vc.ne1, column(vc.src[1], c), pos + c, 1);
+        }
+    }
+
+    void run_node(int32_t id, int64_t n, void* scratch_memory, std::size_t scratch_size) const {
+        const graph::node& nd = node(id);
+        const int64_t cols = nd.batched ? n : nd.ne1;
+        auto src = [&](int i) -> const graph::node& { return node(nd.src[std::size_t(i)]); };
+        auto in = [&](int i) { return address(nd.src[std::size_t(i)]); };
+        const auto* a = static_cast<const float*>(nd.n_src() > 0 ? in(0) : nullptr);
+        const auto* b = static_cast<const float*>(nd.n_src() > 1 ? in(1) : nullptr);
+        void* dst = address(id);
+        float* y = static_cast<float*>(dst);
         switch (nd.op) {
             case graph::op::input:
             case graph::op::weight:
             case graph::op::state: return;
             case graph::op::get_rows:
-                get_rows(s.src_nd[0]->type, s.src[0], nd.ne0, s.src_nd[0]->ne1, static_cast<const int32_t*>(s.src[1]),
-                         y, cols);
+                get_rows(src(0).type, in(0), nd.ne0, src(0).ne1, static_cast<const int32_t*>(in(1)), y, cols);
                 return;
             case graph::op::rms_norm: rms_norm(a, y, nd.ne0, cols, nd.eps); return;
-            case graph::op::mul: mul(a, b, y, nd.ne0, cols, !s.src_nd[1]->batched && s.src_nd[1]->ne1 == 1); return;
-            case graph::op::add: add(a, b, y, nd.ne0, cols, !s.src_nd[1]->batched && s.src_nd[1]->ne1 == 1); return;
+            case graph::op::mul: mul(a, b, y, nd.ne0, cols, !src(1).batched && src(1).ne1 == 1); return;
+            case graph::op::add: add(a, b, y, nd.ne0, cols, !src(1).batched && src(1).ne1 == 1); return;
             case graph::op::mul_mat: {
-                const graph::node& w = *s.src_nd[0];
-                mul_mat(w.type, s.src[0], b, y, matvec_shape{w.ne1, w.ne0, cols, 0, 0}, s.act, s.scratch,
-                        s.scratch_bytes);
+                const graph::node& w = src(0);
+                mul_mat(w.type, in(0), b, y, matvec_shape{w.ne1, w.ne0, cols, 0, 0}, activations_[std::size_t(id)],
+                        scratch_memory, scratch_size);
                 return;
             }
-            case graph::op::rope: rope(a, y, static_cast<const int32_t*>(s.src[1]), cols, nd.rope); return;
+            case graph::op::rope: rope(a, y, static_cast<const int32_t*>(in(1)), cols, nd.rope); return;
             case graph::op::attention:
-                attention(a, s.src_nd[1]->type, s.src[1], s.src[2], s.src_nd[1]->ne1,
-                          static_cast<const int32_t*>(s.src[3]), y, cols, nd.attention, static_cast<float*>(s.scratch));
+                attention(a, src(1).type, in(1), in(2), src(1).ne1, static_cast<const int32_t*>(in(3)), y, cols,
+                          nd.attention, static_cast<float*>(scratch_memory));
                 return;
             case graph::op::softmax: softmax(a, y, nd.ne0, cols); return;
             case graph::op::silu: silu(a, y, nd.ne0 * cols); return;
             case graph::op::swiglu: swiglu(a, b, y, nd.ne0 * cols); return;
             case graph::op::set_rows:
-                set_rows(nd.type, s.dst, nd.ne0, nd.ne1, b, static_cast<const int32_t*>(s.src[2]), n);
+                set_rows(nd.type, dst, nd.ne0, nd.ne1, b, static_cast<const int32_t*>(in(2)), n);
                 return;
-            case graph::op::argmax: argmax(a, static_cast<int32_t*>(s.dst), s.src_nd[0]->ne0, cols); return;
+            case graph::op::argmax: argmax(a, static_cast<int32_t*>(dst), src(0).ne0, cols); return;
         }
         throw error(errc::invalid_argument, std::string("cpu backend: no kernel for op ") + graph::to_string(nd.op));
     }
@@ -150,8 +275,8 @@ private:
     const graph::plan* plan_ = nullptr;
     mutable std::vector<std::byte> arena_;
     mutable std::vector<std::vector<std::byte>> states_;
-    std::vector<std::size_t> state_index_;  // per node: index into states_ for state nodes
-    std::vector<step> steps_;
+    std::vector<std::size_t> state_index_;       // per node: index into states_ for state nodes
+    std::vector<activation_format> activations_;  // per node: how a mul_mat meets its activations
 };
 
 inline backend::program backend::prepare(const graph::graph& g, const graph::plan& p) const {
@@ -161,25 +286,14 @@ inline backend::program backend::prepare(const graph::graph& g, const graph::pla
     prog.arena_.assign(p.arena_bytes, std::byte{0});
     const auto& nodes = g.nodes();
     prog.state_index_.assign(nodes.size(), 0);
-    for (int32_t id : p.order)
+    prog.activations_.assign(nodes.size(), activation_format::f32);
+    for (int32_t id : p.order) {
+        const graph::node& nd = nodes[std::size_t(id)];
         if (p.where[std::size_t(id)] == graph::storage::state) {
             prog.state_index_[std::size_t(id)] = prog.states_.size();
             prog.states_.emplace_back(p.bytes[std::size_t(id)], std::byte{0});
         }
-    for (int32_t id : p.order) {
-        const graph::node& nd = nodes[std::size_t(id)];
-        if (nd.op == graph::op::input || nd.op == graph::op::weight || nd.op == graph::op::state) continue;
-        program::step s{};
-        s.nd = &nd;
-        s.dst = prog.address(id);
-        for (int i = 0; i < nd.n_src(); ++i) {
-            s.src_nd[i] = &nodes[std::size_t(nd.src[std::size_t(i)])];
-            s.src[i] = prog.address(nd.src[std::size_t(i)]);
-        }
-        s.scratch = p.scratch_bytes[std::size_t(id)] ? prog.arena_.data() + p.scratch_offset[std::size_t(id)] : nullptr;
-        s.scratch_bytes = p.scratch_bytes[std::size_t(id)];
-        if (nd.op == graph::op::mul_mat) s.act = activations_for(s.src_nd[0]->type);
-        prog.steps_.push_back(s);
+        if (nd.op == graph::op::mul_mat) prog.activations_[std::size_t(id)] = activations_for(nodes[std::size_t(nd.src[0])].type);
     }
     return prog;
 }

@@ -5,28 +5,32 @@
 //   ex.write(tokens, ids);  ex.run(n);  ex.read(logits, out);  // run: one graph launch
 //
 // prepare() does all the work that allocates: the arena, the zeroed states, the weights (one
-// upload), the Q8_1 activation records of mul_mat and a stream; then it captures the forward of
-// every batch size 1..max_batch into a CUDA graph. run(n) launches graph n on the stream and
-// nothing else (no allocation, no host-side op work); read() waits for it.
+// upload), the Q8_1 activation records of mul_mat, a stream and pinned host memory for the
+// inputs; then it captures the forward of every batch size 1..max_batch into a CUDA graph. run(n)
+// launches graph n on the stream and nothing else (no allocation, no host-side op work); read()
+// waits for it.
 //
-// The ops are the kernels of include/llmrt/cuda/ops/ with the semantics of cpu/ops.hpp, block-
-// quantized mul_mat is llmrt's mmvq on Q8_1-rounded activations (what cpu::backend computes by
-// default, its reference). Every op reduces in a fixed order and treats each column on its own,
-// so a run gives the same bits every time and a column's bits do not depend on the batch.
-// Consecutive mul_mats of the same activations (q, k, v; gate, up) quantize them once and read the
-// records without waiting for the mul_mat before them (activation_order::shared), and a
-// residual add, the rms_norm of its sum and the product with the norm's weight run as one kernel
-// (each node's result still written, the same bits) where no output overlaps another's input.
-// Every kernel is a programmatic dependent launch by default: it may start while the kernel
-// before it drains and waits for it before touching memory (sm_90), which hides launch gaps.
+// The backend runs every fusion of the lowering (graph/lower.hpp), each step as cuda/steps.cuh
+// says: a llama layer is nine kernels (norm and Q8_1 records; Q, K and V as one mmvq launch over
+// their weights uploaded side by side; rope and both cache writes; split attention, whose last
+// block per kv head combines and writes the records; the output projection; the residual add,
+// norm and records; gate and up as one launch; SwiGLU and the records; the down projection). The ops have the semantics of
+// cpu/ops.hpp; block-quantized mul_mat is llmrt's mmvq on Q8_1-rounded activations (what
+// cpu::backend computes by default, its reference). Every op reduces in a fixed order and treats
+// each column on its own, so a run gives the same bits every time and a column's bits do not
+// depend on the batch. Every kernel is a programmatic dependent launch by default: it may start
+// while the kernel before it drains and waits for it before touching memory (sm_90), which hides
+// launch gaps.
+//
+// Inputs (token ids, positions) go through pinned host memory that the graph itself copies to the
+// device as its first node: write() waits for the stream (the previous run's copy must be done
+// before its source changes) and stores the values there.
 //
 // basic_backend<Types> instantiates mmvq for the weight types of Types only (each adds eight
 // kernels to the build); a model with another block type is refused at prepare. cuda::backend
-// takes every weight type. Ids and positions are read on the device, where they cannot raise an
-// error: an id or position out of range gives NaN (see ops/rows.cuh, ops/attention.cuh), where
-// the CPU backend raises llmrt::error; llama_model checks both on the host before each run.
-// Failed CUDA calls raise llmrt::error (errc::device_error, out_of_memory for allocations)
-// naming the call; the device never asserts.
+// takes every weight type. The executor checks ids and positions on the host before each run;
+// kernels never read outside a table or cache. Failed CUDA calls raise llmrt::error
+// (errc::device_error, out_of_memory for allocations) naming the call; the device never asserts.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -34,6 +38,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,13 +49,7 @@
 #include "llmrt/core/error.hpp"
 #include "llmrt/cuda/activations.cuh"
 #include "llmrt/cuda/check.cuh"
-#include "llmrt/cuda/ops/argmax.cuh"
-#include "llmrt/cuda/ops/attention.cuh"
-#include "llmrt/cuda/ops/elementwise.cuh"
-#include "llmrt/cuda/ops/mul_mat.cuh"
-#include "llmrt/cuda/ops/norm.cuh"
-#include "llmrt/cuda/ops/rope.cuh"
-#include "llmrt/cuda/ops/rows.cuh"
+#include "llmrt/cuda/steps.cuh"
 #include "llmrt/graph/backend.hpp"
 #include "llmrt/quant/dispatch.hpp"
 
@@ -103,6 +103,26 @@ struct all_weight_types<type_list<Ts...>> {
     static constexpr bool value = (list_contains_v<Ts, weight_types> && ...);
 };
 
+struct pinned_memory {
+    void* ptr = nullptr;
+    pinned_memory() = default;
+    pinned_memory(pinned_memory&& o) noexcept : ptr(std::exchange(o.ptr, nullptr)) {}
+    pinned_memory& operator=(pinned_memory&& o) noexcept {
+        std::swap(ptr, o.ptr);
+        return *this;
+    }
+    ~pinned_memory() {
+        if (ptr) cudaFreeHost(ptr);
+    }
+    std::byte* bytes() const { return static_cast<std::byte*>(ptr); }
+};
+
+inline pinned_memory allocate_pinned(std::size_t bytes) {
+    pinned_memory m;
+    LLMRT_CUDA_CHECK(cudaMallocHost(&m.ptr, bytes == 0 ? 1 : bytes));
+    return m;
+}
+
 }  // namespace detail
 
 // A graph prepared on the device: what basic_backend<Types>::prepare returns.
@@ -111,65 +131,94 @@ class basic_program {
 public:
     basic_program(const graph::graph& g, const graph::plan& p, const backend_options& options);
 
-    // Runs the plan for a batch of n_tokens columns: one graph launch (or the ops one by one).
+    // Runs the plan for a batch of n_tokens columns: one graph launch (or the steps one by one).
     void run(int64_t n_tokens) {
         state& s = *s_;
         if (s.steps.empty()) return;
         if (s.options.use_graphs)
             LLMRT_CUDA_CHECK(cudaGraphLaunch(s.graphs[std::size_t(n_tokens - 1)], s.stream));
         else
-            enqueue(n_tokens);
+            enqueue(n_tokens, nullptr);
     }
 
     // Host -> tensor t; ordered after the runs before it (the host bytes may be reused at once).
+    // Inputs go to their pinned copy, which each run's graph copies to the device first.
     void write(graph::tensor t, std::size_t offset, const void* src, std::size_t bytes) {
         if (bytes == 0) return;
-        LLMRT_CUDA_CHECK(cudaMemcpyAsync(address(t.id) + offset, src, bytes, cudaMemcpyHostToDevice, s_->stream));
+        state& s = *s_;
+        const auto i = std::size_t(t.id);
+        if (s.g->nodes()[i].op == graph::op::input && s.options.use_graphs) {
+            LLMRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+            std::memcpy(s.inputs_host.bytes() + s.p->offset[i] + offset, src, bytes);
+            return;
+        }
+        LLMRT_CUDA_CHECK(cudaMemcpyAsync(address(t.id) + offset, src, bytes, cudaMemcpyHostToDevice, s.stream));
     }
 
-    // Tensor t -> host, once every run queued before has finished.
+    // Tensor t -> host, once every run queued before has finished (small reads through pinned
+    // memory).
     void read(graph::tensor t, std::size_t offset, void* dst, std::size_t bytes) const {
         if (bytes == 0) return;
-        LLMRT_CUDA_CHECK(cudaMemcpyAsync(dst, address(t.id) + offset, bytes, cudaMemcpyDeviceToHost, s_->stream));
-        LLMRT_CUDA_CHECK(cudaStreamSynchronize(s_->stream));
+        state& s = *s_;
+        const auto i = std::size_t(t.id);
+        if (s.g->nodes()[i].op == graph::op::input && s.options.use_graphs) {  // what the next run copies in
+            LLMRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+            std::memcpy(dst, s.inputs_host.bytes() + s.p->offset[i] + offset, bytes);
+            return;
+        }
+        const bool bounce = bytes <= bounce_bytes;
+        LLMRT_CUDA_CHECK(cudaMemcpyAsync(bounce ? s.bounce.ptr : dst, address(t.id) + offset, bytes,
+                                         cudaMemcpyDeviceToHost, s.stream));
+        LLMRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+        if (bounce) std::memcpy(dst, s.bounce.ptr, bytes);
     }
 
     // Bytes of device memory this program holds: arena, states, weights, activation records.
     std::size_t device_bytes() const noexcept { return s_->device_bytes; }
 
+    // Device time of one forward of n tokens made of the steps `include` keeps, in ms: those steps
+    // captured as a graph (with the input copy) and replayed `replays` times back to back, timed
+    // with events. For breakdowns: the steps of a few kinds at a time, telescoped (bench/decode).
+    // isolated: each replay starts on an idle device (the stream synchronized before it), as a
+    // decode loop that reads every token back launches it; the mean of the replays' own times.
+    double device_ms(int64_t n, const std::function<bool(const graph::step&)>& include, int replays = 20,
+                     bool isolated = false) {
+        cudaGraphExec_t exec = capture_graph(n, &include);
+        double ms = 0.0;
+        try {
+            ms = replay_ms(exec, replays, isolated);
+        } catch (...) {
+            cudaGraphExecDestroy(exec);
+            throw;
+        }
+        cudaGraphExecDestroy(exec);
+        return ms;
+    }
+
+    // The same for the forward run(n) launches.
+    double device_ms(int64_t n, int replays = 20, bool isolated = false) {
+        check(s_->options.use_graphs && n >= 1 && n <= int64_t(s_->graphs.size()), errc::invalid_argument,
+              "cuda backend: device_ms(n) times the captured forward of n tokens (use_graphs)");
+        return replay_ms(s_->graphs[std::size_t(n - 1)], replays, isolated);
+    }
+
 private:
-    struct step {
-        int32_t id = -1;
-        const graph::node* nd = nullptr;
-        const graph::node* src_nd[4] = {nullptr, nullptr, nullptr, nullptr};
-        std::byte* dst = nullptr;
-        const std::byte* src[4] = {nullptr, nullptr, nullptr, nullptr};
-        std::byte* scratch = nullptr;
-        std::size_t scratch_bytes = 0;
-        bool quantize = true;  // mul_mat: quantize x (false: the records already hold it)
-        // mul_mat: how it reads the records against the step before it (up to 8 columns: one mmvq
-        // launch): shared after a mul_mat of the same records (Q, K, V; gate, up), first_of_shared
-        // before one
-        activation_order activations = activation_order::after_previous;
-        // add / rms_norm steps that also compute the next steps' rms_norm and mul (null: not fused)
-        int32_t norm_id = -1, product_id = -1;
-        std::byte* norm_dst = nullptr;
-        std::byte* product_dst = nullptr;
-        const std::byte* product_weight = nullptr;
-        float eps = 0.0f;
-    };
+    static constexpr std::size_t bounce_bytes = std::size_t(64) << 10;
 
     struct state {
         const graph::graph* g = nullptr;
         const graph::plan* p = nullptr;
         backend_options options;
-        detail::device_memory arena, weights, records;
+        detail::device_memory arena, weights, records, counters;
         std::vector<detail::device_memory> states;
+        detail::pinned_memory inputs_host, bounce;
+        std::size_t inputs_bytes = 0;  // the inputs sit first in the arena: [0, inputs_bytes)
         std::size_t records_bytes = 0;
+        std::size_t counter_bytes = 0;
         std::size_t device_bytes = 0;
         std::vector<std::byte*> address;  // per node: its device memory (null: not planned)
         cudaStream_t stream = nullptr;
-        std::vector<step> steps;
+        std::vector<steps::resolved> steps;
         std::vector<cudaGraphExec_t> graphs;  // per batch size n at n − 1
 
         state() = default;
@@ -192,18 +241,49 @@ private:
         return a;
     }
 
-    static bool float_weight(qtype t) { return t == qtype::f32 || t == qtype::f16 || t == qtype::bf16; }
-
     void check_supported(const graph::node& nd) const;
-    void launch_step(const step& st, int64_t n) const;
-    void fuse_norms();
+    void place_weights(std::vector<std::size_t>& offset, std::size_t& bytes, std::vector<int32_t>& concatenated) const;
 
-    void enqueue(int64_t n) const {
-        cudaGetLastError();  // a failure an earlier call already reported must not be taken for a launch's
-        for (const step& st : s_->steps) launch_step(st, n);
+    steps::context context() const {
+        const state& s = *s_;
+        launch_options lo;
+        lo.programmatic_dependent_launch = s.options.programmatic_dependent_launch;
+        return {s.g,          s.p, &s.address, s.records.ptr, s.records_bytes, static_cast<int32_t*>(s.counters.ptr),
+                s.counter_bytes, s.stream, lo};
     }
 
-    void capture(int64_t n);
+    void enqueue(int64_t n, const std::function<bool(const graph::step&)>* include) const {
+        cudaGetLastError();  // a failure an earlier call already reported must not be taken for a launch's
+        const steps::context cx = context();
+        for (const steps::resolved& r : s_->steps)
+            if (!include || (*include)(*r.st)) steps::run<Types>(cx, r, n);
+    }
+
+    cudaGraphExec_t capture_graph(int64_t n, const std::function<bool(const graph::step&)>* include);
+
+    double replay_ms(cudaGraphExec_t exec, int replays, bool isolated) {
+        state& s = *s_;
+        cudaEvent_t start = nullptr, stop = nullptr;
+        LLMRT_CUDA_CHECK(cudaEventCreate(&start));
+        LLMRT_CUDA_CHECK(cudaEventCreate(&stop));
+        double total = 0.0;
+        cudaError_t status = cudaGraphLaunch(exec, s.stream);  // warm-up
+        for (int i = 0; status == cudaSuccess && i < (isolated ? replays : 1); ++i) {
+            float ms = 0.0f;
+            status = cudaStreamSynchronize(s.stream);
+            if (status == cudaSuccess) status = cudaEventRecord(start, s.stream);
+            for (int j = 0; status == cudaSuccess && j < (isolated ? 1 : replays); ++j)
+                status = cudaGraphLaunch(exec, s.stream);
+            if (status == cudaSuccess) status = cudaEventRecord(stop, s.stream);
+            if (status == cudaSuccess) status = cudaEventSynchronize(stop);
+            if (status == cudaSuccess) status = cudaEventElapsedTime(&ms, start, stop);
+            total += double(ms);
+        }
+        cudaEventDestroy(start);
+        cudaEventDestroy(stop);
+        LLMRT_CUDA_CHECK(status);
+        return total / replays;
+    }
 
     std::unique_ptr<state> s_;
 };
@@ -213,7 +293,7 @@ void basic_program<Types>::check_supported(const graph::node& nd) const {
     const auto& nodes = s_->g->nodes();
     if (nd.op == graph::op::mul_mat) {
         const graph::node& w = nodes[std::size_t(nd.src[0])];
-        check(float_weight(w.type) || is_in<Types>(w.type), errc::unsupported_type, [&] {
+        check(steps::float_weight(w.type) || is_in<Types>(w.type), errc::unsupported_type, [&] {
             return "cuda backend: mul_mat with W " + graph::graph::describe(w) +
                    ": this backend takes f32, f16, bf16 and the block types " + llmrt::detail::type_names(Types{}) +
                    " (cuda::backend takes every weight type)";
@@ -224,6 +304,57 @@ void basic_program<Types>::check_supported(const graph::node& nd) const {
         check(is_in<all_types>(table.type), errc::unsupported_type, [&] {
             return "cuda backend: get_rows from " + graph::graph::describe(table) + ": no device codec for its type";
         });
+    }
+}
+
+// Where every weight goes in the one weight buffer. The weights of a stacked matvec step's
+// products, when they share a type and k and appear nowhere else, go side by side with nothing
+// between them: one matrix of rows_total rows that one mmvq launch reads (concatenated[step] is
+// the first product's weight node, else -1).
+template <class Types>
+void basic_program<Types>::place_weights(std::vector<std::size_t>& offset, std::size_t& bytes,
+                                         std::vector<int32_t>& concatenated) const {
+    const graph::graph& g = *s_->g;
+    const graph::plan& p = *s_->p;
+    const auto& nodes = g.nodes();
+    constexpr std::size_t align = 256;
+    auto round_up = [](std::size_t b) { return (b + align - 1) / align * align; };
+    std::vector<uint8_t> placed(nodes.size(), 0);
+    std::vector<int32_t> uses(nodes.size(), 0);
+    for (int32_t id : p.order)
+        for (int k = 0; k < nodes[std::size_t(id)].n_src(); ++k) ++uses[std::size_t(nodes[std::size_t(id)].src[std::size_t(k)])];
+    concatenated.assign(p.steps.size(), -1);
+    for (std::size_t si = 0; si < p.steps.size(); ++si) {
+        const graph::step& st = p.steps[si];
+        if (!st.stacked) continue;
+        const graph::node& w0 = nodes[std::size_t(nodes[std::size_t(st.nodes[0])].src[0])];
+        bool side_by_side = true;
+        for (int32_t id : st.nodes) {
+            const int32_t w = nodes[std::size_t(id)].src[0];
+            const graph::node& wn = nodes[std::size_t(w)];
+            side_by_side = side_by_side && wn.type == w0.type && wn.ne0 == w0.ne0 && !placed[std::size_t(w)] &&
+                           uses[std::size_t(w)] == 1 && is_in<Types>(wn.type);
+        }
+        for (std::size_t a = 0; a < st.nodes.size() && side_by_side; ++a)
+            for (std::size_t b = a + 1; b < st.nodes.size(); ++b)
+                side_by_side = side_by_side && nodes[std::size_t(st.nodes[a])].src[0] != nodes[std::size_t(st.nodes[b])].src[0];
+        if (!side_by_side) continue;
+        bytes = round_up(bytes);
+        concatenated[si] = nodes[std::size_t(st.nodes[0])].src[0];
+        for (int32_t id : st.nodes) {
+            const auto w = std::size_t(nodes[std::size_t(id)].src[0]);
+            offset[w] = bytes;
+            bytes += p.bytes[w];
+            placed[w] = 1;
+        }
+    }
+    for (int32_t id : p.order) {
+        const auto i = std::size_t(id);
+        if (p.where[i] != graph::storage::weight || placed[i]) continue;
+        bytes = round_up(bytes);
+        offset[i] = bytes;
+        bytes += p.bytes[i];
+        placed[i] = 1;
     }
 }
 
@@ -238,31 +369,32 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
     const auto& nodes = g.nodes();
     const std::size_t n = nodes.size();
 
-    // Where every weight goes in the one weight buffer, and how many activation records the
-    // quantized mul_mats need.
-    constexpr std::size_t align = 256;
-    auto round_up = [](std::size_t b) { return (b + align - 1) / align * align; };
+    // What the records buffer must hold: mul_mats and matvec steps that quantize x themselves.
+    for (int32_t id : p.order) {
+        check_supported(nodes[std::size_t(id)]);
+        s.counter_bytes = std::max(s.counter_bytes, steps::attention_counter_bytes(g, nodes[std::size_t(id)]));
+    }
+    for (const graph::step& st : p.steps) {
+        const graph::node& first = nodes[std::size_t(st.nodes[0])];
+        const bool quantizes = (st.kind == graph::step_kind::matvec && st.rounded_by < 0) ||
+                               (st.kind == graph::step_kind::op && first.op == graph::op::mul_mat &&
+                                !steps::float_weight(nodes[std::size_t(first.src[0])].type));
+        if (quantizes)
+            s.records_bytes = std::max(s.records_bytes, ops::rounded_records_bytes(nodes[std::size_t(first.src[0])].ne0, first.ne1));
+    }
     std::vector<std::size_t> weight_offset(n, 0);
     std::size_t weight_bytes = 0;
-    for (int32_t id : p.order) {
-        const graph::node& nd = nodes[std::size_t(id)];
-        check_supported(nd);
-        if (p.where[std::size_t(id)] == graph::storage::weight) {
-            weight_offset[std::size_t(id)] = weight_bytes;
-            weight_bytes += round_up(p.bytes[std::size_t(id)]);
-        }
-        if (nd.op == graph::op::mul_mat && !float_weight(nodes[std::size_t(nd.src[0])].type))
-            s.records_bytes = std::max(s.records_bytes,
-                                       ops::mul_mat_records_bytes(nodes[std::size_t(nd.src[0])].ne0, nd.ne1));
-    }
+    std::vector<int32_t> concatenated;
+    place_weights(weight_offset, weight_bytes, concatenated);
 
     s.arena = detail::allocate(p.arena_bytes, "the arena");
     LLMRT_CUDA_CHECK(cudaMemset(s.arena.ptr, 0, p.arena_bytes == 0 ? 1 : p.arena_bytes));
     s.weights = detail::allocate(weight_bytes, "the weights");
     s.records = detail::allocate(s.records_bytes, "mul_mat's activation records");
-    s.device_bytes = p.arena_bytes + weight_bytes + s.records_bytes;
+    s.counters = detail::allocate(s.counter_bytes, "split attention's counters");
+    LLMRT_CUDA_CHECK(cudaMemset(s.counters.ptr, 0, s.counter_bytes == 0 ? 1 : s.counter_bytes));
+    s.device_bytes = p.arena_bytes + weight_bytes + s.records_bytes + s.counter_bytes;
     s.address.assign(n, nullptr);
-    std::vector<std::size_t> state_index(n, 0);
     for (int32_t id : p.order) {
         const auto i = std::size_t(id);
         switch (p.where[i]) {
@@ -272,141 +404,62 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
                 LLMRT_CUDA_CHECK(cudaMemcpy(s.address[i], nodes[i].data, p.bytes[i], cudaMemcpyHostToDevice));
                 break;
             case graph::storage::state:
-                state_index[i] = s.states.size();
                 s.states.push_back(detail::allocate(p.bytes[i], "state " + graph::graph::describe(nodes[i])));
                 LLMRT_CUDA_CHECK(cudaMemset(s.states.back().ptr, 0, p.bytes[i]));
                 s.address[i] = s.states.back().bytes();
                 s.device_bytes += p.bytes[i];
                 break;
             case graph::storage::alias:
+            case graph::storage::fused:
             case graph::storage::none: break;
         }
+        if (nodes[i].op == graph::op::input) s.inputs_bytes = std::max(s.inputs_bytes, p.offset[i] + p.bytes[i]);
     }
     // A set_rows result is its cache's memory (its state comes earlier in the order).
     for (int32_t id : p.order)
         if (p.where[std::size_t(id)] == graph::storage::alias)
             s.address[std::size_t(id)] = s.address[std::size_t(p.alias_of[std::size_t(id)])];
+    s.inputs_host = detail::allocate_pinned(s.inputs_bytes);
+    std::memset(s.inputs_host.ptr, 0, s.inputs_bytes == 0 ? 1 : s.inputs_bytes);
+    s.bounce = detail::allocate_pinned(bounce_bytes);
 
-    int32_t records_hold = -1;  // the activations whose Q8_1 records the buffer holds
-    for (int32_t id : p.order) {
-        const graph::node& nd = nodes[std::size_t(id)];
-        if (nd.op == graph::op::input || nd.op == graph::op::weight || nd.op == graph::op::state) continue;
-        step st;
-        st.id = id;
-        st.nd = &nd;
-        st.dst = s.address[std::size_t(id)];
-        for (int i = 0; i < nd.n_src(); ++i) {
-            st.src_nd[i] = &nodes[std::size_t(nd.src[std::size_t(i)])];
-            st.src[i] = s.address[std::size_t(nd.src[std::size_t(i)])];
+    for (std::size_t si = 0; si < p.steps.size(); ++si) {
+        const graph::step& st = p.steps[si];
+        steps::resolved r;
+        r.st = &st;
+        if (p.scratch_bytes[si] > 0) {
+            r.scratch = s.arena.bytes() + p.scratch_offset[si];
+            r.scratch_bytes = p.scratch_bytes[si];
         }
-        if (p.scratch_bytes[std::size_t(id)] > 0) {
-            st.scratch = s.arena.bytes() + p.scratch_offset[std::size_t(id)];
-            st.scratch_bytes = p.scratch_bytes[std::size_t(id)];
-        }
-        if (nd.op == graph::op::mul_mat && !float_weight(st.src_nd[0]->type)) {
-            st.quantize = records_hold != nd.src[1];
-            records_hold = nd.src[1];
-        }
-        s.steps.push_back(st);
-    }
-
-    fuse_norms();
-    auto quantized_mul_mat = [](const step& st) {
-        return st.nd->op == graph::op::mul_mat && !float_weight(st.src_nd[0]->type);
-    };
-    for (std::size_t i = 1; i < s.steps.size(); ++i) {
-        step& previous = s.steps[i - 1];
-        step& current = s.steps[i];
-        if (quantized_mul_mat(previous) && quantized_mul_mat(current) && !current.quantize &&
-            current.nd->src[1] == previous.nd->src[1]) {
-            if (previous.activations == activation_order::after_previous)
-                previous.activations = activation_order::first_of_shared;
-            current.activations = activation_order::shared;
-        }
+        if (st.rounds >= 0) r.rounded = s.arena.bytes() + p.rounded_offset[si];
+        if (st.rounded_by >= 0) r.rounded_in = s.arena.bytes() + p.rounded_offset[std::size_t(st.rounded_by)];
+        if (concatenated[si] >= 0) r.concatenated = s.address[std::size_t(concatenated[si])];
+        s.steps.push_back(r);
     }
 
     LLMRT_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     LLMRT_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads and memsets are done before any run
     if (options.use_graphs && !s.steps.empty()) {
         s.graphs.assign(std::size_t(g.max_batch()), nullptr);
-        for (int64_t b = 1; b <= g.max_batch(); ++b) capture(b);
+        for (int64_t b = 1; b <= g.max_batch(); ++b) {
+            s.graphs[std::size_t(b - 1)] = capture_graph(b, nullptr);
+            LLMRT_CUDA_CHECK(cudaGraphUpload(s.graphs[std::size_t(b - 1)], s.stream));
+        }
         LLMRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     }
 }
 
-// add -> rms_norm -> mul (and rms_norm -> mul) chains of consecutive steps become one step, where
-// the chain's outputs neither overlap its inputs nor each other except at the same address (a
-// block handles one column, reading all of it before writing; with memory reuse a later node may
-// take the bytes of an input the chain has read last).
+// The forward of n tokens (the steps `include` keeps, or all) as an instantiated graph whose first
+// node copies the inputs from their pinned host copy.
 template <class Types>
-void basic_program<Types>::fuse_norms() {
-    state& s = *s_;
-    const graph::plan& p = *s.p;
-    auto range_safe = [&](int32_t out, int32_t in) {
-        const std::byte* o = s.address[std::size_t(out)];
-        const std::byte* i = s.address[std::size_t(in)];
-        return o == i || o + p.bytes[std::size_t(out)] <= i || i + p.bytes[std::size_t(in)] <= o;
-    };
-    auto batched_same = [](const graph::node& a, const graph::node& b) {
-        return a.batched == b.batched && a.ne0 == b.ne0 && a.ne1 == b.ne1;
-    };
-    std::vector<step> fused;
-    for (std::size_t i = 0; i < s.steps.size(); ++i) {
-        step st = s.steps[i];
-        const graph::node& nd = *st.nd;
-        std::vector<int32_t> inputs;  // what the fused kernel reads
-        std::vector<int32_t> outputs{st.id};
-        for (int k = 0; k < nd.n_src(); ++k) inputs.push_back(nd.src[std::size_t(k)]);
-        auto all_safe = [&](int32_t out) {
-            for (int32_t in : inputs)
-                if (!range_safe(out, in)) return false;
-            for (int32_t o : outputs)
-                if (!range_safe(out, o)) return false;
-            return true;
-        };
-        std::size_t next = i + 1;
-        const bool add_same_shape = nd.op == graph::op::add && batched_same(nd, *st.src_nd[1]);
-        if (add_same_shape && next < s.steps.size()) {
-            const step& r = s.steps[next];
-            if (r.nd->op == graph::op::rms_norm && r.nd->src[0] == st.id && batched_same(*r.nd, nd) && all_safe(r.id)) {
-                st.norm_id = r.id;
-                st.norm_dst = r.dst;
-                st.eps = r.nd->eps;
-                outputs.push_back(r.id);
-                ++next;
-            }
-        }
-        if (nd.op == graph::op::rms_norm) {
-            st.norm_id = st.id;
-            st.norm_dst = st.dst;
-            st.eps = nd.eps;
-        }
-        if (st.norm_id >= 0 && next < s.steps.size()) {
-            const step& m = s.steps[next];
-            const graph::node& w = *m.src_nd[1];
-            if (m.nd->op == graph::op::mul && m.nd->src[0] == st.norm_id && !w.batched && w.ne1 == 1 &&
-                w.ne0 == m.nd->ne0 && m.nd->src[1] != st.norm_id && all_safe(m.id)) {
-                st.product_id = m.id;
-                st.product_dst = m.dst;
-                st.product_weight = m.src[1];
-                ++next;
-            }
-        }
-        if (nd.op == graph::op::rms_norm && st.product_id < 0) st.norm_id = -1;  // a plain rms_norm
-        if (nd.op == graph::op::add && st.norm_id < 0) st.norm_dst = nullptr;
-        fused.push_back(st);
-        i = next - 1;
-    }
-    s.steps = std::move(fused);
-}
-
-template <class Types>
-void basic_program<Types>::capture(int64_t n) {
+cudaGraphExec_t basic_program<Types>::capture_graph(int64_t n, const std::function<bool(const graph::step&)>* include) {
     state& s = *s_;
     LLMRT_CUDA_CHECK(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeRelaxed));
     cudaGraph_t graph = nullptr;
     try {
-        enqueue(n);
+        if (s.inputs_bytes > 0)
+            LLMRT_CUDA_CHECK(cudaMemcpyAsync(s.arena.ptr, s.inputs_host.ptr, s.inputs_bytes, cudaMemcpyHostToDevice, s.stream));
+        enqueue(n, include);
     } catch (...) {
         cudaStreamEndCapture(s.stream, &graph);
         if (graph) cudaGraphDestroy(graph);
@@ -418,77 +471,7 @@ void basic_program<Types>::capture(int64_t n) {
     const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
     LLMRT_CUDA_CHECK(status);
-    s.graphs[std::size_t(n - 1)] = exec;
-    LLMRT_CUDA_CHECK(cudaGraphUpload(exec, s.stream));
-}
-
-template <class Types>
-void basic_program<Types>::launch_step(const step& st, int64_t n) const {
-    const graph::node& nd = *st.nd;
-    const cudaStream_t stream = s_->stream;
-    const int64_t cols = nd.batched ? n : nd.ne1;
-    launch_options lo;
-    lo.programmatic_dependent_launch = s_->options.programmatic_dependent_launch;
-    const auto* a = reinterpret_cast<const float*>(st.src[0]);
-    const auto* b = reinterpret_cast<const float*>(st.src[1]);
-    auto* y = reinterpret_cast<float*>(st.dst);
-    auto ids = [&](int i) { return reinterpret_cast<const int32_t*>(st.src[i]); };
-    switch (nd.op) {
-        case graph::op::input:
-        case graph::op::weight:
-        case graph::op::state: return;
-        case graph::op::get_rows:
-            ops::get_rows<all_types>(st.src_nd[0]->type, st.src[0], nd.ne0, st.src_nd[0]->ne1, ids(1), y, cols, stream,
-                                     lo);
-            return;
-        case graph::op::rms_norm:
-            ops::add_rms_norm_mul(a, nullptr, nullptr, y, reinterpret_cast<const float*>(st.product_weight),
-                                  reinterpret_cast<float*>(st.product_dst), nd.ne0, cols, nd.eps, stream, lo);
-            return;
-        case graph::op::mul:
-            ops::mul(a, b, y, nd.ne0, cols, !st.src_nd[1]->batched && st.src_nd[1]->ne1 == 1, stream, lo);
-            return;
-        case graph::op::add:
-            if (st.norm_dst) {
-                ops::add_rms_norm_mul(a, b, y, reinterpret_cast<float*>(st.norm_dst),
-                                      reinterpret_cast<const float*>(st.product_weight),
-                                      reinterpret_cast<float*>(st.product_dst), nd.ne0, cols, st.eps, stream, lo);
-                return;
-            }
-            ops::add(a, b, y, nd.ne0, cols, !st.src_nd[1]->batched && st.src_nd[1]->ne1 == 1, stream, lo);
-            return;
-        case graph::op::mul_mat: {
-            const graph::node& w = *st.src_nd[0];
-            if (float_weight(w.type)) {
-                ops::mul_mat_float(w.type, st.src[0], w.ne1, w.ne0, b, y, cols, stream, lo);
-                return;
-            }
-            // One mmvq launch per step up to 8 columns: then the mul_mats of one X chain their reads of it.
-            launch_options mo = lo;
-            if (cols <= mmvq_max_cols) mo.activations = st.activations;
-            dispatch<Types>(w.type, "cuda backend: mul_mat", [&](auto tag) {
-                using B = typename decltype(tag)::type;
-                ops::mul_mat_quantized<B>(st.src[0], w.ne1, w.ne0, b, y, cols, s_->records.ptr, s_->records_bytes,
-                                          st.quantize, stream, mo);
-            });
-            return;
-        }
-        case graph::op::rope: ops::rope(a, y, ids(1), cols, nd.rope, stream, lo); return;
-        case graph::op::attention:
-            ops::attention(a, st.src_nd[1]->type, st.src[1], st.src[2], st.src_nd[1]->ne1, ids(3), y, cols, nd.attention,
-                           st.scratch, st.scratch_bytes, stream, lo);
-            return;
-        case graph::op::softmax: ops::softmax(a, y, nd.ne0, cols, stream, lo); return;
-        case graph::op::silu: ops::silu(a, y, nd.ne0 * cols, stream, lo); return;
-        case graph::op::swiglu: ops::swiglu(a, b, y, nd.ne0 * cols, stream, lo); return;
-        case graph::op::set_rows:
-            ops::set_rows(nd.type, st.dst, nd.ne0, nd.ne1, b, ids(2), n, stream, lo);
-            return;
-        case graph::op::argmax:
-            ops::argmax(a, reinterpret_cast<int32_t*>(st.dst), st.src_nd[0]->ne0, cols, stream, lo);
-            return;
-    }
-    throw error(errc::invalid_argument, std::string("cuda backend: no kernel for op ") + graph::to_string(nd.op));
+    return exec;
 }
 
 // The backend: which device, which options; prepare() makes a basic_program.
@@ -515,11 +498,16 @@ public:
     std::string_view name() const noexcept { return "cuda"; }
     const backend_options& options() const noexcept { return options_; }
 
-    // attention: n_ctx scores per head and column. (mul_mat's activation records are the
-    // program's own buffer, shared by the mul_mats that read the same activations.)
+    // Every fusion of the lowering (graph/lower.hpp).
+    graph::lower_options lowering() const noexcept { return {}; }
+    // The Q8_1 rounding a step hands to a matvec step: mmvq's records, in chunks of 8 columns.
+    std::size_t rounded_bytes(int64_t k, int64_t cols) const { return ops::rounded_records_bytes(k, cols); }
+
+    // attention: the split form's partial sums (or the scores of the one-block form). (mul_mat's
+    // activation records are the program's own buffer, shared by the mul_mats that read them.)
     std::size_t scratch_bytes(const graph::graph& g, const graph::node& nd) const {
         if (nd.op != graph::op::attention) return 0;
-        return ops::attention_scratch_bytes(g.nodes()[std::size_t(nd.src[1])].ne1, nd.attention.n_head, nd.ne1);
+        return steps::attention_scratch_bytes(g, nd);
     }
 
     program prepare(const graph::graph& g, const graph::plan& p) const { return program(g, p, options_); }

@@ -4,10 +4,14 @@
 //
 //   B::scratch_bytes(graph, node) extra memory the backend's kernel for `node` needs, at the
 //                                graph's largest batch (the planner gives it arena bytes)
+//   B::lowering()                the fusions the backend runs (graph/lower.hpp): the planner
+//                                lowers the graph into steps with them
+//   B::rounded_bytes(k, cols)    bytes of the Q8_1 rounding of cols columns of k floats that a
+//                                step hands to a matvec step (the backend's own layout)
 //   B::prepare(graph, plan)      -> B::program: allocate the arena and the states (zeroed), upload
 //                                the weights; may keep references to graph and plan, which the
 //                                caller keeps alive and unchanged as long as the program
-//   program.run(n_tokens)        run every step of the plan for a batch of n_tokens columns
+//   program.run(n_tokens)        run every step of the plan (plan.steps) for a batch of n_tokens columns
 //                                (CPU: a loop over the ops; CUDA: one stream, the forward captured
 //                                once per batch size in a CUDA graph and replayed; Vulkan: one
 //                                command buffer per forward with the barriers it needs)
@@ -37,9 +41,11 @@ concept backend_program = std::movable<P> && requires(P& p, const P& cp, tensor 
 };
 
 template <class B>
-concept backend = requires(B& b, const B& cb, const graph& g, const plan& p, const node& nd) {
+concept backend = requires(B& b, const B& cb, const graph& g, const plan& p, const node& nd, int64_t n) {
     { cb.name() } -> std::convertible_to<std::string_view>;
     { cb.scratch_bytes(g, nd) } -> std::convertible_to<std::size_t>;
+    { cb.lowering() } -> std::convertible_to<lower_options>;
+    { cb.rounded_bytes(n, n) } -> std::convertible_to<std::size_t>;
     { b.prepare(g, p) } -> backend_program;
 };
 

@@ -7,11 +7,14 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "llmrt/graph/backend.hpp"
 
@@ -29,11 +32,14 @@ public:
 
     executor(Backend& b, graph g, plan_options options = {})
         : backend_(&b), planned_(std::make_unique<planned>(std::move(g), b, options)),
-          program_(b.prepare(planned_->g, planned_->p)) {}
+          program_(b.prepare(planned_->g, planned_->p)), shadows_(make_shadows(planned_->g, planned_->p)) {}
 
     const graph& get_graph() const noexcept { return planned_->g; }
     const plan& get_plan() const noexcept { return planned_->p; }
     Backend& get_backend() const noexcept { return *backend_; }
+    // The backend's program, for what only that backend offers (timings, statistics).
+    program_type& program() noexcept { return program_; }
+    const program_type& program() const noexcept { return program_; }
     int64_t max_batch() const noexcept { return planned_->g.max_batch(); }
 
     // Runs every planned step for a batch of n_tokens columns.
@@ -42,6 +48,7 @@ public:
             return "executor::run: " + std::to_string(n_tokens) + " tokens, the graph was planned for 1.." +
                    std::to_string(max_batch());
         });
+        check_indices(n_tokens);
         program_.run(n_tokens);
     }
 
@@ -51,6 +58,7 @@ public:
         static_assert(std::is_trivially_copyable_v<T>, "executor::write: T must be trivially copyable");
         const std::size_t bytes = values.size_bytes();
         check_access(t, byte_offset, bytes, "write");
+        shadow_write(t, byte_offset, values.data(), bytes);
         program_.write(t, byte_offset, values.data(), bytes);
     }
 
@@ -65,6 +73,7 @@ public:
     // Raw bytes of tensor t's memory.
     void write_bytes(tensor t, std::size_t byte_offset, const void* src, std::size_t bytes) {
         check_access(t, byte_offset, bytes, "write");
+        shadow_write(t, byte_offset, src, bytes);
         program_.write(t, byte_offset, src, bytes);
     }
     void read_bytes(tensor t, std::size_t byte_offset, void* dst, std::size_t bytes) const {
@@ -76,10 +85,55 @@ private:
     struct planned {
         planned(graph graph_in, const Backend& b, plan_options options)
             : g(std::move(graph_in)),
-              p(make_plan(g, [&](const node& nd) { return std::size_t(b.scratch_bytes(g, nd)); }, options)) {}
+              p(make_plan(g, sizes(g, b), options, b.lowering())) {}
         graph g;
         plan p;
+
+        static plan_sizes sizes(const graph& g, const Backend& b) {
+            plan_sizes s;
+            s.scratch = [&g, &b](const node& nd) { return std::size_t(b.scratch_bytes(g, nd)); };
+            s.rounded = [&b](int64_t k, int64_t cols) { return std::size_t(b.rounded_bytes(k, cols)); };
+            return s;
+        }
     };
+
+    // The ids and positions of the next run, as the host wrote them: checked before every run, so
+    // that an id outside its table or a position outside the cache is an llmrt::error on every
+    // backend (no kernel reads such a value).
+    struct index_shadow {
+        index_check check;
+        std::vector<int32_t> values;
+    };
+
+    static std::vector<index_shadow> make_shadows(const graph& g, const plan& p) {
+        std::vector<index_shadow> out;
+        for (const index_check& c : p.checks) out.push_back({c, std::vector<int32_t>(std::size_t(g[tensor{c.input}].ne1), 0)});
+        return out;
+    }
+
+    void shadow_write(tensor t, std::size_t offset, const void* src, std::size_t bytes) {
+        for (index_shadow& s : shadows_)
+            if (s.check.input == t.id)
+                std::memcpy(reinterpret_cast<std::byte*>(s.values.data()) + offset, src, bytes);
+    }
+
+    void check_indices(int64_t n) const {
+        const graph& g = planned_->g;
+        for (const index_shadow& s : shadows_) {
+            const node& reader = g[tensor{s.check.reader}];
+            for (int64_t t = 0; t < n; ++t) {
+                const int32_t v = s.values[std::size_t(t)];
+                if (v >= 0 && v < s.check.limit) continue;
+                const std::string what = reader.op == op::get_rows ? "id " : "position ";
+                const std::string range = s.check.limit >= std::numeric_limits<int32_t>::max()
+                                              ? "negative"
+                                              : "outside [0, " + std::to_string(s.check.limit) + ")";
+                throw error(errc::invalid_argument, std::string(to_string(reader.op)) + ": " + what + std::to_string(v) +
+                                                        " of token " + std::to_string(t) + " is " + range + " (" +
+                                                        graph::describe(reader) + ")");
+            }
+        }
+    }
 
     // Reads and writes stay inside the tensor, and reach only memory that holds it for the whole
     // run: inputs, outputs and states, or any node when the plan reuses no memory.
@@ -90,6 +144,10 @@ private:
         const auto i = std::size_t(t.id);
         check(p.where[i] != storage::none, errc::invalid_argument,
               [&] { return std::string("executor::") + what + ": " + graph::describe(nd) + " is not part of the plan"; });
+        check(p.where[i] != storage::fused && p.dense(t.id, g), errc::invalid_argument, [&] {
+            return std::string("executor::") + what + ": " + graph::describe(nd) +
+                   " is computed inside a fused step and not kept as it is; plan with fuse = false to inspect it";
+        });
         check(offset <= p.bytes[i] && bytes <= p.bytes[i] - offset, errc::invalid_argument, [&] {
             return std::string("executor::") + what + ": bytes [" + std::to_string(offset) + ", " +
                    std::to_string(offset + bytes) + ") lie outside " + graph::describe(nd) + " of " +
@@ -98,7 +156,7 @@ private:
         bool kept = nd.op == op::input || nd.op == op::state || p.where[i] == storage::alias ||
                     p.where[i] == storage::weight;
         for (tensor o : g.outputs()) kept = kept || o == t;
-        kept = kept || p.last_step[i] == int32_t(p.order.size()) || !p.reuses_memory;
+        kept = kept || p.last_step[i] == int32_t(p.steps.size()) || !p.reuses_memory;
         check(kept, errc::invalid_argument, [&] {
             return std::string("executor::") + what + ": " + graph::describe(nd) +
                    " shares memory with other nodes; mark it as an output or plan without memory reuse";
@@ -108,6 +166,7 @@ private:
     Backend* backend_;
     std::unique_ptr<planned> planned_;
     program_type program_;
+    std::vector<index_shadow> shadows_;
 };
 
 }  // namespace llmrt::graph

@@ -16,7 +16,7 @@ namespace llmrt::model {
 
 // Appends n_new greedy tokens after `prompt` (at the model's current cache length) and returns
 // them. Model: llama_model<Backend> or anything with forward, greedy, cache_length,
-// context_length and max_batch.
+// context_length and max_batch; forward_greedy, where the model has it, reads back only the ids.
 template <class Model>
 std::vector<int32_t> generate_greedy(Model& m, std::span<const int32_t> prompt, int32_t n_new) {
     check(!prompt.empty() && n_new >= 0, errc::invalid_argument, [&] {
@@ -36,16 +36,27 @@ std::vector<int32_t> generate_greedy(Model& m, std::span<const int32_t> prompt, 
     for (std::size_t done = 0; done < prompt.size();) {
         const std::size_t n = std::min({prompt.size() - done, std::size_t(m.max_batch()), pos.size()});
         for (std::size_t i = 0; i < n; ++i) pos[i] = m.cache_length() + int32_t(i);
-        m.forward(prompt.subspan(done, n), std::span<const int32_t>(pos).first(n));
-        next = m.greedy()[n - 1];
+        const auto tokens = prompt.subspan(done, n);
+        const auto positions = std::span<const int32_t>(pos).first(n);
+        if constexpr (requires { m.forward_greedy(tokens, positions); })
+            next = m.forward_greedy(tokens, positions)[n - 1];
+        else {
+            m.forward(tokens, positions);
+            next = m.greedy()[n - 1];
+        }
         done += n;
     }
     for (int32_t i = 0; i < n_new; ++i) {
         out.push_back(next);
         if (i + 1 == n_new) break;  // the last token needs no logits of its own
         const int32_t p = m.cache_length();
-        m.forward(std::span<const int32_t>(&out.back(), 1), std::span<const int32_t>(&p, 1));
-        next = m.greedy()[0];
+        const auto token = std::span<const int32_t>(&out.back(), 1), position = std::span<const int32_t>(&p, 1);
+        if constexpr (requires { m.forward_greedy(token, position); })
+            next = m.forward_greedy(token, position)[0];  // only the id leaves the backend
+        else {
+            m.forward(token, position);
+            next = m.greedy()[0];
+        }
     }
     return out;
 }

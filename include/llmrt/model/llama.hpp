@@ -85,36 +85,19 @@ public:
     // Runs tokens at positions p, p+1, ... (p <= cache_length(), at most max_batch tokens) and
     // returns tokens.size() rows of n_vocab logits, valid until the next call.
     std::span<const float> forward(std::span<const int32_t> tokens, std::span<const int32_t> positions) {
-        const auto n = int64_t(tokens.size());
-        check(n >= 1 && n <= options_.max_batch && positions.size() == tokens.size(), errc::invalid_argument, [&] {
-            return "llama_model::forward: " + std::to_string(n) + " tokens and " + std::to_string(positions.size()) +
-                   " positions; need 1.." + std::to_string(options_.max_batch) + " tokens with one position each";
-        });
-        check(positions[0] >= 0 && positions[0] <= n_past_ && positions[0] + n <= options_.n_ctx, errc::invalid_argument, [&] {
-            return "llama_model::forward: positions " + std::to_string(positions[0]) + ".." +
-                   std::to_string(positions[0] + n - 1) + " must start at or below the cache length " +
-                   std::to_string(n_past_) + " and end below the context length " + std::to_string(options_.n_ctx);
-        });
-        for (int64_t i = 1; i < n; ++i)
-            check(positions[std::size_t(i)] == positions[0] + i, errc::invalid_argument, [&] {
-                return "llama_model::forward: position " + std::to_string(positions[std::size_t(i)]) + " of token " +
-                       std::to_string(i) + " does not follow " + std::to_string(positions[std::size_t(i - 1)]);
-            });
-        for (int32_t t : tokens)
-            check(t >= 0 && t < vocab_size(), errc::invalid_argument, [&] {
-                return "llama_model::forward: token " + std::to_string(t) + " is outside the vocabulary of " +
-                       std::to_string(vocab_size());
-            });
-        exec_.write(built_.tokens, tokens);
-        exec_.write(built_.positions, positions);
-        n_past_ = positions[0];  // from here the cache is being rewritten
-        exec_.run(n);
-        n_past_ = int32_t(positions[0] + n);
+        const auto n = run(tokens, positions);
         const auto logits = std::span<float>(logits_).first(std::size_t(n) * std::size_t(vocab_size()));
         exec_.read(built_.logits, logits);
         exec_.read(built_.next, std::span<int32_t>(next_).first(std::size_t(n)));
-        n_last_ = n;
         return logits;
+    }
+
+    // As forward, but reads back only the argmax of each token's logits (n ids instead of
+    // n · n_vocab floats): what greedy decoding needs. Returns greedy().
+    std::span<const int32_t> forward_greedy(std::span<const int32_t> tokens, std::span<const int32_t> positions) {
+        const auto n = run(tokens, positions);
+        exec_.read(built_.next, std::span<int32_t>(next_).first(std::size_t(n)));
+        return greedy();
     }
 
     // The argmax of each row of the last forward call's logits.
@@ -193,6 +176,38 @@ public:
     }
 
 private:
+    // Checks the tokens and positions, writes them and runs the graph; the cache then ends after
+    // them. Returns the number of tokens.
+    int64_t run(std::span<const int32_t> tokens, std::span<const int32_t> positions) {
+        const auto n = int64_t(tokens.size());
+        check(n >= 1 && n <= options_.max_batch && positions.size() == tokens.size(), errc::invalid_argument, [&] {
+            return "llama_model::forward: " + std::to_string(n) + " tokens and " + std::to_string(positions.size()) +
+                   " positions; need 1.." + std::to_string(options_.max_batch) + " tokens with one position each";
+        });
+        check(positions[0] >= 0 && positions[0] <= n_past_ && positions[0] + n <= options_.n_ctx, errc::invalid_argument, [&] {
+            return "llama_model::forward: positions " + std::to_string(positions[0]) + ".." +
+                   std::to_string(positions[0] + n - 1) + " must start at or below the cache length " +
+                   std::to_string(n_past_) + " and end below the context length " + std::to_string(options_.n_ctx);
+        });
+        for (int64_t i = 1; i < n; ++i)
+            check(positions[std::size_t(i)] == positions[0] + i, errc::invalid_argument, [&] {
+                return "llama_model::forward: position " + std::to_string(positions[std::size_t(i)]) + " of token " +
+                       std::to_string(i) + " does not follow " + std::to_string(positions[std::size_t(i - 1)]);
+            });
+        for (int32_t t : tokens)
+            check(t >= 0 && t < vocab_size(), errc::invalid_argument, [&] {
+                return "llama_model::forward: token " + std::to_string(t) + " is outside the vocabulary of " +
+                       std::to_string(vocab_size());
+            });
+        exec_.write(built_.tokens, tokens);
+        exec_.write(built_.positions, positions);
+        n_past_ = positions[0];  // from here the cache is being rewritten
+        exec_.run(n);
+        n_past_ = int32_t(positions[0] + n);
+        n_last_ = n;
+        return n;
+    }
+
     static std::shared_ptr<const gguf::file> checked(std::shared_ptr<const gguf::file> f) {
         check(f != nullptr, errc::invalid_argument, "llama_model: null gguf file");
         return f;

@@ -97,7 +97,9 @@ inline weight_ref norm(const gguf::file& f, const std::string& name, int64_t n, 
 // metadata key that is missing or wrong.
 inline llama_weights load_llama_weights(const gguf::file& f) {
     llama_weights w;
-    const gguf::tensor_info& embd = detail::require_tensor(f, "token_embd.weight");
+    // A copy: g++ 13 takes a reference returned from a call with a temporary string argument for a
+    // possibly dangling one (-Wdangling-reference), and the project builds with -Werror.
+    const gguf::tensor_info embd = detail::require_tensor(f, "token_embd.weight");
     check(embd.ne[1] <= INT32_MAX, errc::shape_mismatch, [&] {
         return "llama model: token_embd.weight has " + std::to_string(embd.ne[1]) + " rows, more than int32 ids reach";
     });

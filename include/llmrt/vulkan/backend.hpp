@@ -11,8 +11,8 @@
 // records one command buffer per batch size 1..max_batch, each the whole forward: the run's input
 // columns copied into the arena, every op's dispatches with a barrier only where a dispatch reads
 // or writes what an earlier one wrote (or writes what one read), then the outputs copied back.
-// run(n) checks the ids and positions the host wrote, submits the command buffer for n and
-// waits; it records and allocates nothing.
+// run(n) (after the executor has checked the ids and positions the host wrote) submits the
+// command buffer for n and waits; it records and allocates nothing.
 //
 //   inputs    write() and read() are a memcpy to and from the host copy; each run copies its
 //             columns to the device first, so shaders read device memory
@@ -93,14 +93,6 @@ struct placement {
     ops::operand operand() const { return ops::operand::of(*buf, offset, bytes); }
 };
 
-// An id or position input the host checks before each run: every live value v must satisfy
-// 0 <= v < limit.
-struct index_check {
-    int32_t input = -1;
-    int64_t limit = std::numeric_limits<int64_t>::max();
-    int32_t reader = -1;  // the node that reads it
-};
-
 // An input or output in the arena with its copy in the host-visible buffer: inputs are copied in
 // at the start of each run, outputs out at its end.
 struct host_copy {
@@ -123,7 +115,6 @@ public:
         check_supported();
         place_tensors(options);
         zero_and_upload();
-        plan_index_checks();
         stats_.resize(std::size_t(max_batch_));
         for (int64_t n = 1; n <= max_batch_; ++n) record_forward(n);
     }
@@ -133,7 +124,6 @@ public:
             return "vulkan backend: run of " + std::to_string(n) + " tokens, the graph was planned for 1.." +
                    std::to_string(max_batch_);
         });
-        check_indices(n);
         submit(*forward_[std::size_t(n - 1)]);
     }
 
@@ -281,49 +271,19 @@ private:
             }
     }
 
-    void plan_index_checks() {
-        auto add = [&](int32_t reader, int src, int64_t limit) {
-            const int32_t ids = node(reader).src[std::size_t(src)];
-            if (node(ids).op == graph::op::input) checks_.push_back({ids, limit, reader});
-        };
-        for (int32_t id : plan_->order) {
-            const graph::node& nd = node(id);
-            switch (nd.op) {
-                case graph::op::get_rows: add(id, 1, node(nd.src[0]).ne1); break;
-                case graph::op::rope: add(id, 1, std::numeric_limits<int64_t>::max()); break;
-                case graph::op::set_rows: add(id, 2, nd.ne1); break;
-                case graph::op::attention: add(id, 3, node(nd.src[1]).ne1); break;
-                default: break;
-            }
-        }
-    }
-
-    // The ids and positions the host wrote, checked as the CPU reference checks them.
-    void check_indices(int64_t n) const {
-        for (const index_check& c : checks_) {
-            const graph::node& reader = node(c.reader);
-            const auto* values = reinterpret_cast<const int32_t*>(static_cast<const std::byte*>(io_->mapped()) +
-                                                                  host_copy_[std::size_t(c.input)]);
-            const int64_t cols = node(c.input).batched ? n : node(c.input).ne1;
-            for (int64_t t = 0; t < cols; ++t) {
-                const int32_t v = values[t];
-                if (v >= 0 && v < c.limit) continue;
-                const std::string what = reader.op == graph::op::get_rows ? "id " : "position ";
-                const std::string range = c.limit == std::numeric_limits<int64_t>::max()
-                                              ? "negative"
-                                              : "outside [0, " + std::to_string(c.limit) + ")";
-                throw error(errc::invalid_argument, std::string(graph::to_string(reader.op)) + ": " + what +
-                                                        std::to_string(v) + " of token " + std::to_string(t) + " is " +
-                                                        range + " (" + graph::graph::describe(reader) + ")");
-            }
-        }
-    }
-
     // ---- Recording ----
 
     ops::operand operand_of(int32_t id) const { return located(id).operand(); }
 
-    void record_step(ops::recorder& r, ops::activation_cache& quantized, int32_t id, int64_t n) {
+    ops::operand scratch_of(std::size_t step, const ops::operand& otherwise) const {
+        return plan_->scratch_bytes[step]
+                   ? ops::operand::of(*arena_, plan_->scratch_offset[step], plan_->scratch_bytes[step])
+                   : otherwise;
+    }
+
+    // The backend runs no fused steps (lowering()): every step is one node.
+    void record_step(ops::recorder& r, ops::activation_cache& quantized, std::size_t step, int64_t n) {
+        const int32_t id = plan_->steps[step].node;
         const graph::node& nd = node(id);
         const int64_t cols = nd.batched ? n : nd.ne1;
         auto src = [&](int i) -> const graph::node& { return node(nd.src[std::size_t(i)]); };
@@ -346,22 +306,15 @@ private:
             }
             case graph::op::mul_mat: {
                 const graph::node& w = src(0);
-                const auto i = std::size_t(id);
-                const ops::operand scratch = plan_->scratch_bytes[i]
-                                                 ? ops::operand::of(*arena_, plan_->scratch_offset[i], plan_->scratch_bytes[i])
-                                                 : out.part(0, 0);
-                ops::record_mul_mat(*ops_, *mmvq_, r, w.type, in(0), w.ne1, w.ne0, in(1), out, cols, scratch,
+                ops::record_mul_mat(*ops_, *mmvq_, r, w.type, in(0), w.ne1, w.ne0, in(1), out, cols, scratch_of(step, out.part(0, 0)),
                                     src(1).batched ? max_batch_ : src(1).ne1, &quantized);
                 return;
             }
             case graph::op::rope: ops::record_rope(*ops_, r, in(0), in(1), out, cols, nd.rope); return;
-            case graph::op::attention: {
-                const auto i = std::size_t(id);
-                const ops::operand scratch = ops::operand::of(*arena_, plan_->scratch_offset[i], plan_->scratch_bytes[i]);
+            case graph::op::attention:
                 ops::record_attention(*ops_, r, in(0), src(1).type, in(1), in(2), src(1).ne1, in(3), out, cols, nd.attention,
-                                      scratch);
+                                      scratch_of(step, out.part(0, 0)));
                 return;
-            }
             case graph::op::softmax: ops::record_softmax(*ops_, r, in(0), out, nd.ne0, cols); return;
             case graph::op::silu:
                 ops::record_elementwise(*ops_, r, ops::elementwise_op::silu, in(0), in(0), out, nd.ne0, cols, false);
@@ -372,14 +325,9 @@ private:
             case graph::op::set_rows:
                 ops::record_set_rows(*ops_, r, nd.type, out, nd.ne0, nd.ne1, in(1), in(2), src(1).batched ? n : src(1).ne1);
                 return;
-            case graph::op::argmax: {
-                const auto i = std::size_t(id);
-                const ops::operand scratch = plan_->scratch_bytes[i]
-                                                 ? ops::operand::of(*arena_, plan_->scratch_offset[i], plan_->scratch_bytes[i])
-                                                 : out.part(0, 0);
-                ops::record_argmax(*ops_, r, in(0), out, src(0).ne0, cols, scratch);
+            case graph::op::argmax:
+                ops::record_argmax(*ops_, r, in(0), out, src(0).ne0, cols, scratch_of(step, out.part(0, 0)));
                 return;
-            }
         }
         throw error(errc::invalid_argument, std::string("vulkan backend: no kernel for op ") + graph::to_string(nd.op));
     }
@@ -402,7 +350,7 @@ private:
         }
         ops::recorder r(cmd);
         ops::activation_cache quantized;
-        for (int32_t id : plan_->order) record_step(r, quantized, id, n);
+        for (std::size_t step = 0; step < plan_->steps.size(); ++step) record_step(r, quantized, step, n);
         if (!outputs_.empty()) {
             const vk::MemoryBarrier to_copy(vk::AccessFlagBits::eShaderWrite, vk::AccessFlagBits::eTransferRead);
             cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader, vk::PipelineStageFlagBits::eTransfer, {}, to_copy,
@@ -490,7 +438,6 @@ private:
     std::vector<placement> place_;
     std::vector<std::size_t> host_copy_;  // per node: offset of its host copy, or none
     std::vector<host_copy> inputs_, outputs_;
-    std::vector<index_check> checks_;
     std::vector<forward_stats> stats_;
     vk::raii::CommandPool pool_{nullptr};
     vk::raii::CommandBuffers forward_{nullptr};
@@ -511,6 +458,11 @@ public:
     }
 
     std::string_view name() const noexcept { return "vulkan"; }
+
+    // No fused steps yet: one step per node (the mul_mats of one activation still share its
+    // quantization, see ops::activation_cache).
+    graph::lower_options lowering() const noexcept { return graph::lower_options::unfused(); }
+    std::size_t rounded_bytes(int64_t, int64_t) const noexcept { return 0; }
     const context& device() const noexcept { return *ctx_; }
     const backend_options& options() const noexcept { return options_; }
     mmvq& mmvq_kernels() noexcept { return *mmvq_; }

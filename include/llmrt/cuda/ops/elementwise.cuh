@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "llmrt/cuda/ops/common.cuh"
+#include "llmrt/cuda/ops/records.cuh"
 
 namespace llmrt::cuda::ops {
 
@@ -42,6 +43,33 @@ __global__ void __launch_bounds__(elementwise_threads)
     if (i >= count) return;
     const float s = silu(x[i]);
     y[i] = Gated ? __fmul_rn(s, up[i]) : s;
+}
+
+// One warp per block of 32 values of a column: y = silu(gate) · up with gate and up read with
+// column strides (a stacked matvec step's products), y written where kept and its Q8_1 records
+// where asked (n a multiple of 32 then). Grid x: blocks of 8 warps over ceil(n/32) · cols items.
+struct swiglu_round_args {
+    const float* gate;
+    const float* up;
+    int64_t gate_stride, up_stride;
+    float* y;           // dense (null: not kept)
+    uint8_t* records;   // null: none
+    int64_t n, cols;
+};
+
+constexpr int swiglu_round_warps = 8;
+
+__global__ void __launch_bounds__(32 * swiglu_round_warps) swiglu_round_kernel(const swiglu_round_args p) {
+    enter_kernel();
+    const int lane = int(threadIdx.x) & 31;
+    const int64_t blocks = (p.n + 31) / 32;
+    const int64_t item = int64_t(blockIdx.x) * swiglu_round_warps + (threadIdx.x >> 5);
+    if (item >= blocks * p.cols) return;
+    const int64_t c = item / blocks, b = item % blocks, i = 32 * b + lane;
+    float v = 0.0f;
+    if (i < p.n) v = __fmul_rn(silu(p.gate[c * p.gate_stride + i]), p.up[c * p.up_stride + i]);
+    if (p.y && i < p.n) p.y[c * p.n + i] = v;
+    if (p.records) write_record(p.records, p.n, p.cols, c, b, v, lane);
 }
 
 inline void binary(binary_op op, const float* a, const float* b, float* y, int64_t n, int64_t cols, bool broadcast_b,
@@ -83,6 +111,22 @@ inline void swiglu(const float* gate, const float* up, float* y, int64_t count, 
     const char* op = "cuda::ops::swiglu";
     detail::launch(op, detail::silu_kernel<1>, dim3(detail::blocks_for(count, detail::elementwise_threads, op)),
                    detail::elementwise_threads, 0, stream, o, gate, up, y, count);
+}
+
+// The swiglu step: y = silu(gate) ⊙ up over cols columns of n, gate and up with column strides,
+// y dense (null: not kept) and, when records is given, the Q8_1 records of y
+// (rounded_records_bytes(n, cols) bytes; n a multiple of 32).
+inline void swiglu_round(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride, float* y,
+                         void* records, int64_t n, int64_t cols, cudaStream_t stream, const launch_options& o = {}) {
+    const char* op = "cuda::ops::swiglu";
+    if (n == 0 || cols == 0) return;
+    check(!records || n % 32 == 0, errc::shape_mismatch, [&] {
+        return std::string(op) + ": Q8_1 records need a length that is a multiple of 32, got " + std::to_string(n);
+    });
+    const int64_t items = (n + 31) / 32 * cols;
+    const detail::swiglu_round_args a{gate, up, gate_stride, up_stride, y, static_cast<uint8_t*>(records), n, cols};
+    detail::launch(op, detail::swiglu_round_kernel, dim3(detail::blocks_for(items, detail::swiglu_round_warps, op)),
+                   dim3(32 * detail::swiglu_round_warps), 0, stream, o, a);
 }
 
 }  // namespace llmrt::cuda::ops

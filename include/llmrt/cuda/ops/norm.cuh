@@ -5,8 +5,9 @@
 //
 // and the fusion a llama layer asks for, one kernel instead of three:
 //
-//   add_rms_norm_mul  s = a + b,  h = rms_norm(s),  y = h ⊙ w   (each of s, h, y written; the add
-//                     and the mul optional), every value the bits the separate ops give.
+//   add_rms_norm_mul  s = a + b,  h = rms_norm(s),  y = h ⊙ w   (s written; h and y where kept;
+//                     the add and the mul optional), every value the bits the separate ops give,
+//                     and optionally the Q8_1 records of the result for the mul_mats that read it.
 //
 // The sums run in a fixed order (per thread, then block_reduce), so a column's bits do not
 // depend on the run or on the other columns.
@@ -15,8 +16,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "llmrt/cuda/ops/common.cuh"
+#include "llmrt/cuda/ops/records.cuh"
 
 namespace llmrt::cuda::ops {
 
@@ -28,15 +31,18 @@ struct norm_args {
     const float* x;      // the input (Add: a)
     const float* b;      // Add: the addend, as many columns as x
     float* sum;          // Add: x + b
-    float* norm;         // rms_norm of the input (or of the sum)
+    float* norm;         // rms_norm of the input (or of the sum); null: not kept
     const float* w;      // Mul: one column
-    float* product;      // Mul: norm ⊙ w
+    float* product;      // Mul: norm ⊙ w; null: not kept
+    uint8_t* records;    // the Q8_1 records of the result (the product, or the norm); null: none
     int64_t n;
+    int64_t cols;        // the batch, for the records' chunk layout
     float eps;
 };
 
-// Each thread reads back only the elements it wrote itself, so no barrier is needed between
-// the passes besides the reduction's.
+// Columns longer than the wide kernel takes. Each thread reads back only the elements it wrote
+// itself, so no barrier is needed between the passes besides the reduction's (whose barriers also
+// publish the sums for the records).
 template <int Threads, bool Add, bool Mul>
 __global__ void __launch_bounds__(Threads) rms_norm_kernel(const norm_args p) {
     enter_kernel();
@@ -57,10 +63,77 @@ __global__ void __launch_bounds__(Threads) rms_norm_kernel(const norm_args p) {
     sum = block_reduce<Threads>(sum, sum_op{}, partial);
     const float mean = float(sum / double(p.n));
     const float scale = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, p.eps)));
-    for (int64_t i = threadIdx.x; i < p.n; i += Threads) {
-        const float h = __fmul_rn(x[i], scale);
-        p.norm[base + i] = h;
-        if constexpr (Mul) p.product[base + i] = __fmul_rn(h, p.w[i]);
+    if (p.norm || p.product) {
+        for (int64_t i = threadIdx.x; i < p.n; i += Threads) {
+            const float h = __fmul_rn(x[i], scale);
+            if (p.norm) p.norm[base + i] = h;
+            if constexpr (Mul)
+                if (p.product) p.product[base + i] = __fmul_rn(h, p.w[i]);
+        }
+    }
+    if (!p.records) return;
+    // A warp per block of 32 values: the result again (the same bits), rounded for the mul_mats.
+    const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
+    for (int64_t b = warp; b < p.n / 32; b += Threads / 32) {
+        const int64_t i = 32 * b + lane;
+        float v = __fmul_rn(x[i], scale);
+        if constexpr (Mul) v = __fmul_rn(v, p.w[i]);
+        write_record(p.records, p.n, p.cols, blockIdx.x, b, v, lane);
+    }
+}
+
+// The same for columns of up to 8192 values, held in registers: 1024 threads, PerThread values
+// each (thread t holds elements t + 1024j), so every value is loaded once and the latency of one
+// round of loads, one reduction and one round of stores is all a column costs. Warp w's lanes
+// hold elements 32w + 1024j + lane: block w + 32j of the Q8_1 records, rounded from registers.
+constexpr int norm_wide_threads = 1024;
+
+template <bool Add, bool Mul, int PerThread>
+__global__ void __launch_bounds__(norm_wide_threads) rms_norm_wide_kernel(const norm_args p) {
+    enter_kernel();
+    __shared__ double partial[norm_wide_threads / 32 + 1];
+    const int64_t base = int64_t(blockIdx.x) * p.n;
+    const int t = int(threadIdx.x);
+    float v[PerThread];
+#pragma unroll
+    for (int j = 0; j < PerThread; ++j) {
+        const int64_t i = t + int64_t(j) * norm_wide_threads;
+        v[j] = 0.0f;
+        if (i < p.n) {
+            if constexpr (Add)
+                v[j] = __fadd_rn(p.x[base + i], p.b[base + i]);
+            else
+                v[j] = p.x[base + i];
+        }
+    }
+    double sum = 0.0;
+#pragma unroll
+    for (int j = 0; j < PerThread; ++j) {
+        const int64_t i = t + int64_t(j) * norm_wide_threads;
+        if (i < p.n) {
+            if constexpr (Add) p.sum[base + i] = v[j];
+            sum += double(v[j]) * double(v[j]);
+        }
+    }
+    sum = block_reduce<norm_wide_threads>(sum, sum_op{}, partial);
+    const float mean = float(sum / double(p.n));
+    const float scale = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, p.eps)));
+    const int warp = t >> 5, lane = t & 31;
+#pragma unroll
+    for (int j = 0; j < PerThread; ++j) {
+        const int64_t i = t + int64_t(j) * norm_wide_threads;
+        const float h = __fmul_rn(v[j], scale);
+        float y = h;
+        if (i < p.n) {
+            if (p.norm) p.norm[base + i] = h;
+            if constexpr (Mul) {
+                y = __fmul_rn(h, p.w[i]);
+                if (p.product) p.product[base + i] = y;
+            }
+        }
+        // Records need n a multiple of 32, so a block is wholly inside or wholly past the column.
+        if (p.records && int64_t(warp) * 32 + int64_t(j) * norm_wide_threads < p.n)
+            write_record(p.records, p.n, p.cols, blockIdx.x, warp + 32 * j, y, lane);
     }
 }
 
@@ -89,14 +162,41 @@ __global__ void __launch_bounds__(Threads) softmax_kernel(const float* x, float*
 }  // namespace detail
 
 // sum = a + b (when b is given), norm = rms_norm(sum or a), product = norm ⊙ w (when w is given;
-// w one column of n): cols columns of n floats, one kernel.
+// w one column of n): cols columns of n floats, one kernel. norm and product may be null (not
+// kept); records, when given, receive the Q8_1 rounding of the last result (rounded_records_bytes
+// (n, cols) bytes; n a multiple of 32).
 inline void add_rms_norm_mul(const float* a, const float* b, float* sum, float* norm, const float* w, float* product,
-                             int64_t n, int64_t cols, float eps, cudaStream_t stream, const launch_options& o = {}) {
+                             int64_t n, int64_t cols, float eps, cudaStream_t stream, const launch_options& o = {},
+                             void* records = nullptr) {
     const char* op = "cuda::ops::rms_norm";
     if (n == 0 || cols == 0) return;
     check(cols <= 0x7fffffff, errc::invalid_argument, "cuda::ops::rms_norm: too many columns");
-    const detail::norm_args p{a, b, sum, norm, w, product, n, eps};
-    const dim3 grid(static_cast<unsigned>(cols)), block(detail::norm_threads);
+    check(!records || n % 32 == 0, errc::shape_mismatch, [&] {
+        return "cuda::ops::rms_norm: Q8_1 records need a length that is a multiple of 32, got " + std::to_string(n);
+    });
+    const detail::norm_args p{a, b, sum, norm, w, product, static_cast<uint8_t*>(records), n, cols, eps};
+    const dim3 grid(static_cast<unsigned>(cols));
+    if (n <= 8 * detail::norm_wide_threads) {
+        const int per_thread = n <= 1024 ? 1 : n <= 2048 ? 2 : n <= 4096 ? 4 : 8;
+        auto wide = [&](auto add, auto mul) {
+            constexpr bool A = decltype(add)::value, M = decltype(mul)::value;
+            const dim3 block(detail::norm_wide_threads);
+            switch (per_thread) {
+                case 1: detail::launch(op, detail::rms_norm_wide_kernel<A, M, 1>, grid, block, 0, stream, o, p); break;
+                case 2: detail::launch(op, detail::rms_norm_wide_kernel<A, M, 2>, grid, block, 0, stream, o, p); break;
+                case 4: detail::launch(op, detail::rms_norm_wide_kernel<A, M, 4>, grid, block, 0, stream, o, p); break;
+                default: detail::launch(op, detail::rms_norm_wide_kernel<A, M, 8>, grid, block, 0, stream, o, p); break;
+            }
+        };
+        using yes = std::true_type;
+        using no = std::false_type;
+        if (b && w) wide(yes{}, yes{});
+        else if (b) wide(yes{}, no{});
+        else if (w) wide(no{}, yes{});
+        else wide(no{}, no{});
+        return;
+    }
+    const dim3 block(detail::norm_threads);
     constexpr int t = detail::norm_threads;
     if (b && w) detail::launch(op, detail::rms_norm_kernel<t, true, true>, grid, block, 0, stream, o, p);
     else if (b) detail::launch(op, detail::rms_norm_kernel<t, true, false>, grid, block, 0, stream, o, p);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include "llmrt/core/float_convert.hpp"
 #include "llmrt/cuda/ops/common.cuh"
 #include "llmrt/graph/node.hpp"
 
@@ -29,8 +30,52 @@ struct rope_args {
     float theta_scale;
 };
 
-// Grid (ceil(n_head · head_dim/2 / threads), cols): one thread per pair slot of a column; the
-// slots past n_rot/2 in each head copy two passed-through elements.
+// Pair slot i (< head_dim / 2) of one head at position pos: elements a and b (b < head_dim
+// unless head_dim is odd) and their values, rotated for i < n_rot / 2, else passed through
+// (elements n_rot + 2(i − n_rot/2) and the one after). pos < 0 gives NaN.
+struct rope_slot {
+    int a, b;
+    float ya, yb;
+};
+
+template <int Neox>
+__device__ __forceinline__ rope_slot rope_slot_of(const float* x, int32_t pos, int i, int head_dim, int n_rot,
+                                                  float theta_scale) {
+    const int half_rot = n_rot / 2;
+    rope_slot r;
+    const float nan = __int_as_float(0x7fc00000);
+    if (i >= half_rot) {
+        r.a = n_rot + 2 * (i - half_rot);
+        r.b = r.a + 1;
+        r.ya = pos < 0 ? nan : x[r.a];
+        r.yb = pos < 0 || r.b >= head_dim ? nan : x[r.b];
+        return r;
+    }
+    r.a = Neox ? i : 2 * i;
+    r.b = Neox ? i + half_rot : 2 * i + 1;
+    if (pos < 0) {
+        r.ya = r.yb = nan;
+        return r;
+    }
+    float theta = float(pos);
+    for (int j = 0; j < i; ++j) theta = __fmul_rn(theta, theta_scale);
+    float sn, cs;
+    sincosf(theta, &sn, &cs);
+    const float x0 = x[r.a], x1 = x[r.b];
+    r.ya = __fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn));
+    r.yb = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs));
+    return r;
+}
+
+template <int Neox>
+__device__ __forceinline__ void rope_pair(const float* x, float* y, int32_t pos, int i, int head_dim, int n_rot,
+                                          float theta_scale) {
+    const rope_slot r = rope_slot_of<Neox>(x, pos, i, head_dim, n_rot, theta_scale);
+    y[r.a] = r.ya;
+    if (r.b < head_dim) y[r.b] = r.yb;
+}
+
+// Grid (ceil(n_head · head_dim/2 / threads), cols): one thread per pair slot of a column.
 template <int Neox>
 __global__ void __launch_bounds__(rope_threads) rope_kernel(const rope_args p) {
     enter_kernel();
@@ -39,28 +84,56 @@ __global__ void __launch_bounds__(rope_threads) rope_kernel(const rope_args p) {
     if (slot >= int64_t(p.n_head) * half_dim) return;
     const int h = int(slot / half_dim), i = int(slot % half_dim);
     const int64_t base = int64_t(blockIdx.y) * p.n_head * p.head_dim + int64_t(h) * p.head_dim;
-    const float* x = p.x + base;
-    float* y = p.y + base;
-    const int32_t pos = p.pos[blockIdx.y];
-    const int half_rot = p.n_rot / 2;
-    if (i >= half_rot) {  // pass-through: elements n_rot + 2(i − half_rot) and the one after
-        const int e = p.n_rot + 2 * (i - half_rot);
-        for (int k = e; k < e + 2 && k < p.head_dim; ++k) y[k] = pos < 0 ? __int_as_float(0x7fc00000) : x[k];
+    rope_pair<Neox>(p.x + base, p.y + base, p.pos[blockIdx.y], i, p.head_dim, p.n_rot, p.theta_scale);
+}
+
+struct rope_cache_args {
+    const float* q;  // column c of q at q + c · q_stride (and k, v likewise)
+    const float* k;
+    const float* v;
+    int64_t q_stride, k_stride, v_stride;
+    float* q_out;  // dense: n_head · head_dim per column
+    void* k_cache;  // n_ctx columns of n_head_kv · head_dim, f16 or f32
+    void* v_cache;
+    const int32_t* pos;
+    int64_t n_ctx;
+    int32_t n_head, n_head_kv, head_dim, n_rot;
+    float theta_scale;
+};
+
+template <class KV>
+__device__ __forceinline__ void store_cache(void* cache, int64_t at, float v) {
+    if constexpr (sizeof(KV) == 2)
+        static_cast<uint16_t*>(cache)[at] = fp32_to_fp16(v);
+    else
+        static_cast<float*>(cache)[at] = v;
+}
+
+// Grid (n_head + 2 · n_head_kv, cols), head_dim / 2 threads: block x < n_head rotates a head of
+// q; the next n_head_kv rotate a head of k into the K cache's column pos; the last n_head_kv copy
+// a head of v into the V cache. Each value has the bits rope and set_rows give it.
+template <int Neox, class KV>
+__global__ void rope_cache_kernel(const rope_cache_args p) {
+    enter_kernel();
+    const int slot = int(blockIdx.x), c = int(blockIdx.y), i = int(threadIdx.x), hd = p.head_dim;
+    const int32_t pos = p.pos[c];
+    if (slot < p.n_head) {
+        rope_pair<Neox>(p.q + c * p.q_stride + int64_t(slot) * hd, p.q_out + int64_t(c) * p.n_head * hd + int64_t(slot) * hd,
+                        pos, i, hd, p.n_rot, p.theta_scale);
         return;
     }
-    if (pos < 0) {
-        const int a = Neox ? i : 2 * i, b = Neox ? i + half_rot : 2 * i + 1;
-        y[a] = y[b] = __int_as_float(0x7fc00000);
+    if (pos < 0 || pos >= p.n_ctx) return;  // the executor refuses such positions before a run
+    const int64_t column = int64_t(pos) * p.n_head_kv * hd;
+    if (slot < p.n_head + p.n_head_kv) {
+        const int h = slot - p.n_head;
+        const rope_slot r = rope_slot_of<Neox>(p.k + c * p.k_stride + int64_t(h) * hd, pos, i, hd, p.n_rot, p.theta_scale);
+        store_cache<KV>(p.k_cache, column + int64_t(h) * hd + r.a, r.ya);
+        if (r.b < hd) store_cache<KV>(p.k_cache, column + int64_t(h) * hd + r.b, r.yb);
         return;
     }
-    float theta = float(pos);
-    for (int j = 0; j < i; ++j) theta = __fmul_rn(theta, p.theta_scale);
-    float sn, cs;
-    sincosf(theta, &sn, &cs);
-    const int a = Neox ? i : 2 * i, b = Neox ? i + half_rot : 2 * i + 1;
-    const float x0 = x[a], x1 = x[b];
-    y[a] = __fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn));
-    y[b] = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs));
+    const int h = slot - p.n_head - p.n_head_kv;
+    const float* x = p.v + c * p.v_stride + int64_t(h) * hd;
+    for (int e = 2 * i; e < 2 * i + 2 && e < hd; ++e) store_cache<KV>(p.v_cache, column + int64_t(h) * hd + e, x[e]);
 }
 
 }  // namespace detail
@@ -83,6 +156,38 @@ inline void rope(const float* x, float* y, const int32_t* pos, int64_t cols, con
         detail::launch("cuda::ops::rope", detail::rope_kernel<1>, grid, dim3(detail::rope_threads), 0, stream, o, a);
     else
         detail::launch("cuda::ops::rope", detail::rope_kernel<0>, grid, dim3(detail::rope_threads), 0, stream, o, a);
+}
+
+// The rope_cache step: q_out = rope(q); K[:, pos] = rope(k); V[:, pos] = v, for cols columns, one
+// kernel. q, k and v are read with column strides (a stacked matvec step's products); q_out is
+// dense; the caches hold n_ctx columns of n_head_kv · head_dim elements of kv_type (f16 or f32).
+// k's rope parameters are q's with n_head_kv heads.
+inline void rope_cache(const float* q, int64_t q_stride, const float* k, int64_t k_stride, const float* v,
+                       int64_t v_stride, float* q_out, qtype kv_type, void* k_cache, void* v_cache, int64_t n_ctx,
+                       int32_t n_head_kv, const int32_t* pos, int64_t cols, const graph::rope_params& p,
+                       cudaStream_t stream, const launch_options& o = {}) {
+    const char* op = "cuda::ops::rope_cache";
+    check(p.n_head >= 1 && n_head_kv >= 1 && p.head_dim >= 2 && p.head_dim <= 2048 && p.n_rot >= 2 && p.n_rot % 2 == 0 &&
+              p.n_rot <= p.head_dim && p.freq_base > 0.0f,
+          errc::shape_mismatch, [&] {
+              return std::string(op) + ": n_head " + std::to_string(p.n_head) + ", n_head_kv " + std::to_string(n_head_kv) +
+                     ", head_dim " + std::to_string(p.head_dim) + ", n_rot " + std::to_string(p.n_rot) +
+                     ": need head_dim 2..2048 and an even n_rot <= head_dim";
+          });
+    check(kv_type == qtype::f16 || kv_type == qtype::f32, errc::unsupported_type,
+          [&] { return std::string(op) + ": caches are f32 or f16, not " + name(kv_type); });
+    if (cols == 0) return;
+    detail::check_columns(cols, op);
+    detail::rope_cache_args a{q,       k,       v,   q_stride, k_stride, v_stride,  q_out,    k_cache,
+                              v_cache, pos,     n_ctx, p.n_head, n_head_kv, p.head_dim, p.n_rot,
+                              std::pow(p.freq_base, -2.0f / float(p.n_rot))};
+    const dim3 grid(unsigned(p.n_head + 2 * n_head_kv), unsigned(cols));
+    const dim3 block(unsigned((p.head_dim + 1) / 2));
+    const bool neox = p.order == graph::rope_order::neox, half = kv_type == qtype::f16;
+    if (neox && half) detail::launch(op, detail::rope_cache_kernel<1, uint16_t>, grid, block, 0, stream, o, a);
+    else if (neox) detail::launch(op, detail::rope_cache_kernel<1, float>, grid, block, 0, stream, o, a);
+    else if (half) detail::launch(op, detail::rope_cache_kernel<0, uint16_t>, grid, block, 0, stream, o, a);
+    else detail::launch(op, detail::rope_cache_kernel<0, float>, grid, block, 0, stream, o, a);
 }
 
 }  // namespace llmrt::cuda::ops

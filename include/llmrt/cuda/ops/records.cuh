@@ -1,0 +1,47 @@
+// Where a fused op writes the Q8_1 rounding of its result for the mul_mats after it: mmvq's
+// activation records (activations.cuh), in the chunks mul_mat_quantized reads. For `cols`
+// columns of k values, chunk i holds columns 8i .. 8i + w − 1 (w = min(8, cols − 8i)) at byte
+// i · activation_scratch_bytes(k, 8), laid out as records of w columns; so a producer that knows
+// the batch writes exactly what quantize_activations would have written for each chunk.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "llmrt/cuda/activations.cuh"
+
+namespace llmrt::cuda::ops {
+
+// Bytes of the records of cols columns of k values (k a multiple of 32), in chunks of 8 columns.
+inline std::size_t rounded_records_bytes(int64_t k, int64_t cols) {
+    const int64_t chunks = (cols + 7) / 8;
+    return activation_scratch_bytes(k, 8, chunks);
+}
+
+namespace detail {
+
+// One warp holds the 32 values of block b (elements 32b .. 32b + 31) of column c, one per lane,
+// and writes their Q8_1 record: bit for bit what quantize_activations writes for them.
+__device__ __forceinline__ void write_record(uint8_t* records, int64_t k, int64_t cols, int64_t c, int64_t b, float x,
+                                             int lane) {
+    const llmrt::cuda::detail::q8_1_lane_result r = llmrt::cuda::detail::quantize_q8_1_lane(x, lane);
+    const int64_t chunk = c / 8, in_chunk = c % 8;
+    const int64_t width = cols - chunk * 8 < 8 ? cols - chunk * 8 : 8;
+    uint8_t* record = records + chunk * (k / 32) * activation_record_bytes(8) + b * activation_record_bytes(width);
+    record[32 * in_chunk + lane] = uint8_t(int8_t(r.q));
+    if (lane == 0) {
+        const float d = __half2float(__ushort_as_half(r.d_fp16));
+        q8_1_aux aux;
+        aux.d = d;
+        aux.d_sum = __fmul_rn(d, float(r.sum_lo + r.sum_hi));
+        aux.sum_lo = r.sum_lo;
+        aux.sum_hi = r.sum_hi;
+        *reinterpret_cast<q8_1_aux*>(record + 32 * width + 16 * in_chunk) = aux;
+    }
+}
+
+}  // namespace detail
+
+}  // namespace llmrt::cuda::ops

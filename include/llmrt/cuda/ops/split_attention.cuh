@@ -1,0 +1,326 @@
+// Decode attention split over the cache (flash-decoding): the same causal grouped-query
+// attention as cpu::attention, in one kernel that fills the GPU at any context length.
+//
+//   split    one block per (kv head g, chunk j, column t) stages its chunk of K and V in shared
+//            memory with one round of asynchronous copies (with q), then takes the chunk's keys
+//            for all the query heads of g (K and V are read once per group, not once per head):
+//              s_hi = scale · q_h · k_i,  m_h = max_i s_hi,  l_h = Σ_i e_hi,  o_h = Σ_i e_hi · v_i
+//            with e_hi = exp(s_hi − m_h), i over the chunk's keys, in key order
+//   combine  the block that finishes its (column, kv head) last — an integer counter per pair,
+//            no float atomics — combines every chunk of its heads in chunk order:
+//              M = max_j m_j,  w_j = exp(m_j − M),  out_h = (Σ_j w_j · o_j) · (1 / Σ_j w_j · l_j)
+//            and writes out and, when asked, the Q8_1 records of out for the mul_mat after it;
+//            it then sets the counter back to zero for the next launch
+//
+// The chunks of a query at position p: len = max(min_len, ceil((p + 1) / max_chunks)) keys each,
+// ceil((p + 1) / len) of them, every one with keys; max_chunks grows with the cache so that a
+// chunk's K and V fit the shared memory of a block (chunk_cap keys). The split depends on p alone
+// and every sum runs in a fixed order: the same bits on every run, whatever the batch, whichever
+// block combines.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "llmrt/core/float_convert.hpp"
+#include "llmrt/cuda/ops/common.cuh"
+#include "llmrt/cuda/ops/records.cuh"
+#include "llmrt/cuda/ptx.cuh"
+#include "llmrt/graph/node.hpp"
+#include "llmrt/quant/dispatch.hpp"
+
+namespace llmrt::cuda::ops {
+
+namespace detail {
+
+constexpr int split_threads = 128;
+constexpr int split_max_head_dim = 512;
+constexpr int split_stage_bytes = 32 * 1024;  // a chunk's K and V in shared memory, at most
+
+struct split_attention_args {
+    const float* q;       // column t of q at q + t · q_stride
+    int64_t q_stride;
+    const void* k;        // caches: n_ctx columns of n_head_kv · head_dim
+    const void* v;
+    const int32_t* pos;
+    float* partial;       // per (column, head, chunk): head_dim sums, then m and l
+    int32_t* counters;    // per (column, kv head): chunks done (zero between launches)
+    float* out;           // dense columns of n_head · head_dim (null: not kept)
+    uint8_t* records;     // Q8_1 records of out (null: none)
+    int64_t n_ctx;
+    int64_t cols;
+    int32_t n_head, n_head_kv, head_dim;
+    int32_t max_chunks, min_len, chunk_cap;
+    float scale;
+};
+
+// Keys per chunk for a query at position p.
+__host__ __device__ inline int64_t split_chunk_length(int32_t p, int32_t max_chunks, int32_t min_len) {
+    const int64_t n = int64_t(p) + 1;
+    const int64_t len = (n + max_chunks - 1) / max_chunks;
+    return len < min_len ? min_len : len;
+}
+
+template <class KV>
+__device__ __forceinline__ float kv_at(const KV* row, int e) {
+    if constexpr (sizeof(KV) == 2)
+        return __half2float(__ushort_as_half(row[e]));
+    else
+        return row[e];
+}
+
+// Dynamic shared memory: q (Heads · head_dim floats), the scores (Heads · chunk_cap floats),
+// then the chunk's K and V rows (chunk_cap · head_dim elements each); the combine reuses the K
+// and V region for the chunks' weights.
+template <class KV, int Heads>
+__global__ void __launch_bounds__(split_threads) split_attention_kernel(const split_attention_args a) {
+    enter_kernel();
+    extern __shared__ __align__(16) uint8_t smem[];
+    __shared__ float chunk_max[Heads], chunk_sum[Heads];
+    __shared__ int last;
+    const int g = int(blockIdx.x), j = int(blockIdx.y), t = int(blockIdx.z);
+    const int hd = a.head_dim, tid = int(threadIdx.x);
+    const int32_t p = a.pos[t];
+    if (p < 0 || p >= a.n_ctx) return;  // the executor refuses such positions before a run
+    const int64_t n_keys = int64_t(p) + 1;
+    const int64_t len = split_chunk_length(p, a.max_chunks, a.min_len);
+    const int chunks = int((n_keys + len - 1) / len);
+    const int64_t k0 = int64_t(j) * len;
+    if (j >= chunks) return;  // past the query's last chunk
+    const int keys = int(n_keys - k0 < len ? n_keys - k0 : len);
+    const int h0 = g * Heads;  // this block's first query head
+    const int64_t kv_ne0 = int64_t(a.n_head_kv) * hd;
+    float* q = reinterpret_cast<float*>(smem);
+    float* scores = q + Heads * hd;
+    KV* ks = reinterpret_cast<KV*>(scores + Heads * a.chunk_cap);
+    KV* vs = ks + int64_t(a.chunk_cap) * hd;
+
+    // One round of copies: the chunk's K and V rows (16 bytes at a time) and q.
+    const int pieces = hd * int(sizeof(KV)) / 16;  // the launcher asks head_dim · sizeof(KV) % 16 == 0
+    const auto* k_rows = static_cast<const uint8_t*>(a.k) + (k0 * kv_ne0 + int64_t(g) * hd) * int64_t(sizeof(KV));
+    const auto* v_rows = static_cast<const uint8_t*>(a.v) + (k0 * kv_ne0 + int64_t(g) * hd) * int64_t(sizeof(KV));
+    const int64_t row_stride = kv_ne0 * int64_t(sizeof(KV));
+    for (int i = tid; i < keys * pieces; i += split_threads) {
+        const int key = i / pieces, piece = i % pieces;
+        ptx::cp_async_16(reinterpret_cast<uint8_t*>(ks) + i * 16, k_rows + key * row_stride + piece * 16, 16);
+        ptx::cp_async_16(reinterpret_cast<uint8_t*>(vs) + i * 16, v_rows + key * row_stride + piece * 16, 16);
+    }
+    ptx::cp_async_commit();
+    for (int i = tid; i < Heads * hd; i += split_threads) q[i] = a.q[int64_t(t) * a.q_stride + int64_t(h0) * hd + i];
+    ptx::cp_async_wait<0>();
+    __syncthreads();
+
+    // Scores: a warp per key in turn, lanes striding the head's elements, one butterfly per head.
+    const int warp = tid >> 5, lane = tid & 31;
+    constexpr int warps = split_threads / 32;
+    for (int i = warp; i < keys; i += warps) {
+        float dot[Heads];
+#pragma unroll
+        for (int h = 0; h < Heads; ++h) dot[h] = 0.0f;
+        for (int e = lane; e < hd; e += 32) {
+            const float kv = kv_at(ks + int64_t(i) * hd, e);
+#pragma unroll
+            for (int h = 0; h < Heads; ++h) dot[h] = __fmaf_rn(q[h * hd + e], kv, dot[h]);
+        }
+#pragma unroll
+        for (int h = 0; h < Heads; ++h) {
+            float d = dot[h];
+#pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1) d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, offset));
+            if (lane == 0) scores[h * a.chunk_cap + i] = __fmul_rn(d, a.scale);
+        }
+    }
+    __syncthreads();
+
+    // Per head (a warp each, in turn): the chunk's max, the exponentials and their sum.
+    for (int h = warp; h < Heads; h += warps) {
+        float* s = scores + h * a.chunk_cap;
+        float m = -INFINITY;
+        for (int i = lane; i < keys; i += 32) m = fmaxf(m, s[i]);
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
+        float l = 0.0f;
+        for (int i = lane; i < keys; i += 32) {
+            const float e = expf(__fsub_rn(s[i], m));
+            s[i] = e;
+            l = __fadd_rn(l, e);
+        }
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, offset));
+        if (lane == 0) {
+            chunk_max[h] = m;
+            chunk_sum[h] = l;
+        }
+    }
+    __syncthreads();
+
+    // o_h[e] = Σ_i e_hi · v_i[e]: a thread per element, the keys in order.
+    for (int e = tid; e < hd; e += split_threads) {
+        float acc[Heads];
+#pragma unroll
+        for (int h = 0; h < Heads; ++h) acc[h] = 0.0f;
+        for (int i = 0; i < keys; ++i) {
+            const float v = kv_at(vs + int64_t(i) * hd, e);
+#pragma unroll
+            for (int h = 0; h < Heads; ++h) acc[h] = __fadd_rn(acc[h], __fmul_rn(scores[h * a.chunk_cap + i], v));
+        }
+#pragma unroll
+        for (int h = 0; h < Heads; ++h)
+            a.partial[((int64_t(t) * a.n_head + h0 + h) * a.max_chunks + j) * (hd + 2) + e] = acc[h];
+    }
+    if (tid < Heads) {
+        float* tail = a.partial + ((int64_t(t) * a.n_head + h0 + tid) * a.max_chunks + j) * (hd + 2) + hd;
+        tail[0] = chunk_max[tid];
+        tail[1] = chunk_sum[tid];
+    }
+
+    // The last block of this (column, kv head) to finish combines.
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        int32_t* counter = a.counters + int64_t(t) * a.n_head_kv + g;
+        last = atomicAdd(counter, 1) == chunks - 1;
+        if (last) *counter = 0;  // every block of this launch has counted: ready for the next
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+
+    // The chunks' weights w_j and the normalizers, a warp per head; then a thread per element.
+    float* w = reinterpret_cast<float*>(ks);  // Heads · chunks floats: the launcher sized the region
+    __shared__ float inv_l[Heads];
+    for (int h = warp; h < Heads; h += warps) {
+        const float* part = a.partial + (int64_t(t) * a.n_head + h0 + h) * a.max_chunks * (hd + 2);
+        float m = -INFINITY;
+        for (int c = lane; c < chunks; c += 32) m = fmaxf(m, __ldcg(part + c * (hd + 2) + hd));
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
+        for (int c = lane; c < chunks; c += 32) w[h * chunks + c] = expf(__fsub_rn(__ldcg(part + c * (hd + 2) + hd), m));
+        __syncwarp();
+        if (lane == 0) {  // Σ_j w_j · l_j in chunk order
+            float l = 0.0f;
+            for (int c = 0; c < chunks; ++c) l = __fadd_rn(l, __fmul_rn(w[h * chunks + c], __ldcg(part + c * (hd + 2) + hd + 1)));
+            inv_l[h] = __fdiv_rn(1.0f, l);
+        }
+    }
+    __syncthreads();
+    const int64_t q_ne0 = int64_t(a.n_head) * hd;
+    for (int i = tid; i < Heads * hd; i += split_threads) {
+        const int h = i / hd, e = i % hd;
+        const float* part = a.partial + (int64_t(t) * a.n_head + h0 + h) * a.max_chunks * (hd + 2) + e;
+        float o = 0.0f;
+        for (int c = 0; c < chunks; ++c) o = __fadd_rn(o, __fmul_rn(w[h * chunks + c], __ldcg(part + c * (hd + 2))));
+        const float value = __fmul_rn(o, inv_l[h]);
+        if (a.out) a.out[int64_t(t) * q_ne0 + int64_t(h0) * hd + i] = value;
+        // The records: head_dim is a multiple of 32 here, so a warp's 32 values are one block.
+        if (a.records) write_record(a.records, q_ne0, a.cols, t, (int64_t(h0) * hd + i) / 32, value, lane);
+    }
+}
+
+// Keys per chunk at most: what a block's K and V stage holds, a multiple of 8 in [8, 64].
+inline int32_t split_chunk_cap(int32_t head_dim, std::size_t kv_bytes) {
+    const auto fit = int32_t(std::size_t(split_stage_bytes) / (std::size_t(head_dim) * kv_bytes * 2)) / 8 * 8;
+    return fit < 8 ? 8 : fit > 64 ? 64 : fit;
+}
+
+}  // namespace detail
+
+// Chunks per (column, head) the split keeps room for, for a cache of n_ctx positions and chunks
+// of at most chunk_cap keys: at least 32 (enough blocks to fill the GPU from a few hundred
+// positions on), and enough that no chunk holds more than chunk_cap keys; never more than chunks
+// of the shortest length can make.
+inline int32_t split_attention_chunks(int64_t n_ctx, int32_t chunk_cap) {
+    const int64_t min_len = chunk_cap < 32 ? chunk_cap : 32;
+    const int64_t by_cap = (n_ctx + chunk_cap - 1) / chunk_cap;
+    const int64_t by_min = (n_ctx + min_len - 1) / min_len;
+    const int64_t chunks = by_cap > 32 ? by_cap : 32;
+    return int32_t(chunks < by_min ? chunks : by_min);
+}
+
+// Whether the split form takes these heads and cache (else the one-block-per-head attention runs).
+inline bool split_attention_supports(const graph::attention_params& p, qtype kv_type) {
+    const int group = p.n_head_kv > 0 ? p.n_head / p.n_head_kv : 0;
+    const std::size_t bytes = kv_type == qtype::f16 ? 2 : 4;
+    return p.head_dim >= 8 && p.head_dim <= detail::split_max_head_dim && std::size_t(p.head_dim) * bytes % 16 == 0 &&
+           p.n_head_kv >= 1 && p.n_head % p.n_head_kv == 0 && (group == 1 || group == 2 || group == 4 || group == 8) &&
+           (kv_type == qtype::f16 || kv_type == qtype::f32);
+}
+
+inline int32_t split_chunk_cap(const graph::attention_params& p, qtype kv_type) {
+    return detail::split_chunk_cap(p.head_dim, kv_type == qtype::f16 ? 2 : 4);
+}
+
+// Scratch of the split form: the partial sums of every (column, head, chunk).
+inline std::size_t split_attention_scratch_bytes(int64_t n_ctx, const graph::attention_params& p, qtype kv_type,
+                                                 int64_t max_cols) {
+    return std::size_t(max_cols) * std::size_t(p.n_head) *
+           std::size_t(split_attention_chunks(n_ctx, split_chunk_cap(p, kv_type))) * std::size_t(p.head_dim + 2) *
+           sizeof(float);
+}
+
+// The counters the split form keeps between launches: one int32 per (column, kv head), zero
+// before the first launch (the kernel leaves them zero).
+inline std::size_t split_attention_counter_bytes(const graph::attention_params& p, int64_t max_cols) {
+    return std::size_t(max_cols) * std::size_t(p.n_head_kv) * sizeof(int32_t);
+}
+
+// out (null: not kept) and records (null: none; else rounded_records_bytes(n_head · head_dim,
+// cols) bytes and head_dim a multiple of 32) from q (column t at q + t · q_stride) and the caches.
+inline void split_attention(const float* q, int64_t q_stride, qtype kv_type, const void* k, const void* v, int64_t n_ctx,
+                            const int32_t* pos, float* out, void* records, int64_t cols,
+                            const graph::attention_params& p, void* scratch, std::size_t scratch_bytes, int32_t* counters,
+                            std::size_t counter_bytes, cudaStream_t stream, const launch_options& o = {}) {
+    const char* op = "cuda::ops::split_attention";
+    check(split_attention_supports(p, kv_type), errc::shape_mismatch, [&] {
+        return std::string(op) + ": n_head " + std::to_string(p.n_head) + ", n_head_kv " + std::to_string(p.n_head_kv) +
+               ", head_dim " + std::to_string(p.head_dim) + ", cache " + name(kv_type) +
+               ": needs an f16 or f32 cache, head_dim 8..512 with rows of whole 16 bytes, and 1, 2, 4 or 8 query heads "
+               "per kv head";
+    });
+    check(!records || p.head_dim % 32 == 0, errc::shape_mismatch, [&] {
+        return std::string(op) + ": Q8_1 records need head_dim a multiple of 32, got " + std::to_string(p.head_dim);
+    });
+    if (cols == 0) return;
+    detail::check_columns(cols, op);
+    check(scratch_bytes >= split_attention_scratch_bytes(n_ctx, p, kv_type, cols) &&
+              counter_bytes >= split_attention_counter_bytes(p, cols),
+          errc::invalid_argument, [&] {
+              return std::string(op) + ": scratch of " + std::to_string(scratch_bytes) + " bytes and counters of " +
+                     std::to_string(counter_bytes) + ", " +
+                     std::to_string(split_attention_scratch_bytes(n_ctx, p, kv_type, cols)) + " and " +
+                     std::to_string(split_attention_counter_bytes(p, cols)) + " needed";
+          });
+    const int32_t cap = split_chunk_cap(p, kv_type);
+    const int32_t chunks = split_attention_chunks(n_ctx, cap);
+    const int group = p.n_head / p.n_head_kv;
+    const std::size_t kv_bytes = kv_type == qtype::f16 ? 2 : 4;
+    // q and the scores, then the K and V stage, which the combine reuses for the chunks' weights.
+    const std::size_t stage = std::max(2 * std::size_t(cap) * std::size_t(p.head_dim) * kv_bytes,
+                                       std::size_t(group) * std::size_t(chunks) * sizeof(float));
+    const std::size_t smem = std::size_t(group) * std::size_t(p.head_dim + cap) * sizeof(float) + stage;
+    check(smem <= 200 * 1024, errc::invalid_argument, [&] {
+        return std::string(op) + ": a cache of " + std::to_string(n_ctx) + " positions needs " + std::to_string(smem) +
+               " bytes of shared memory per block";
+    });
+    detail::split_attention_args a{q,      q_stride, k,     v,          pos,         static_cast<float*>(scratch),
+                                   counters, out,    static_cast<uint8_t*>(records), n_ctx, cols, p.n_head,
+                                   p.n_head_kv, p.head_dim, chunks, cap < 32 ? cap : 32, cap, p.scale};
+    const dim3 grid(unsigned(p.n_head_kv), unsigned(chunks), unsigned(cols));
+    auto split = [&](auto kernel) {
+        if (smem > 48 * 1024)
+            LLMRT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        detail::launch(op, kernel, grid, dim3(detail::split_threads), smem, stream, o, a);
+    };
+    const bool half = kv_type == qtype::f16;
+    switch (group) {
+        case 1: half ? split(detail::split_attention_kernel<uint16_t, 1>) : split(detail::split_attention_kernel<float, 1>); break;
+        case 2: half ? split(detail::split_attention_kernel<uint16_t, 2>) : split(detail::split_attention_kernel<float, 2>); break;
+        case 4: half ? split(detail::split_attention_kernel<uint16_t, 4>) : split(detail::split_attention_kernel<float, 4>); break;
+        default: half ? split(detail::split_attention_kernel<uint16_t, 8>) : split(detail::split_attention_kernel<float, 8>); break;
+    }
+}
+
+}  // namespace llmrt::cuda::ops

@@ -1,0 +1,286 @@
+// How the CUDA backend runs each kind of lowered step (graph/lower.hpp): the launches of one
+// step, given the device addresses the program resolved. Mechanism only; which steps exist and
+// where their memory lives is the plan's business.
+//
+//   op          one node: the kernel of its op (include/llmrt/cuda/ops/)
+//   norm        add_rms_norm_mul, writing the kept results and the Q8_1 records of the last one
+//   matvec      the records (from the producer, or quantized here), then one mmvq launch per
+//               chunk of 8 columns when the products' weights lie side by side (stacked steps
+//               whose weights the program uploaded as one matrix), else one per product, the
+//               launches after the first reading the records at once (activation_order::shared)
+//   rope_cache  rope_cache: q rotated, k rotated into the K cache, v into the V cache
+//   attention   split_attention (or the one-block-per-head kernel, then the records)
+//   swiglu      swiglu_round
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "llmrt/cuda/activations.cuh"
+#include "llmrt/cuda/mmvq.cuh"
+#include "llmrt/cuda/ops/argmax.cuh"
+#include "llmrt/cuda/ops/attention.cuh"
+#include "llmrt/cuda/ops/elementwise.cuh"
+#include "llmrt/cuda/ops/mul_mat.cuh"
+#include "llmrt/cuda/ops/norm.cuh"
+#include "llmrt/cuda/ops/records.cuh"
+#include "llmrt/cuda/ops/rope.cuh"
+#include "llmrt/cuda/ops/rows.cuh"
+#include "llmrt/cuda/ops/split_attention.cuh"
+#include "llmrt/graph/plan.hpp"
+#include "llmrt/quant/dispatch.hpp"
+
+namespace llmrt::cuda::steps {
+
+inline bool float_weight(qtype t) { return t == qtype::f32 || t == qtype::f16 || t == qtype::bf16; }
+
+// Where a node's columns are: its address and the floats from one column to the next.
+struct columns_at {
+    std::byte* data = nullptr;
+    int64_t stride = 0;
+    float* f(int64_t c = 0) const { return reinterpret_cast<float*>(data) + c * stride; }
+};
+
+// A plan step with everything its launches need resolved.
+struct resolved {
+    const graph::step* st = nullptr;
+    std::byte* scratch = nullptr;
+    std::size_t scratch_bytes = 0;
+    std::byte* rounded = nullptr;           // the records this step writes (st->rounds)
+    const std::byte* rounded_in = nullptr;  // matvec: the records its producer wrote
+    const std::byte* concatenated = nullptr;  // matvec: the products' weights as one matrix (null: apart)
+};
+
+// What a step's launches read about the program: the graph, the plan and addresses.
+struct context {
+    const graph::graph* g;
+    const graph::plan* p;
+    const std::vector<std::byte*>* address;
+    void* records;  // the program's own records (matvec steps and mul_mats that quantize x)
+    std::size_t records_bytes;
+    int32_t* counters;  // split attention's counters (zero between launches)
+    std::size_t counter_bytes;
+    cudaStream_t stream;
+    launch_options launch;
+
+    const graph::node& node(int32_t id) const { return g->nodes()[std::size_t(id)]; }
+    bool kept(int32_t id) const { return p->where[std::size_t(id)] != graph::storage::fused; }
+    std::byte* at(int32_t id) const { return (*address)[std::size_t(id)]; }
+    float* f(int32_t id) const { return reinterpret_cast<float*>(at(id)); }
+    float* f_or_null(int32_t id) const { return kept(id) ? f(id) : nullptr; }
+    columns_at columns(int32_t id) const { return {at(id), p->col_stride[std::size_t(id)]}; }
+    int64_t cols(int32_t id, int64_t n) const { return node(id).batched ? n : node(id).ne1; }
+};
+
+// The records of cols columns of k floats at x (dense), in chunks of 8 (rounded_records_bytes).
+inline void quantize_chunks(const float* x, int64_t k, int64_t cols, void* records, cudaStream_t stream,
+                            const launch_options& o) {
+    const std::size_t slot_bytes = activation_scratch_bytes(k, 8);
+    for (int64_t c0 = 0; c0 < cols; c0 += 8) {
+        input_columns xs;
+        xs.data = x + c0 * k;
+        xs.length = k;
+        xs.ncols = cols - c0 < 8 ? cols - c0 : 8;
+        quantize_activations(xs, static_cast<uint8_t*>(records) + std::size_t(c0 / 8) * slot_bytes, slot_bytes, stream, o);
+    }
+}
+
+inline void norm(const context& cx, const resolved& r, int64_t n) {
+    const graph::step& st = *r.st;
+    const graph::node& nd = cx.node(st.node);
+    const int64_t cols = cx.cols(st.node, n);
+    const float* a = st.sum >= 0 ? cx.f(cx.node(st.sum).src[0]) : cx.f(nd.src[0]);
+    const float* b = st.sum >= 0 ? cx.f(cx.node(st.sum).src[1]) : nullptr;
+    const float* w = st.product >= 0 ? cx.f(cx.node(st.product).src[1]) : nullptr;
+    ops::add_rms_norm_mul(a, b, st.sum >= 0 ? cx.f(st.sum) : nullptr, cx.f_or_null(st.node), w,
+                          st.product >= 0 ? cx.f_or_null(st.product) : nullptr, nd.ne0, cols, nd.eps, cx.stream, cx.launch,
+                          r.rounded);
+}
+
+template <class Types>
+void matvec(const context& cx, const resolved& r, int64_t n) {
+    const graph::step& st = *r.st;
+    const graph::node& x = cx.node(st.x);
+    const int64_t k = x.ne0, cols = cx.cols(st.x, n);
+    const std::size_t slot_bytes = activation_scratch_bytes(k, 8);
+    const void* records = r.rounded_in ? static_cast<const void*>(r.rounded_in) : cx.records;
+    check(r.rounded_in || cx.records_bytes >= ops::rounded_records_bytes(k, cols), errc::invalid_argument,
+          "cuda backend: matvec step without room for its records");
+    std::vector<mmvq_product> products;
+    for (int64_t c0 = 0; c0 < cols; c0 += 8) {
+        const int64_t w = cols - c0 < 8 ? cols - c0 : 8;
+        const void* slot = static_cast<const uint8_t*>(records) + std::size_t(c0 / 8) * slot_bytes;
+        if (!r.rounded_in) {
+            input_columns xs;
+            xs.data = cx.f(st.x) + c0 * k;
+            xs.length = k;
+            xs.ncols = w;
+            quantize_activations(xs, const_cast<void*>(slot), slot_bytes, cx.stream, cx.launch);
+        }
+        prepared_activations xp;
+        xp.data = slot;
+        xp.k = k;
+        xp.ncols = w;
+        products.clear();
+        auto product = [&](const graph::node& wn, const void* wdata, int64_t rows, int32_t out) {
+            mmvq_product pr;
+            pr.w.type = wn.type;
+            pr.w.data = wdata;
+            pr.w.rows = rows;
+            pr.w.k = k;
+            const columns_at y = cx.columns(out);
+            pr.y.data = y.f(c0);
+            pr.y.length = rows;
+            pr.y.ncols = w;
+            pr.y.col_stride = y.stride;
+            products.push_back(pr);
+        };
+        if (r.concatenated) {
+            product(cx.node(cx.node(st.nodes[0]).src[0]), r.concatenated, st.rows_total, st.nodes[0]);
+        } else {
+            for (int32_t id : st.nodes) {
+                const graph::node& wn = cx.node(cx.node(id).src[0]);
+                product(wn, cx.at(cx.node(id).src[0]), wn.ne1, id);
+            }
+        }
+        for (const mmvq_product& pr : products)
+            check(is_in<Types>(pr.w.type), errc::unsupported_type, [&] {
+                return std::string("cuda backend: matvec with W of type ") + name(pr.w.type) +
+                       ": this backend takes the block types " + llmrt::detail::type_names(Types{});
+            });
+        mmvq_prepared_many(products, xp, cx.stream, cx.launch);
+    }
+}
+
+inline void rope_cache(const context& cx, const resolved& r, int64_t n) {
+    const graph::step& st = *r.st;
+    const graph::node& qr = cx.node(st.q_rope);
+    const graph::node& kr = cx.node(st.k_rope);
+    const graph::node& kc = cx.node(st.k_write);
+    const graph::node& vc = cx.node(st.v_write);
+    const columns_at q = cx.columns(qr.src[0]), k = cx.columns(kr.src[0]), v = cx.columns(vc.src[1]);
+    ops::rope_cache(q.f(), q.stride, k.f(), k.stride, v.f(), v.stride, cx.f(st.q_rope), kc.type, cx.at(st.k_write),
+                    cx.at(st.v_write), kc.ne1, kr.rope.n_head, reinterpret_cast<const int32_t*>(cx.at(qr.src[1])),
+                    cx.cols(st.q_rope, n), qr.rope, cx.stream, cx.launch);
+}
+
+// Scratch of the attention step: the split form's partial sums (or the one-block form's scores),
+// and room for the result where the records cannot come from the combine kernel (head_dim not a
+// multiple of 32, or no split form) and the result itself may not be kept.
+inline std::size_t attention_scratch_bytes(const graph::graph& g, const graph::node& nd) {
+    const graph::node& cache = g.nodes()[std::size_t(nd.src[1])];
+    const graph::attention_params& p = nd.attention;
+    if (ops::split_attention_supports(p, cache.type))
+        return ops::split_attention_scratch_bytes(cache.ne1, p, cache.type, nd.ne1) +
+               (p.head_dim % 32 == 0 ? 0 : tensor_bytes(nd));
+    return ops::attention_scratch_bytes(cache.ne1, p.n_head, nd.ne1) + tensor_bytes(nd);
+}
+
+// The counters an attention node's split form keeps between launches (0: it has none).
+inline std::size_t attention_counter_bytes(const graph::graph& g, const graph::node& nd) {
+    if (nd.op != graph::op::attention || !ops::split_attention_supports(nd.attention, g.nodes()[std::size_t(nd.src[1])].type))
+        return 0;
+    return ops::split_attention_counter_bytes(nd.attention, nd.ne1);
+}
+
+inline void attention(const context& cx, const resolved& r, int64_t n) {
+    const graph::step& st = *r.st;
+    const graph::node& nd = cx.node(st.node);
+    const graph::node& kc = cx.node(nd.src[1]);
+    const int64_t cols = cx.cols(st.node, n);
+    const auto* pos = reinterpret_cast<const int32_t*>(cx.at(nd.src[3]));
+    const columns_at q = cx.columns(nd.src[0]);
+    const graph::attention_params& p = nd.attention;
+    const bool split = ops::split_attention_supports(p, kc.type);
+    // The combine writes the records where whole warps hold whole blocks of 32 values.
+    const bool combine_rounds = split && p.head_dim % 32 == 0;
+    float* out = cx.kept(st.node) || combine_rounds
+                     ? cx.f_or_null(st.node)
+                     : reinterpret_cast<float*>(r.scratch + (r.scratch_bytes - tensor_bytes(nd)));
+    if (split) {
+        ops::split_attention(q.f(), q.stride, kc.type, cx.at(nd.src[1]), cx.at(nd.src[2]), kc.ne1, pos, out,
+                             combine_rounds ? r.rounded : nullptr, cols, p, r.scratch, r.scratch_bytes, cx.counters,
+                             cx.counter_bytes, cx.stream, cx.launch);
+    } else {
+        ops::attention(q.f(), kc.type, cx.at(nd.src[1]), cx.at(nd.src[2]), kc.ne1, pos, out, cols, p, r.scratch,
+                       ops::attention_scratch_bytes(kc.ne1, p.n_head, cols), cx.stream, cx.launch);
+    }
+    if (r.rounded && !combine_rounds) quantize_chunks(out, nd.ne0, cols, r.rounded, cx.stream, cx.launch);
+}
+
+inline void swiglu(const context& cx, const resolved& r, int64_t n) {
+    const graph::step& st = *r.st;
+    const graph::node& nd = cx.node(st.node);
+    const columns_at gate = cx.columns(nd.src[0]), up = cx.columns(nd.src[1]);
+    ops::swiglu_round(gate.f(), gate.stride, up.f(), up.stride, cx.f_or_null(st.node), r.rounded, nd.ne0,
+                      cx.cols(st.node, n), cx.stream, cx.launch);
+}
+
+// One node on its own (op steps).
+template <class Types>
+void node(const context& cx, const resolved& r, int64_t n) {
+    const int32_t id = r.st->node;
+    const graph::node& nd = cx.node(id);
+    auto src = [&](int i) -> const graph::node& { return cx.node(nd.src[std::size_t(i)]); };
+    const int64_t cols = cx.cols(id, n);
+    const cudaStream_t stream = cx.stream;
+    const launch_options& lo = cx.launch;
+    const float* a = nd.n_src() > 0 ? cx.f(nd.src[0]) : nullptr;
+    const float* b = nd.n_src() > 1 ? cx.f(nd.src[1]) : nullptr;
+    float* y = cx.f(id);
+    auto ids = [&](int i) { return reinterpret_cast<const int32_t*>(cx.at(nd.src[std::size_t(i)])); };
+    const bool broadcast = nd.n_src() > 1 && !src(1).batched && src(1).ne1 == 1;
+    switch (nd.op) {
+        case graph::op::input:
+        case graph::op::weight:
+        case graph::op::state: return;
+        case graph::op::get_rows:
+            ops::get_rows<all_types>(src(0).type, cx.at(nd.src[0]), nd.ne0, src(0).ne1, ids(1), y, cols, stream, lo);
+            return;
+        case graph::op::rms_norm: ops::rms_norm(a, y, nd.ne0, cols, nd.eps, stream, lo); return;
+        case graph::op::mul: ops::mul(a, b, y, nd.ne0, cols, broadcast, stream, lo); return;
+        case graph::op::add: ops::add(a, b, y, nd.ne0, cols, broadcast, stream, lo); return;
+        case graph::op::mul_mat: {
+            const graph::node& w = src(0);
+            if (float_weight(w.type)) {
+                ops::mul_mat_float(w.type, cx.at(nd.src[0]), w.ne1, w.ne0, b, y, cols, stream, lo);
+                return;
+            }
+            dispatch<Types>(w.type, "cuda backend: mul_mat", [&](auto tag) {
+                using B = typename decltype(tag)::type;
+                ops::mul_mat_quantized<B>(cx.at(nd.src[0]), w.ne1, w.ne0, b, y, cols, cx.records, cx.records_bytes, true,
+                                          stream, lo);
+            });
+            return;
+        }
+        case graph::op::rope: ops::rope(a, y, ids(1), cols, nd.rope, stream, lo); return;
+        case graph::op::attention: attention(cx, r, n); return;
+        case graph::op::softmax: ops::softmax(a, y, nd.ne0, cols, stream, lo); return;
+        case graph::op::silu: ops::silu(a, y, nd.ne0 * cols, stream, lo); return;
+        case graph::op::swiglu: ops::swiglu(a, b, y, nd.ne0 * cols, stream, lo); return;
+        case graph::op::set_rows: ops::set_rows(nd.type, cx.at(id), nd.ne0, nd.ne1, b, ids(2), n, stream, lo); return;
+        case graph::op::argmax:
+            ops::argmax(a, reinterpret_cast<int32_t*>(cx.at(id)), src(0).ne0, cols, stream, lo);
+            return;
+    }
+    throw error(errc::invalid_argument, std::string("cuda backend: no kernel for op ") + graph::to_string(nd.op));
+}
+
+// Every launch of one step.
+template <class Types>
+void run(const context& cx, const resolved& r, int64_t n) {
+    switch (r.st->kind) {
+        case graph::step_kind::op: node<Types>(cx, r, n); return;
+        case graph::step_kind::norm: norm(cx, r, n); return;
+        case graph::step_kind::matvec: matvec<Types>(cx, r, n); return;
+        case graph::step_kind::rope_cache: rope_cache(cx, r, n); return;
+        case graph::step_kind::attention: attention(cx, r, n); return;
+        case graph::step_kind::swiglu: swiglu(cx, r, n); return;
+    }
+}
+
+}  // namespace llmrt::cuda::steps

@@ -1,0 +1,398 @@
+// The lowering: one backend-independent pass that turns a graph's execution order into steps,
+// the units every backend runs. A step is one node, or a group of nodes one fused kernel (or a
+// short fixed sequence of kernels) computes:
+//
+//   op          one node as it is
+//   norm        [s = a + b] -> n = rms_norm(s or x) -> [p = n ⊙ w]      (w: a one-column weight)
+//   matvec      the quantized mul_mats that read one activation x: x is rounded through Q8_1
+//               once for all of them (by the step that produced x when it can, see `rounds`)
+//   rope_cache  q' = rope(q), k' = rope(k), K[pos] = k', V[pos] = v   (the inputs of one attention)
+//   attention   one attention node (the CUDA backend splits it over the cache and combines)
+//   swiglu      one swiglu node
+//
+// Fusion never changes a value: every fused step computes the bits of its nodes run one by one
+// (the CPU backend runs both forms, and the tests hold them against each other). What fusion
+// changes is which results reach memory:
+//
+//   internal     a node that only its own step reads (rms_norm before its product, k' before its
+//                cache write) is never written: storage::none in the plan
+//   rounds       a step whose result is read only by quantized mul_mats writes the result's Q8_1
+//                rounding for them (the backend's layout, backend::rounded_bytes) and, unless the
+//                result is an output or read elsewhere, not the result itself
+//   stacked      a matvec step whose products are read only by one later step (the rope_cache
+//                that takes q, k and v; the swiglu that takes gate and up) writes them as one
+//                block: column c of product i at block + c·rows_total + row_offset_i (floats),
+//                which a backend may fill with one launch over the products' weights side by side
+//
+// The pass also collects the index checks every backend makes before a run (ids of get_rows,
+// positions of rope, set_rows and attention), so that bad ids are an llmrt::error everywhere.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "llmrt/graph/graph.hpp"
+
+namespace llmrt::graph {
+
+enum class step_kind : uint8_t { op, norm, matvec, rope_cache, attention, swiglu };
+
+inline const char* to_string(step_kind k) noexcept {
+    switch (k) {
+        case step_kind::op: return "op";
+        case step_kind::norm: return "norm";
+        case step_kind::matvec: return "matvec";
+        case step_kind::rope_cache: return "rope_cache";
+        case step_kind::attention: return "attention";
+        case step_kind::swiglu: return "swiglu";
+    }
+    return "unknown step";
+}
+
+// Which fusions a backend runs. All off gives one op step per node (the unfused reference).
+struct lower_options {
+    bool norms = true;            // add -> rms_norm -> mul as one norm step
+    bool matvec_groups = true;    // the quantized mul_mats of one activation as one matvec step
+    bool rope_cache = true;       // rope of q and k and both cache writes as one step
+    bool fused_ops = true;        // attention and swiglu as steps of their own kind (rounding, stacks)
+    bool round_in_producer = true;  // norm, attention and swiglu steps write x's Q8_1 rounding for the matvec step
+    bool stack_products = true;   // matvec products read by one later step are stacked
+
+    static lower_options unfused() { return {false, false, false, false, false, false}; }
+};
+
+struct step {
+    step_kind kind = step_kind::op;
+    std::vector<int32_t> nodes;  // every node the step computes, in order (internal ones included)
+
+    int32_t node = -1;  // op, attention, swiglu: the node; norm: the rms_norm
+    // norm: the residual add before the norm (-1: none) and the product with the norm's weight
+    int32_t sum = -1, product = -1;
+    // matvec: the activation the mul_mats (nodes) read; rope_cache: its four nodes
+    int32_t x = -1;
+    int32_t q_rope = -1, k_rope = -1, k_write = -1, v_write = -1;
+
+    // The node whose Q8_1 rounding this step writes for a later matvec step (-1: none), and that
+    // matvec step's index.
+    int32_t rounds = -1;
+    int32_t rounded_for = -1;
+    // matvec: the index of the step that rounded x for it (-1: it rounds x itself).
+    int32_t rounded_by = -1;
+    // matvec: the products are stacked (see above); rows_total is the sum of their rows.
+    bool stacked = false;
+    int64_t rows_total = 0;
+
+    // The node whose result the step leaves last (for messages and per-kind accounting).
+    int32_t last() const { return nodes.empty() ? -1 : nodes.back(); }
+};
+
+// Before a run: every live value v of input `input` must satisfy 0 <= v < limit.
+struct index_check {
+    int32_t input = -1;
+    int64_t limit = std::numeric_limits<int64_t>::max();
+    int32_t reader = -1;  // the node that reads it (for the message)
+};
+
+struct lowered {
+    std::vector<step> steps;
+    std::vector<int32_t> step_of;      // per node: the step that computes it (-1: a leaf or unplanned)
+    std::vector<uint8_t> internal;     // per node: computed but never written (storage::none)
+    std::vector<index_check> checks;
+};
+
+namespace detail {
+
+inline bool float_matrix_type(qtype t) { return t == qtype::f32 || t == qtype::f16 || t == qtype::bf16; }
+
+// What the pass needs to know about who reads what.
+struct readers_of {
+    std::vector<std::vector<int32_t>> of;  // per node: planned nodes that read it (once each)
+    std::vector<uint8_t> output;
+
+    readers_of(const graph& g, const std::vector<int32_t>& order) : of(g.size()), output(g.size(), 0) {
+        for (int32_t id : order) {
+            const node& nd = g.nodes()[std::size_t(id)];
+            for (int i = 0; i < nd.n_src(); ++i) {
+                auto& r = of[std::size_t(nd.src[std::size_t(i)])];
+                if (std::find(r.begin(), r.end(), id) == r.end()) r.push_back(id);
+            }
+        }
+        for (tensor t : g.outputs()) output[std::size_t(t.id)] = 1;
+    }
+    const std::vector<int32_t>& operator[](int32_t id) const { return of[std::size_t(id)]; }
+    bool only_read_by(int32_t id, int32_t reader) const {
+        return !output[std::size_t(id)] && of[std::size_t(id)].size() == 1 && of[std::size_t(id)][0] == reader;
+    }
+};
+
+class lowering {
+public:
+    lowering(const graph& g, const std::vector<int32_t>& order, const lower_options& o)
+        : nodes_(g.nodes()), order_(order), o_(o), readers_(g, order) {
+        out_.step_of.assign(g.size(), -1);
+        out_.internal.assign(g.size(), 0);
+        emitted_.assign(g.size(), 0);
+        for (int32_t id : order)
+            if (leaf(id)) emitted_[std::size_t(id)] = 1;
+    }
+
+    lowered run() {
+        // List scheduling over the order: a node's step is emitted as soon as everything the step
+        // reads from outside itself has been computed; the order is topological, so every pass
+        // emits at least the first node still pending.
+        std::vector<int32_t> pending;
+        for (int32_t id : order_)
+            if (!leaf(id)) pending.push_back(id);
+        while (!pending.empty()) {
+            std::vector<int32_t> later;
+            for (int32_t id : pending) {
+                if (emitted_[std::size_t(id)]) continue;
+                step s = step_for(id);
+                if (ready(s)) emit(std::move(s));
+                else later.push_back(id);
+            }
+            check(later.size() < pending.size(), errc::invalid_argument, "graph lowering: no step can run (a cycle?)");
+            pending = std::move(later);
+        }
+        link_rounding();
+        collect_checks();
+        return std::move(out_);
+    }
+
+private:
+    const node& nd(int32_t id) const { return nodes_[std::size_t(id)]; }
+    bool leaf(int32_t id) const {
+        const op o = nd(id).op;
+        return o == op::input || o == op::weight || o == op::state;
+    }
+    bool quantized_mul_mat(int32_t id) const {
+        return nd(id).op == op::mul_mat && !float_matrix_type(nd(nd(id).src[0]).type);
+    }
+
+    // Whether every node the step reads from outside itself has been computed.
+    bool ready(const step& s) const {
+        for (int32_t id : s.nodes) {
+            const node& n = nd(id);
+            for (int i = 0; i < n.n_src(); ++i) {
+                const int32_t src = n.src[std::size_t(i)];
+                if (!emitted_[std::size_t(src)] && std::find(s.nodes.begin(), s.nodes.end(), src) == s.nodes.end())
+                    return false;
+            }
+        }
+        return true;
+    }
+
+    // Records the step, and which of its results are never written (step_for only proposes).
+    void emit(step s) {
+        const auto index = int32_t(out_.steps.size());
+        for (int32_t id : s.nodes) {
+            emitted_[std::size_t(id)] = 1;
+            out_.step_of[std::size_t(id)] = index;
+        }
+        if (s.kind == step_kind::norm && s.product >= 0) out_.internal[std::size_t(s.node)] = 1;
+        if (s.kind == step_kind::rope_cache) out_.internal[std::size_t(s.k_rope)] = 1;
+        if (s.rounds >= 0 && !readers_.output[std::size_t(s.rounds)]) out_.internal[std::size_t(s.rounds)] = 1;
+        out_.steps.push_back(std::move(s));
+    }
+
+    static step single(step_kind k, int32_t id) {
+        step s;
+        s.kind = k;
+        s.node = id;
+        s.nodes = {id};
+        return s;
+    }
+
+    step step_for(int32_t id) {
+        const node& n = nd(id);
+        if (o_.norms) {
+            if (n.op == op::add) {
+                // The residual add and the norm that reads it, when the norm reads nothing else.
+                for (int32_t r : readers_[id])
+                    if (nd(r).op == op::rms_norm && !emitted_[std::size_t(r)] && same_shape(nd(r), n) &&
+                        same_shape(nd(n.src[1]), n))
+                        return norm_step(r, id);
+            }
+            if (n.op == op::rms_norm) return norm_step(id, -1);
+        }
+        if (o_.matvec_groups && quantized_mul_mat(id)) return matvec_step(id);
+        if (o_.rope_cache && (n.op == op::rope || n.op == op::set_rows)) {
+            step s = rope_cache_step(id);
+            if (s.kind == step_kind::rope_cache) return s;
+        }
+        if (o_.fused_ops && n.op == op::attention) return rounding(single(step_kind::attention, id), id);
+        if (o_.fused_ops && n.op == op::swiglu) return rounding(single(step_kind::swiglu, id), id);
+        return single(step_kind::op, id);
+    }
+
+    static bool same_shape(const node& a, const node& b) {
+        return a.ne0 == b.ne0 && a.ne1 == b.ne1 && a.batched == b.batched;
+    }
+
+    step norm_step(int32_t norm, int32_t sum) {
+        step s;
+        s.kind = step_kind::norm;
+        s.node = norm;
+        s.sum = sum;
+        if (sum >= 0) s.nodes.push_back(sum);
+        s.nodes.push_back(norm);
+        // The product with a one-column weight, when the norm's result is read by it alone.
+        const auto& readers = readers_[norm];
+        if (readers.size() == 1 && !readers_.output[std::size_t(norm)]) {
+            const node& m = nd(readers[0]);
+            if (m.op == op::mul && m.src[0] == norm && nd(m.src[1]).op == op::weight && nd(m.src[1]).ne1 == 1 &&
+                m.src[1] != norm) {
+                s.product = readers[0];
+                s.nodes.push_back(s.product);
+            }
+        }
+        return rounding(std::move(s), s.product >= 0 ? s.product : norm);
+    }
+
+    // A producer whose result only quantized mul_mats read rounds it for them.
+    step rounding(step s, int32_t result) {
+        if (!o_.round_in_producer) return s;
+        const auto& readers = readers_[result];
+        if (readers.empty() || nd(result).ne0 % 32 != 0) return s;
+        for (int32_t r : readers)
+            if (!quantized_mul_mat(r) || nd(r).src[1] != result) return s;
+        s.rounds = result;
+        return s;
+    }
+
+    step matvec_step(int32_t first) {
+        step s;
+        s.kind = step_kind::matvec;
+        s.x = nd(first).src[1];
+        for (int32_t id : order_)
+            if (!emitted_[std::size_t(id)] && quantized_mul_mat(id) && nd(id).src[1] == s.x) s.nodes.push_back(id);
+        if (o_.stack_products && s.nodes.size() > 1) {
+            // Stacked when one other step reads every product and nothing else does.
+            int32_t reader = -1;
+            bool one_reader = true;
+            for (int32_t id : s.nodes) {
+                if (readers_.output[std::size_t(id)] || readers_[id].empty()) one_reader = false;
+                for (int32_t r : readers_[id]) {
+                    if (reader < 0) reader = stacked_reader(r);
+                    one_reader = one_reader && stacked_reader(r) == reader && reader >= 0;
+                }
+            }
+            if (one_reader) {
+                s.stacked = true;
+                for (int32_t id : s.nodes) s.rows_total += nd(id).ne0;
+            }
+        }
+        return s;
+    }
+
+    // The step kind that may read stacked products: the swiglu node, or the rope_cache step's
+    // first node (whichever of its nodes reads them). -1: none.
+    int32_t stacked_reader(int32_t reader) const {
+        if (o_.fused_ops && nd(reader).op == op::swiglu) return reader;
+        if (!o_.rope_cache) return -1;
+        const step s = rope_cache_step(reader);
+        return s.kind == step_kind::rope_cache ? s.q_rope : -1;
+    }
+
+    // rope(q), rope(k) -> K, v -> V for one attention node, found from any of those four nodes;
+    // kind op when they do not form that pattern.
+    step rope_cache_step(int32_t id) const {
+        int32_t attention = -1;
+        auto attention_among = [&](int32_t n) {
+            for (int32_t r : readers_[n])
+                if (nd(r).op == op::attention) attention = r;
+        };
+        attention_among(id);
+        if (attention < 0 && nd(id).op == op::rope)  // k's rope: its set_rows leads to the attention
+            for (int32_t r : readers_[id])
+                if (nd(r).op == op::set_rows) attention_among(r);
+        step none;
+        if (attention < 0) return none;
+        const node& a = nd(attention);
+        const int32_t pos = a.src[3], qr = a.src[0], kc = a.src[1], vc = a.src[2];
+        if (nd(qr).op != op::rope || nd(qr).src[1] != pos) return none;
+        if (nd(kc).op != op::set_rows || nd(vc).op != op::set_rows) return none;
+        if (nd(kc).src[2] != pos || nd(vc).src[2] != pos) return none;
+        const int32_t kr = nd(kc).src[1];
+        if (nd(kr).op != op::rope || nd(kr).src[1] != pos || !readers_.only_read_by(kr, kc)) return none;
+        if (id != qr && id != kr && id != kc && id != vc) return none;
+        // The caches are states written here alone, so moving the writes cannot pass a reader.
+        if (nd(nd(kc).src[0]).op != op::state || !readers_.only_read_by(nd(kc).src[0], kc)) return none;
+        if (nd(nd(vc).src[0]).op != op::state || !readers_.only_read_by(nd(vc).src[0], vc)) return none;
+        const rope_params& rq = nd(qr).rope;
+        const rope_params& rk = nd(kr).rope;
+        if (rq.order != rk.order || rq.n_rot != rk.n_rot || rq.freq_base != rk.freq_base || rq.head_dim != rk.head_dim)
+            return none;
+        step s;
+        s.kind = step_kind::rope_cache;
+        s.q_rope = qr;
+        s.k_rope = kr;
+        s.k_write = kc;
+        s.v_write = vc;
+        s.nodes = {qr, kr, kc, vc};
+        s.node = qr;
+        return s;
+    }
+
+    // Stacked products and rounded activations: which step hands what to which.
+    void link_rounding() {
+        for (std::size_t i = 0; i < out_.steps.size(); ++i) {
+            step& s = out_.steps[i];
+            if (s.kind == step_kind::matvec) {
+                const int32_t producer = out_.step_of[std::size_t(s.x)];
+                if (producer >= 0 && out_.steps[std::size_t(producer)].rounds == s.x) {
+                    s.rounded_by = producer;
+                    out_.steps[std::size_t(producer)].rounded_for = int32_t(i);
+                }
+            }
+        }
+        // A producer whose result a matvec step does not take (mul_mats not grouped) keeps it.
+        for (step& s : out_.steps)
+            if (s.rounds >= 0 && s.rounded_for < 0) {
+                out_.internal[std::size_t(s.rounds)] = 0;
+                s.rounds = -1;
+            }
+    }
+
+    void collect_checks() {
+        auto add = [&](int32_t reader, int src, int64_t limit) {
+            const int32_t ids = nd(reader).src[std::size_t(src)];
+            if (nd(ids).op != op::input) return;
+            for (index_check& c : out_.checks)
+                if (c.input == ids) {
+                    if (limit < c.limit) c = {ids, limit, reader};
+                    return;
+                }
+            out_.checks.push_back({ids, limit, reader});
+        };
+        for (int32_t id : order_) {
+            const node& n = nd(id);
+            switch (n.op) {
+                case op::get_rows: add(id, 1, nd(n.src[0]).ne1); break;
+                case op::rope: add(id, 1, std::numeric_limits<int32_t>::max()); break;
+                case op::set_rows: add(id, 2, n.ne1); break;
+                case op::attention: add(id, 3, nd(n.src[1]).ne1); break;
+                default: break;
+            }
+        }
+    }
+
+    const std::vector<node>& nodes_;
+    const std::vector<int32_t>& order_;
+    lower_options o_;
+    readers_of readers_;
+    std::vector<uint8_t> emitted_;
+    lowered out_;
+};
+
+}  // namespace detail
+
+// Steps for the planned nodes of g in `order` (a topological order, leaves first).
+inline lowered lower(const graph& g, const std::vector<int32_t>& order, const lower_options& options = {}) {
+    return detail::lowering(g, order, options).run();
+}
+
+}  // namespace llmrt::graph

@@ -1,0 +1,225 @@
+// The lowering (graph/lower.hpp): which steps a llama graph becomes, that fused plans keep
+// live memory apart, and that the CPU backend's fused steps give the bits of the unfused nodes.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <llmrt/cpu/backend.hpp>
+#include <llmrt/graph/executor.hpp>
+#include <llmrt/graph/lower.hpp>
+#include <llmrt/graph/plan.hpp>
+#include <llmrt/model/model.hpp>
+
+using namespace llmrt;
+using graph::step_kind;
+
+namespace {
+
+std::shared_ptr<const gguf::file> small_llama_file(qtype type, int32_t n_layer) {
+    model::llama_shape s;
+    s.n_vocab = 300;
+    s.n_embd = 256;
+    s.n_ff = 512;
+    s.n_layer = n_layer;
+    s.n_head = 4;
+    s.n_head_kv = 2;
+    s.n_ctx = 64;
+    s.vocabulary = false;
+    return std::make_shared<const gguf::file>(gguf::file::from_bytes(model::make_random_llama(s, type, 7).to_bytes()));
+}
+
+struct small_llama {
+    std::shared_ptr<const gguf::file> file;
+    model::llama_weights weights;
+    model::llama_graph built;
+
+    explicit small_llama(qtype type, int32_t max_batch = 4, int32_t n_layer = 2)
+        : file(small_llama_file(type, n_layer)), weights(model::load_llama_weights(*file)),
+          built(model::build_llama_graph(weights, 64, max_batch, qtype::f16)) {}
+};
+
+graph::plan_sizes cpu_sizes(const graph::graph& g, const cpu::backend& b) {
+    graph::plan_sizes s;
+    s.scratch = [&g, &b](const graph::node& n) { return b.scratch_bytes(g, n); };
+    s.rounded = [&b](int64_t k, int64_t cols) { return b.rounded_bytes(k, cols); };
+    return s;
+}
+
+std::vector<step_kind> kinds(const graph::plan& p) {
+    std::vector<step_kind> k;
+    for (const auto& s : p.steps) k.push_back(s.kind);
+    return k;
+}
+
+// The steps, as kind names, one string.
+std::string spelled(const graph::plan& p) {
+    std::string out;
+    for (const auto& s : p.steps) out += std::string(graph::to_string(s.kind)) + " ";
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a llama layer lowers to norm, matvec, rope_cache, attention, matvec, norm, matvec, swiglu and matvec") {
+    small_llama m(qtype::q4_K, 4, 1);
+    cpu::backend cpu_backend;
+    const auto p = graph::make_plan(m.built.g, cpu_sizes(m.built.g, cpu_backend), {}, graph::lower_options{});
+    INFO(spelled(p));
+    // get_rows; the layer; the final norm, the output matvec and the argmax.
+    const std::vector<step_kind> expected{step_kind::op,     step_kind::norm,      step_kind::matvec, step_kind::rope_cache,
+                                          step_kind::attention, step_kind::matvec, step_kind::norm,   step_kind::matvec,
+                                          step_kind::swiglu, step_kind::matvec,    step_kind::norm,   step_kind::matvec,
+                                          step_kind::op};
+    CHECK(kinds(p) == expected);
+    const auto& g = m.built.g;
+    auto named = [&](const std::string& n) { return g.find(n).id; };
+    const graph::step& qkv = p.steps[2];
+    CHECK(qkv.stacked);
+    CHECK(qkv.nodes.size() == 3);
+    CHECK(qkv.rows_total == 256 + 2 * 128);
+    CHECK(qkv.rounded_by == 1);  // the norm rounded the activations for it
+    CHECK(p.steps[1].rounded_for == 2);
+    CHECK(p.steps[8].rounded_for == 9);  // swiglu rounds for the down projection
+    CHECK(p.steps[4].rounded_for == 5);  // attention for the output projection
+    // What is never written: the norms before their products, the products only mat-vecs read,
+    // k after rope (only its cache write reads it), attention's and swiglu's results.
+    for (const char* n : {"blk.0.attn_norm", "blk.0.ffn_norm", "blk.0.k_rope", "blk.0.attn", "blk.0.ffn_swiglu"})
+        CHECK_MESSAGE(p.where[std::size_t(named(n))] == graph::storage::fused, n);
+    // Kept: the residual stream, q after rope (attention reads it), the logits.
+    for (const char* n : {"blk.0.attn_residual", "blk.0.ffn_residual", "blk.0.q_rope", "logits"})
+        CHECK_MESSAGE(p.where[std::size_t(named(n))] == graph::storage::arena, n);
+    // q, k and v side by side, each column rows_total apart.
+    CHECK(p.col_stride[std::size_t(named("blk.0.k"))] == 512);
+    CHECK(p.offset[std::size_t(named("blk.0.k"))] == p.offset[std::size_t(named("blk.0.q"))] + 256 * 4);
+}
+
+TEST_CASE("with every fusion off each planned node is a step of its own") {
+    small_llama m(qtype::q8_0, 2, 2);
+    cpu::backend cpu_backend;
+    const auto& g = m.built.g;
+    const auto p = graph::make_plan(g, cpu_sizes(g, cpu_backend), {}, graph::lower_options::unfused());
+    std::size_t computed = 0;
+    for (int32_t id : p.order) {
+        const auto op = g.nodes()[std::size_t(id)].op;
+        computed += op != graph::op::input && op != graph::op::weight && op != graph::op::state;
+    }
+    CHECK(p.steps.size() == computed);
+    for (const auto& s : p.steps) {
+        CHECK(s.kind == step_kind::op);
+        CHECK(s.nodes.size() == 1);
+    }
+    for (std::size_t i = 0; i < p.where.size(); ++i) CHECK(p.where[i] != graph::storage::fused);
+}
+
+TEST_CASE("fused plans never let live tensors, stacks, roundings or scratch share bytes") {
+    for (int32_t batch : {1, 3, 8}) {
+        CAPTURE(batch);
+        small_llama m(qtype::q4_K, batch, 2);
+        cpu::backend cpu_backend;
+        const auto& g = m.built.g;
+        const auto p = graph::make_plan(g, cpu_sizes(g, cpu_backend), {}, graph::lower_options{});
+        struct span_of_life {
+            int32_t first, last;
+            std::size_t offset, bytes;
+        };
+        std::vector<span_of_life> spans;
+        for (std::size_t i = 0; i < p.where.size(); ++i)
+            if (p.where[i] == graph::storage::arena && (p.step_of[i] < 0 || !p.steps[std::size_t(p.step_of[i])].stacked))
+                spans.push_back({p.first_step[i], p.last_step[i], p.offset[i], p.bytes[i]});
+        for (std::size_t s = 0; s < p.steps.size(); ++s) {
+            const graph::step& st = p.steps[s];
+            if (st.stacked) {
+                span_of_life block{int32_t(s), int32_t(s), p.offset[std::size_t(st.nodes[0])], 0};
+                for (int32_t id : st.nodes) {
+                    block.last = std::max(block.last, p.last_step[std::size_t(id)]);
+                    block.bytes += p.bytes[std::size_t(id)];
+                }
+                spans.push_back(block);
+            }
+            if (p.scratch_bytes[s]) spans.push_back({int32_t(s), int32_t(s), p.scratch_offset[s], p.scratch_bytes[s]});
+            if (p.rounded_bytes[s]) spans.push_back({int32_t(s), st.rounded_for, p.rounded_offset[s], p.rounded_bytes[s]});
+        }
+        int overlaps = 0;
+        for (std::size_t a = 0; a < spans.size(); ++a)
+            for (std::size_t b = a + 1; b < spans.size(); ++b) {
+                const bool live = spans[a].first <= spans[b].last && spans[b].first <= spans[a].last;
+                const bool bytes = spans[a].offset < spans[b].offset + spans[b].bytes &&
+                                   spans[b].offset < spans[a].offset + spans[a].bytes;
+                overlaps += live && bytes;
+            }
+        CHECK(overlaps == 0);
+    }
+}
+
+TEST_CASE("the CPU backend's fused steps give the bits of the unfused nodes, batched and token by token") {
+    for (qtype type : {qtype::q4_K, qtype::q8_0}) {
+        CAPTURE(name(type));
+        small_llama m(type, 4, 2);
+        cpu::backend cpu_backend;
+        graph::executor fused(cpu_backend, m.built.g);
+        graph::executor unfused(cpu_backend, m.built.g, {.fuse = false});
+        CHECK(fused.get_plan().steps.size() < unfused.get_plan().steps.size());
+        const std::vector<int32_t> tokens{3, 141, 59, 26, 5, 35, 89};
+        std::vector<int32_t> position(tokens.size());
+        for (std::size_t i = 0; i < tokens.size(); ++i) position[i] = int32_t(i);
+        // A batch of 4, then three tokens one by one.
+        auto feed = [&](auto& ex, std::size_t from, std::size_t n, std::vector<float>& logits) {
+            ex.write(m.built.tokens, std::span<const int32_t>(tokens).subspan(from, n));
+            ex.write(m.built.positions, std::span<const int32_t>(position).subspan(from, n));
+            ex.run(int64_t(n));
+            logits.resize(n * 300);
+            ex.read(m.built.logits, std::span<float>(logits));
+        };
+        for (auto [from, n] : {std::pair<std::size_t, std::size_t>{0, 4}, {4, 1}, {5, 1}, {6, 1}}) {
+            std::vector<float> a, b;
+            feed(fused, from, n, a);
+            feed(unfused, from, n, b);
+            CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+        }
+    }
+}
+
+TEST_CASE("an id or position out of range is an llmrt::error before the run, naming the op and the value") {
+    small_llama m(qtype::q8_0, 2, 1);
+    cpu::backend cpu_backend;
+    graph::executor ex(cpu_backend, m.built.g);
+    const std::vector<int32_t> bad_token{300}, ok_token{1}, bad_position{64}, ok_position{0};
+    ex.write(m.built.tokens, std::span<const int32_t>(bad_token));
+    ex.write(m.built.positions, std::span<const int32_t>(ok_position));
+    try {
+        ex.run(1);
+        FAIL("token 300 of a 300-token vocabulary ran");
+    } catch (const llmrt::error& e) {
+        CHECK(e.code() == errc::invalid_argument);
+        CHECK(std::string(e.what()).find("get_rows: id 300 of token 0 is outside [0, 300)") != std::string::npos);
+    }
+    ex.write(m.built.tokens, std::span<const int32_t>(ok_token));
+    ex.write(m.built.positions, std::span<const int32_t>(bad_position));
+    try {
+        ex.run(1);
+        FAIL("position 64 of a 64-position cache ran");
+    } catch (const llmrt::error& e) {
+        CHECK(std::string(e.what()).find("position 64 of token 0 is outside [0, 64)") != std::string::npos);
+    }
+    ex.write(m.built.positions, std::span<const int32_t>(ok_position));
+    ex.run(1);
+}
+
+TEST_CASE("reading a node that a fused step never writes raises llmrt::error that says how to see it") {
+    small_llama m(qtype::q8_0, 1, 1);
+    cpu::backend cpu_backend;
+    graph::executor ex(cpu_backend, m.built.g, {.reuse_memory = false});
+    std::vector<float> v(256);
+    try {
+        ex.read(m.built.g.find("blk.0.attn_norm"), std::span<float>(v));
+        FAIL("read a fused node");
+    } catch (const llmrt::error& e) {
+        CHECK(std::string(e.what()).find("fuse = false") != std::string::npos);
+    }
+    graph::executor all(cpu_backend, m.built.g, {.reuse_memory = false, .fuse = false});
+    all.read(m.built.g.find("blk.0.attn_norm"), std::span<float>(v));
+}

@@ -1,0 +1,253 @@
+// The fused kernels of the CUDA backend's lowered steps against their unfused definitions: the
+// Q8_1 records a producer writes against quantize_activations of its result, rope_cache against
+// rope and set_rows, split attention against the CPU reference. Fresh random inputs, sizes that
+// are not multiples of any tile, outputs poisoned before every launch. Every case skips, passing
+// with a message, on a machine without a CUDA device.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <llmrt/cpu/ops.hpp>
+#include <llmrt/cuda/backend.cuh>
+#include <llmrt/cuda/steps.cuh>
+#include <llmrt/testing/cuda.hpp>
+#include <llmrt/testing/generate.hpp>
+#include <llmrt/testing/measures.hpp>
+#include <llmrt/testing/poison.hpp>
+#include <llmrt/testing/readback.hpp>
+
+using namespace llmrt;
+using testing::gaussian;
+
+namespace {
+
+#define LLMRT_NEEDS_CUDA_DEVICE()                                                  \
+    do {                                                                           \
+        if (!cuda::backend::device_present()) {                                    \
+            MESSAGE("skipped: no CUDA device on this machine (cudaGetDeviceCount)"); \
+            return;                                                                \
+        }                                                                          \
+    } while (0)
+
+// Device memory for a test, freed at the end of the case.
+template <class T>
+struct device_vector {
+    T* ptr = nullptr;
+    std::size_t count = 0;
+    explicit device_vector(std::size_t n) : count(n) { testing::check_cuda(cudaMalloc(&ptr, n * sizeof(T) + 16), "cudaMalloc"); }
+    explicit device_vector(const std::vector<T>& host) : device_vector(host.size()) { upload(host); }
+    device_vector(const device_vector&) = delete;
+    ~device_vector() { cudaFree(ptr); }
+    void upload(const std::vector<T>& host) {
+        testing::check_cuda(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy");
+    }
+    std::vector<T> download() const {
+        std::vector<T> host(count);
+        testing::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+        testing::check_cuda(cudaMemcpy(host.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy");
+        return host;
+    }
+    void fill_bytes(int byte) { testing::check_cuda(cudaMemset(ptr, byte, count * sizeof(T)), "cudaMemset"); }
+};
+
+using records = device_vector<uint8_t>;
+
+// The records quantize_activations writes for `cols` dense columns of k floats at x.
+std::vector<uint8_t> reference_records(const float* x, int64_t k, int64_t cols) {
+    records r(cuda::ops::rounded_records_bytes(k, cols));
+    r.fill_bytes(0xa5);  // as the tests fill the records under test: a chunk of fewer than 8 columns leaves the rest
+    cuda::steps::quantize_chunks(x, k, cols, r.ptr, nullptr, {});
+    return r.download();
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("the norm step writes its sum, norm and product and the records quantize_activations makes of the product") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int64_t n = 544;  // 17 blocks of 32: not a multiple of the block's 256 threads
+    for (int64_t cols : {1, 3, 8, 9, 20}) {
+        for (int variant = 0; variant < 4; ++variant) {  // with or without the add, with or without the product
+            const bool add = variant & 1, product = variant & 2;
+            CAPTURE(cols);
+            CAPTURE(variant);
+            const auto a_host = gaussian(std::size_t(n * cols), uint32_t(1 + cols), 3.0f);
+            const auto b_host = gaussian(std::size_t(n * cols), uint32_t(2 + cols));
+            const auto w_host = gaussian(std::size_t(n), 3);
+            device_vector<float> a(a_host), b(b_host), w(w_host), sum(std::size_t(n * cols)), norm(sum.count),
+                prod(sum.count);
+            for (auto* v : {&sum, &norm, &prod}) testing::poison_device(v->ptr, int64_t(v->count));
+            records rec(cuda::ops::rounded_records_bytes(n, cols));
+            rec.fill_bytes(0xa5);
+            cuda::ops::add_rms_norm_mul(a.ptr, add ? b.ptr : nullptr, add ? sum.ptr : nullptr, norm.ptr, product ? w.ptr : nullptr,
+                                  product ? prod.ptr : nullptr, n, cols, 1e-5f, nullptr, {}, rec.ptr);
+            // The CPU's ops one by one.
+            std::vector<float> s(a_host), h(s.size()), y(s.size());
+            if (add) cpu::add(a_host.data(), b_host.data(), s.data(), n, cols, false);
+            cpu::rms_norm(s.data(), h.data(), n, cols, 1e-5f);
+            cpu::mul(h.data(), w_host.data(), y.data(), n, cols, true);
+            if (add) CHECK(same_bits(sum.download(), s));
+            CHECK(same_bits(norm.download(), h));
+            if (product) CHECK(same_bits(prod.download(), y));
+            const device_vector<float> result(product ? y : h);
+            CHECK(rec.download() == reference_records(result.ptr, n, cols));
+        }
+    }
+}
+
+TEST_CASE("swiglu_round reads strided gate and up and writes the product and its records") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int64_t n = 352, stride = 2 * n + 32;  // a stacked block of gate, up and 32 more rows
+    for (int64_t cols : {1, 5, 8, 11}) {
+        CAPTURE(cols);
+        const auto stack_host = gaussian(std::size_t(stride * cols), uint32_t(10 + cols), 2.0f);
+        device_vector<float> stack(stack_host), y(std::size_t(n * cols));
+        testing::poison_device(y.ptr, int64_t(y.count));
+        records rec(cuda::ops::rounded_records_bytes(n, cols));
+        rec.fill_bytes(0xa5);
+        cuda::ops::swiglu_round(stack.ptr, stride, stack.ptr + n, stride, y.ptr, rec.ptr, n, cols, nullptr, {});
+        std::vector<float> ref(static_cast<std::size_t>(n * cols));
+        for (int64_t c = 0; c < cols; ++c)
+            cpu::swiglu(stack_host.data() + c * stride, stack_host.data() + c * stride + n, ref.data() + c * n, n);
+        const auto got = y.download();
+        const auto report = testing::compare_readback(got, ref.data(), int64_t(ref.size()));
+        CHECK(report.unwritten.empty());
+        CHECK(report.nmse <= 1e-12);  // expf differs from the host's exp by an ulp at most
+        const device_vector<float> result(got);
+        CHECK(rec.download() == reference_records(result.ptr, n, cols));
+    }
+}
+
+TEST_CASE("rope_cache gives the bits of rope and set_rows for strided q, k and v, in both orders and cache types") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int32_t n_head = 6, n_head_kv = 3, head_dim = 40, n_rot = 32, n_ctx = 50;  // 40: pass-through elements
+    const int64_t q_ne0 = n_head * head_dim, kv_ne0 = n_head_kv * head_dim, stride = q_ne0 + 2 * kv_ne0;
+    for (auto order : {graph::rope_order::normal, graph::rope_order::neox})
+        for (qtype kv_type : {qtype::f16, qtype::f32}) {
+            CAPTURE(int(order));
+            CAPTURE(std::string(name(kv_type)));
+            const int64_t cols = 5;
+            const std::vector<int32_t> pos_host{0, 7, 8, 31, 49};
+            const auto stack_host = gaussian(std::size_t(stride * cols), 20, 2.0f);
+            device_vector<float> stack(stack_host), q_out(std::size_t(q_ne0 * cols));
+            device_vector<int32_t> pos(pos_host);
+            const std::size_t cache_bytes = std::size_t(kv_ne0 * n_ctx) * (kv_type == qtype::f16 ? 2 : 4);
+            device_vector<uint8_t> kc(cache_bytes), vc(cache_bytes);
+            kc.fill_bytes(0);
+            vc.fill_bytes(0);
+            testing::poison_device(q_out.ptr, int64_t(q_out.count));
+            const graph::rope_params p{n_head, head_dim, n_rot, 10000.0f, order};
+            cuda::ops::rope_cache(stack.ptr, stride, stack.ptr + q_ne0, stride, stack.ptr + q_ne0 + kv_ne0, stride, q_out.ptr,
+                            kv_type, kc.ptr, vc.ptr, n_ctx, n_head_kv, pos.ptr, cols, p, nullptr, {});
+            // rope and set_rows, column by column, on the device: the unfused kernels.
+            device_vector<float> q_ref(q_out.count), k_rot(std::size_t(kv_ne0 * cols));
+            device_vector<uint8_t> kc_ref(cache_bytes), vc_ref(cache_bytes);
+            kc_ref.fill_bytes(0);
+            vc_ref.fill_bytes(0);
+            graph::rope_params pk = p;
+            pk.n_head = n_head_kv;
+            for (int64_t c = 0; c < cols; ++c) {
+                cuda::ops::rope(stack.ptr + c * stride, q_ref.ptr + c * q_ne0, pos.ptr + c, 1, p, nullptr);
+                cuda::ops::rope(stack.ptr + c * stride + q_ne0, k_rot.ptr + c * kv_ne0, pos.ptr + c, 1, pk, nullptr);
+                cuda::ops::set_rows(kv_type, kc_ref.ptr, kv_ne0, n_ctx, k_rot.ptr + c * kv_ne0, pos.ptr + c, 1, nullptr);
+                cuda::ops::set_rows(kv_type, vc_ref.ptr, kv_ne0, n_ctx, stack.ptr + c * stride + q_ne0 + kv_ne0, pos.ptr + c, 1,
+                              nullptr);
+            }
+            CHECK(same_bits(q_out.download(), q_ref.download()));
+            CHECK(kc.download() == kc_ref.download());
+            CHECK(vc.download() == vc_ref.download());
+        }
+}
+
+TEST_CASE("split attention agrees with the CPU reference from one chunk to many, for 1, 2, 4 and 8 heads per kv head") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int64_t n_ctx = 1500;  // up to 47 chunks: from one chunk to chunks longer than 32 keys
+    for (int32_t group : {1, 2, 4, 8})
+        for (int32_t head_dim : {64, 96, 128})
+            for (qtype kv_type : {qtype::f16, qtype::f32}) {
+                CAPTURE(group);
+                CAPTURE(head_dim);
+                CAPTURE(std::string(name(kv_type)));
+                const int32_t n_head_kv = 2, n_head = group * n_head_kv;
+                const graph::attention_params p{n_head, n_head_kv, head_dim, 1.0f / std::sqrt(float(head_dim))};
+                const int64_t q_ne0 = int64_t(n_head) * head_dim, kv_ne0 = int64_t(n_head_kv) * head_dim;
+                const std::vector<int32_t> pos_host{0, 31, 32, 257, 1023, 1024, 1499};
+                const auto cols = int64_t(pos_host.size());
+                const auto q_host = gaussian(std::size_t(q_ne0 * cols), uint32_t(30 + group + head_dim), 1.5f);
+                const auto k_f = gaussian(std::size_t(kv_ne0 * n_ctx), 31);
+                const auto v_f = gaussian(std::size_t(kv_ne0 * n_ctx), 32);
+                std::vector<uint8_t> k_bytes, v_bytes;
+                auto encode = [&](const std::vector<float>& f, std::vector<uint8_t>& out) {
+                    out.resize(f.size() * (kv_type == qtype::f16 ? 2 : 4));
+                    if (kv_type == qtype::f32) {
+                        std::memcpy(out.data(), f.data(), out.size());
+                        return;
+                    }
+                    for (std::size_t i = 0; i < f.size(); ++i) {
+                        const uint16_t h = fp32_to_fp16(f[i]);
+                        std::memcpy(out.data() + 2 * i, &h, 2);
+                    }
+                };
+                encode(k_f, k_bytes);
+                encode(v_f, v_bytes);
+                device_vector<float> q(q_host), out(std::size_t(q_ne0 * cols));
+                device_vector<uint8_t> k(k_bytes), v(v_bytes);
+                device_vector<int32_t> pos(pos_host);
+                device_vector<uint8_t> scratch(cuda::ops::split_attention_scratch_bytes(n_ctx, p, kv_type, cols));
+                device_vector<int32_t> counters(cuda::ops::split_attention_counter_bytes(p, cols) / 4);
+                counters.fill_bytes(0);
+                testing::poison_device(out.ptr, int64_t(out.count));
+                const bool round = head_dim % 32 == 0;
+                records rec(cuda::ops::rounded_records_bytes(q_ne0, cols));
+                rec.fill_bytes(0xa5);
+                // Twice: the counters the first launch leaves must serve the second.
+                for (int launch = 0; launch < 2; ++launch) {
+                    testing::poison_device(out.ptr, int64_t(out.count));
+                    cuda::ops::split_attention(q.ptr, q_ne0, kv_type, k.ptr, v.ptr, n_ctx, pos.ptr, out.ptr,
+                                               round ? rec.ptr : nullptr, cols, p, scratch.ptr, scratch.count, counters.ptr,
+                                               counters.count * 4, nullptr, {});
+                }
+                CHECK(counters.download() == std::vector<int32_t>(counters.count, 0));
+                std::vector<float> ref(out.count), scores(static_cast<std::size_t>(n_ctx));
+                cpu::attention(q_host.data(), kv_type, k_bytes.data(), v_bytes.data(), n_ctx, pos_host.data(), ref.data(),
+                               cols, p, scores.data());
+                const auto got = out.download();
+                const auto report = testing::compare_readback(got, ref.data(), int64_t(ref.size()));
+                CHECK(report.unwritten.empty());
+                CHECK(report.nmse <= 1e-10);
+                if (round) {
+                    const device_vector<float> result(got);
+                    CHECK(rec.download() == reference_records(result.ptr, q_ne0, cols));
+                }
+            }
+}
+
+TEST_CASE("split attention gives a query the same bits whatever batch it runs in") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int32_t n_head = 8, n_head_kv = 2, head_dim = 128;
+    const int64_t n_ctx = 700, q_ne0 = n_head * head_dim, kv_ne0 = n_head_kv * head_dim;
+    const graph::attention_params p{n_head, n_head_kv, head_dim, 0.088f};
+    const auto q_host = gaussian(std::size_t(q_ne0 * 4), 40);
+    std::vector<float> kv_host = gaussian(std::size_t(kv_ne0 * n_ctx), 41);
+    device_vector<float> q(q_host), k(kv_host), v(kv_host), out(std::size_t(q_ne0 * 4)), one(static_cast<std::size_t>(q_ne0));
+    const std::vector<int32_t> pos_host{3, 300, 650, 699};
+    device_vector<int32_t> pos(pos_host);
+    device_vector<uint8_t> scratch(cuda::ops::split_attention_scratch_bytes(n_ctx, p, qtype::f32, 4));
+    device_vector<int32_t> counters(cuda::ops::split_attention_counter_bytes(p, 4) / 4);
+    counters.fill_bytes(0);
+    cuda::ops::split_attention(q.ptr, q_ne0, qtype::f32, k.ptr, v.ptr, n_ctx, pos.ptr, out.ptr, nullptr, 4, p, scratch.ptr,
+                               scratch.count, counters.ptr, counters.count * 4, nullptr, {});
+    const auto batch = out.download();
+    for (int64_t c = 0; c < 4; ++c) {
+        cuda::ops::split_attention(q.ptr + c * q_ne0, q_ne0, qtype::f32, k.ptr, v.ptr, n_ctx, pos.ptr + c, one.ptr, nullptr,
+                                   1, p, scratch.ptr, scratch.count, counters.ptr, counters.count * 4, nullptr, {});
+        const auto alone = one.download();
+        CHECK(std::memcmp(alone.data(), batch.data() + c * q_ne0, alone.size() * sizeof(float)) == 0);
+    }
+}
