@@ -251,3 +251,38 @@ TEST_CASE("split attention gives a query the same bits whatever batch it runs in
         CHECK(std::memcmp(alone.data(), batch.data() + c * q_ne0, alone.size() * sizeof(float)) == 0);
     }
 }
+
+TEST_CASE("split attention that copies earlier keys before its wait sees the keys the kernel before it writes") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int32_t n_head = 8, n_head_kv = 2, head_dim = 128;
+    const int64_t n_ctx = 900, q_ne0 = n_head * head_dim, kv_ne0 = n_head_kv * head_dim, cols = 3;
+    const graph::attention_params p{n_head, n_head_kv, head_dim, 0.088f};
+    const auto q_host = gaussian(std::size_t(q_ne0 * cols), 50);
+    const auto old_k = gaussian(std::size_t(kv_ne0 * n_ctx), 51), old_v = gaussian(std::size_t(kv_ne0 * n_ctx), 52);
+    const auto new_k = gaussian(std::size_t(kv_ne0 * cols), 53), new_v = gaussian(std::size_t(kv_ne0 * cols), 54);
+    const std::vector<int32_t> pos_host{700, 701, 702};  // the batch's keys: written by set_rows just before
+    device_vector<float> q(q_host), k(old_k), v(old_v), nk(new_k), nv(new_v), out(std::size_t(q_ne0 * cols));
+    device_vector<int32_t> pos(pos_host);
+    device_vector<uint8_t> scratch(cuda::ops::split_attention_scratch_bytes(n_ctx, p, qtype::f32, cols));
+    device_vector<int32_t> counters(cuda::ops::split_attention_counter_bytes(p, cols) / 4);
+    counters.fill_bytes(0);
+    testing::poison_device(out.ptr, int64_t(out.count));
+    cuda::launch_options pdl;
+    pdl.programmatic_dependent_launch = true;
+    cuda::ops::set_rows(qtype::f32, k.ptr, kv_ne0, n_ctx, nk.ptr, pos.ptr, cols, nullptr, pdl);
+    cuda::ops::set_rows(qtype::f32, v.ptr, kv_ne0, n_ctx, nv.ptr, pos.ptr, cols, nullptr, pdl);
+    cuda::ops::split_attention(q.ptr, q_ne0, qtype::f32, k.ptr, v.ptr, n_ctx, pos.ptr, out.ptr, nullptr, cols, p,
+                               scratch.ptr, scratch.count, counters.ptr, counters.count * 4, nullptr, pdl,
+                               /*positions_before_wait=*/true);
+    std::vector<float> k_ref(old_k), v_ref(old_v), ref(out.count), scores(static_cast<std::size_t>(n_ctx));
+    for (int64_t c = 0; c < cols; ++c)
+        for (int64_t i = 0; i < kv_ne0; ++i) {
+            k_ref[std::size_t(pos_host[std::size_t(c)] * kv_ne0 + i)] = new_k[std::size_t(c * kv_ne0 + i)];
+            v_ref[std::size_t(pos_host[std::size_t(c)] * kv_ne0 + i)] = new_v[std::size_t(c * kv_ne0 + i)];
+        }
+    cpu::attention(q_host.data(), qtype::f32, k_ref.data(), v_ref.data(), n_ctx, pos_host.data(), ref.data(), cols, p,
+                   scores.data());
+    const auto report = testing::compare_readback(out.download(), ref.data(), int64_t(ref.size()));
+    CHECK(report.unwritten.empty());
+    CHECK(report.nmse <= 1e-10);
+}

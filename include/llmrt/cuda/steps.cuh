@@ -98,7 +98,7 @@ inline void norm(const context& cx, const resolved& r, int64_t n) {
     const float* w = st.product >= 0 ? cx.f(cx.node(st.product).src[1]) : nullptr;
     ops::add_rms_norm_mul(a, b, st.sum >= 0 ? cx.f(st.sum) : nullptr, cx.f_or_null(st.node), w,
                           st.product >= 0 ? cx.f_or_null(st.product) : nullptr, nd.ne0, cols, nd.eps, cx.stream, cx.launch,
-                          r.rounded);
+                          r.rounded, /*w_is_constant=*/true);  // the lowering fuses a product with a weight only
 }
 
 template <class Types>
@@ -187,6 +187,23 @@ inline std::size_t attention_counter_bytes(const graph::graph& g, const graph::n
     return ops::split_attention_counter_bytes(nd.attention, nd.ne1);
 }
 
+// Whether the host writes the attention's positions before a run, and the forward writes its
+// caches at those positions only: then the keys below the batch's first position hold earlier
+// forwards' values, which the split form may copy while the kernels before it run.
+inline bool cache_written_at_positions_only(const context& cx, const graph::node& nd) {
+    const int32_t pos = nd.src[3];
+    auto written_at_pos = [&](int32_t cache) {
+        const graph::node& c = cx.node(cache);
+        if (c.op != graph::op::set_rows || c.src[2] != pos) return false;
+        for (int32_t id : cx.p->order) {  // no other write to the same state
+            const graph::node& o = cx.node(id);
+            if (o.op == graph::op::set_rows && id != cache && cx.p->state_of(id) == cx.p->state_of(cache)) return false;
+        }
+        return true;
+    };
+    return cx.node(pos).op == graph::op::input && written_at_pos(nd.src[1]) && written_at_pos(nd.src[2]);
+}
+
 inline void attention(const context& cx, const resolved& r, int64_t n) {
     const graph::step& st = *r.st;
     const graph::node& nd = cx.node(st.node);
@@ -204,7 +221,7 @@ inline void attention(const context& cx, const resolved& r, int64_t n) {
     if (split) {
         ops::split_attention(q.f(), q.stride, kc.type, cx.at(nd.src[1]), cx.at(nd.src[2]), kc.ne1, pos, out,
                              combine_rounds ? r.rounded : nullptr, cols, p, r.scratch, r.scratch_bytes, cx.counters,
-                             cx.counter_bytes, cx.stream, cx.launch);
+                             cx.counter_bytes, cx.stream, cx.launch, cache_written_at_positions_only(cx, nd));
     } else {
         ops::attention(q.f(), kc.type, cx.at(nd.src[1]), cx.at(nd.src[2]), kc.ne1, pos, out, cols, p, r.scratch,
                        ops::attention_scratch_bytes(kc.ne1, p.n_head, cols), cx.stream, cx.launch);

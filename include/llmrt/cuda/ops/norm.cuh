@@ -88,12 +88,29 @@ __global__ void __launch_bounds__(Threads) rms_norm_kernel(const norm_args p) {
 // hold elements 32w + 1024j + lane: block w + 32j of the Q8_1 records, rounded from registers.
 constexpr int norm_wide_threads = 1024;
 
-template <bool Add, bool Mul, int PerThread>
+// With PrefetchW, w is read before the kernel waits for the one before it (a weight, which no
+// kernel writes): one round trip fewer after the wait.
+template <bool Add, bool Mul, int PerThread, bool PrefetchW>
 __global__ void __launch_bounds__(norm_wide_threads) rms_norm_wide_kernel(const norm_args p) {
-    enter_kernel();
     __shared__ double partial[norm_wide_threads / 32 + 1];
     const int64_t base = int64_t(blockIdx.x) * p.n;
     const int t = int(threadIdx.x);
+    float wv[PerThread];
+    if constexpr (Mul && PrefetchW) {
+#pragma unroll
+        for (int j = 0; j < PerThread; ++j) {
+            const int64_t i = t + int64_t(j) * norm_wide_threads;
+            wv[j] = i < p.n ? p.w[i] : 0.0f;
+        }
+    }
+    enter_kernel();
+    if constexpr (Mul && !PrefetchW) {
+#pragma unroll
+        for (int j = 0; j < PerThread; ++j) {
+            const int64_t i = t + int64_t(j) * norm_wide_threads;
+            wv[j] = i < p.n ? p.w[i] : 0.0f;
+        }
+    }
     float v[PerThread];
 #pragma unroll
     for (int j = 0; j < PerThread; ++j) {
@@ -127,7 +144,7 @@ __global__ void __launch_bounds__(norm_wide_threads) rms_norm_wide_kernel(const 
         if (i < p.n) {
             if (p.norm) p.norm[base + i] = h;
             if constexpr (Mul) {
-                y = __fmul_rn(h, p.w[i]);
+                y = __fmul_rn(h, wv[j]);
                 if (p.product) p.product[base + i] = y;
             }
         }
@@ -165,9 +182,10 @@ __global__ void __launch_bounds__(Threads) softmax_kernel(const float* x, float*
 // w one column of n): cols columns of n floats, one kernel. norm and product may be null (not
 // kept); records, when given, receive the Q8_1 rounding of the last result (rounded_records_bytes
 // (n, cols) bytes; n a multiple of 32).
+// w_is_constant: no kernel writes w (a weight), so it may be read before the previous kernel ends.
 inline void add_rms_norm_mul(const float* a, const float* b, float* sum, float* norm, const float* w, float* product,
                              int64_t n, int64_t cols, float eps, cudaStream_t stream, const launch_options& o = {},
-                             void* records = nullptr) {
+                             void* records = nullptr, bool w_is_constant = false) {
     const char* op = "cuda::ops::rms_norm";
     if (n == 0 || cols == 0) return;
     check(cols <= 0x7fffffff, errc::invalid_argument, "cuda::ops::rms_norm: too many columns");
@@ -181,11 +199,17 @@ inline void add_rms_norm_mul(const float* a, const float* b, float* sum, float* 
         auto wide = [&](auto add, auto mul) {
             constexpr bool A = decltype(add)::value, M = decltype(mul)::value;
             const dim3 block(detail::norm_wide_threads);
+            auto go = [&](auto kernel) { detail::launch(op, kernel, grid, block, 0, stream, o, p); };
+            auto with = [&](auto per) {
+                constexpr int P = decltype(per)::value;
+                if (w_is_constant) go(detail::rms_norm_wide_kernel<A, M, P, true>);
+                else go(detail::rms_norm_wide_kernel<A, M, P, false>);
+            };
             switch (per_thread) {
-                case 1: detail::launch(op, detail::rms_norm_wide_kernel<A, M, 1>, grid, block, 0, stream, o, p); break;
-                case 2: detail::launch(op, detail::rms_norm_wide_kernel<A, M, 2>, grid, block, 0, stream, o, p); break;
-                case 4: detail::launch(op, detail::rms_norm_wide_kernel<A, M, 4>, grid, block, 0, stream, o, p); break;
-                default: detail::launch(op, detail::rms_norm_wide_kernel<A, M, 8>, grid, block, 0, stream, o, p); break;
+                case 1: with(std::integral_constant<int, 1>{}); break;
+                case 2: with(std::integral_constant<int, 2>{}); break;
+                case 4: with(std::integral_constant<int, 4>{}); break;
+                default: with(std::integral_constant<int, 8>{}); break;
             }
         };
         using yes = std::true_type;

@@ -12,9 +12,9 @@
 //            and writes out and, when asked, the Q8_1 records of out for the mul_mat after it;
 //            it then sets the counter back to zero for the next launch
 //
-// The chunks of a query at position p: len = max(min_len, ceil((p + 1) / max_chunks)) keys each,
-// ceil((p + 1) / len) of them, every one with keys; max_chunks grows with the cache so that a
-// chunk's K and V fit the shared memory of a block (chunk_cap keys). The split depends on p alone
+// The chunks of a query at position p: len = max(min_len, ceil((p + 1) / max_chunks)) keys each
+// (min_len 64), ceil((p + 1) / len) of them, every one with keys; max_chunks (at least 32) grows
+// with the cache so that a chunk's K and V fit the shared memory of a block (chunk_cap keys). The split depends on p alone
 // and every sum runs in a fixed order: the same bits on every run, whatever the batch, whichever
 // block combines.
 #pragma once
@@ -36,9 +36,10 @@ namespace llmrt::cuda::ops {
 
 namespace detail {
 
-constexpr int split_threads = 128;
+constexpr int split_threads = 256;
 constexpr int split_max_head_dim = 512;
-constexpr int split_stage_bytes = 32 * 1024;  // a chunk's K and V in shared memory, at most
+constexpr int split_stage_bytes = 64 * 1024;  // a chunk's K and V in shared memory, at most
+constexpr int split_min_len = 32;             // keys per chunk, at least
 
 struct split_attention_args {
     const float* q;       // column t of q at q + t · q_stride
@@ -55,6 +56,7 @@ struct split_attention_args {
     int32_t n_head, n_head_kv, head_dim;
     int32_t max_chunks, min_len, chunk_cap;
     float scale;
+    int32_t early;  // nonzero: pos and the cache before the batch's first position may be read before the wait
 };
 
 // Keys per chunk for a query at position p.
@@ -72,66 +74,122 @@ __device__ __forceinline__ float kv_at(const KV* row, int e) {
         return row[e];
 }
 
-// Dynamic shared memory: q (Heads · head_dim floats), the scores (Heads · chunk_cap floats),
-// then the chunk's K and V rows (chunk_cap · head_dim elements each); the combine reuses the K
-// and V region for the chunks' weights.
+// N values per lane (N a power of two, at most 32) summed over the warp's 32 lanes at once: each
+// round halves the values a lane holds, trading the half it gives away for its partner's half of
+// the same indices, then the rounds left add plain butterflies. Returns which value's total the
+// lane holds in v[0] (32 / N lanes hold each). The same fixed order on every run.
+template <int N>
+__device__ __forceinline__ int reduce_lanes(float (&v)[N], int lane) {
+    static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0, "reduce_lanes: N must be a power of two up to 32");
+    int index = 0;
+    int n = N;
+#pragma unroll
+    for (int offset = 16; offset >= 1; offset >>= 1) {
+        if (n > 1) {
+            const int half = n / 2;
+            const bool upper = (lane & offset) != 0;
+#pragma unroll
+            for (int i = 0; i < N / 2; ++i) {
+                if (i >= half) break;
+                const float give = upper ? v[i] : v[i + half];
+                const float keep = upper ? v[i + half] : v[i];
+                v[i] = __fadd_rn(keep, __shfl_xor_sync(0xffffffffu, give, offset));
+            }
+            if (upper) index += half;
+            n = half;
+        } else {
+            v[0] = __fadd_rn(v[0], __shfl_xor_sync(0xffffffffu, v[0], offset));
+        }
+    }
+    return index;
+}
+
+// Dynamic shared memory: q (Heads · head_dim floats), the scores (Heads · chunk_cap floats), the
+// sums of the parts of the keys (parts · Heads · head_dim floats), then the chunk's K and V rows
+// (chunk_cap · head_dim elements each); the combine reuses the K and V region for the chunks'
+// weights.
 template <class KV, int Heads>
 __global__ void __launch_bounds__(split_threads) split_attention_kernel(const split_attention_args a) {
-    enter_kernel();
     extern __shared__ __align__(16) uint8_t smem[];
     __shared__ float chunk_max[Heads], chunk_sum[Heads];
     __shared__ int last;
     const int g = int(blockIdx.x), j = int(blockIdx.y), t = int(blockIdx.z);
     const int hd = a.head_dim, tid = int(threadIdx.x);
+    // Positions that are inputs are copied in before the forward's first kernel: readable before
+    // the wait (a.early); otherwise the kernel waits first.
+    if (!a.early) enter_kernel();
     const int32_t p = a.pos[t];
-    if (p < 0 || p >= a.n_ctx) return;  // the executor refuses such positions before a run
+    const bool live = p >= 0 && p < a.n_ctx;  // the executor refuses other positions before a run
     const int64_t n_keys = int64_t(p) + 1;
     const int64_t len = split_chunk_length(p, a.max_chunks, a.min_len);
-    const int chunks = int((n_keys + len - 1) / len);
+    const int chunks = live ? int((n_keys + len - 1) / len) : 0;
     const int64_t k0 = int64_t(j) * len;
-    if (j >= chunks) return;  // past the query's last chunk
-    const int keys = int(n_keys - k0 < len ? n_keys - k0 : len);
+    const int keys = j < chunks ? int(n_keys - k0 < len ? n_keys - k0 : len) : 0;
     const int h0 = g * Heads;  // this block's first query head
     const int64_t kv_ne0 = int64_t(a.n_head_kv) * hd;
     float* q = reinterpret_cast<float*>(smem);
     float* scores = q + Heads * hd;
-    KV* ks = reinterpret_cast<KV*>(scores + Heads * a.chunk_cap);
+    const int parts_room = hd <= split_threads ? split_threads / hd : 1;
+    KV* ks = reinterpret_cast<KV*>(scores + Heads * a.chunk_cap + parts_room * Heads * hd);
     KV* vs = ks + int64_t(a.chunk_cap) * hd;
 
-    // One round of copies: the chunk's K and V rows (16 bytes at a time) and q.
+    // The chunk's K and V rows, 16 bytes at a time. Keys before the first position of this batch
+    // were written by earlier forwards: their copies start before the wait for the kernels before
+    // this one (which write the batch's own keys), so they overlap with them.
     const int pieces = hd * int(sizeof(KV)) / 16;  // the launcher asks head_dim · sizeof(KV) % 16 == 0
     const auto* k_rows = static_cast<const uint8_t*>(a.k) + (k0 * kv_ne0 + int64_t(g) * hd) * int64_t(sizeof(KV));
     const auto* v_rows = static_cast<const uint8_t*>(a.v) + (k0 * kv_ne0 + int64_t(g) * hd) * int64_t(sizeof(KV));
     const int64_t row_stride = kv_ne0 * int64_t(sizeof(KV));
-    for (int i = tid; i < keys * pieces; i += split_threads) {
-        const int key = i / pieces, piece = i % pieces;
-        ptx::cp_async_16(reinterpret_cast<uint8_t*>(ks) + i * 16, k_rows + key * row_stride + piece * 16, 16);
-        ptx::cp_async_16(reinterpret_cast<uint8_t*>(vs) + i * 16, v_rows + key * row_stride + piece * 16, 16);
+    int64_t stable = 0;  // keys below this one hold earlier forwards' values (a.early)
+    if (a.early) {
+        stable = n_keys;
+        for (int64_t c = 0; c < a.cols; ++c) stable = a.pos[c] < stable ? a.pos[c] : stable;
     }
+    const int early = int(stable - k0 < 0 ? 0 : stable - k0 < keys ? stable - k0 : keys);
+    auto copy_rows = [&](int from, int to) {
+        for (int i = from * pieces + tid; i < to * pieces; i += split_threads) {
+            const int key = i / pieces, piece = i % pieces;
+            ptx::cp_async_16(reinterpret_cast<uint8_t*>(ks) + i * 16, k_rows + key * row_stride + piece * 16, 16);
+            ptx::cp_async_16(reinterpret_cast<uint8_t*>(vs) + i * 16, v_rows + key * row_stride + piece * 16, 16);
+        }
+    };
+    if (a.early) {
+        copy_rows(0, early);
+        enter_kernel();
+    }
+    if (keys == 0) {
+        ptx::cp_async_commit();
+        ptx::cp_async_wait<0>();
+        return;  // past the query's last chunk, or a position outside the cache
+    }
+    copy_rows(early, keys);
     ptx::cp_async_commit();
     for (int i = tid; i < Heads * hd; i += split_threads) q[i] = a.q[int64_t(t) * a.q_stride + int64_t(h0) * hd + i];
     ptx::cp_async_wait<0>();
     __syncthreads();
 
-    // Scores: a warp per key in turn, lanes striding the head's elements, one butterfly per head.
+    // Scores: a warp takes four keys at a time, lanes striding the head's elements; the Heads · 4
+    // dot products then meet across the lanes in one transposing reduction (reduce_lanes).
     const int warp = tid >> 5, lane = tid & 31;
-    constexpr int warps = split_threads / 32;
-    for (int i = warp; i < keys; i += warps) {
-        float dot[Heads];
+    constexpr int warps = split_threads / 32, per_warp = 4, values = Heads * per_warp;
+    for (int i0 = warp * per_warp; i0 < keys; i0 += warps * per_warp) {
+        float dot[values];
 #pragma unroll
-        for (int h = 0; h < Heads; ++h) dot[h] = 0.0f;
+        for (int v = 0; v < values; ++v) dot[v] = 0.0f;
         for (int e = lane; e < hd; e += 32) {
-            const float kv = kv_at(ks + int64_t(i) * hd, e);
+            float kv[per_warp];
 #pragma unroll
-            for (int h = 0; h < Heads; ++h) dot[h] = __fmaf_rn(q[h * hd + e], kv, dot[h]);
+            for (int u = 0; u < per_warp; ++u) kv[u] = i0 + u < keys ? kv_at(ks + int64_t(i0 + u) * hd, e) : 0.0f;
+#pragma unroll
+            for (int h = 0; h < Heads; ++h) {
+                const float qe = q[h * hd + e];
+#pragma unroll
+                for (int u = 0; u < per_warp; ++u) dot[h * per_warp + u] = __fmaf_rn(qe, kv[u], dot[h * per_warp + u]);
+            }
         }
-#pragma unroll
-        for (int h = 0; h < Heads; ++h) {
-            float d = dot[h];
-#pragma unroll
-            for (int offset = 16; offset > 0; offset >>= 1) d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, offset));
-            if (lane == 0) scores[h * a.chunk_cap + i] = __fmul_rn(d, a.scale);
-        }
+        const int index = reduce_lanes<values>(dot, lane);  // lane's result: dot product `index`
+        const int h = index / per_warp, u = index % per_warp;
+        if (lane % (32 / values) == 0 && i0 + u < keys) scores[h * a.chunk_cap + i0 + u] = __fmul_rn(dot[0], a.scale);
     }
     __syncthreads();
 
@@ -157,19 +215,31 @@ __global__ void __launch_bounds__(split_threads) split_attention_kernel(const sp
     }
     __syncthreads();
 
-    // o_h[e] = Σ_i e_hi · v_i[e]: a thread per element, the keys in order.
-    for (int e = tid; e < hd; e += split_threads) {
+    // o_h[e] = Σ_i e_hi · v_i[e]: `parts` threads per element, part r taking the r-th of `parts`
+    // contiguous runs of the keys in order, then the parts added in order.
+    const int parts = hd <= split_threads ? split_threads / hd : 1;
+    const int part = tid / hd < parts ? tid / hd : parts;  // parts: this thread takes no element
+    const int run = (keys + parts - 1) / parts;
+    const int i_begin = part * run, i_end = i_begin + run < keys ? i_begin + run : keys;
+    float* sums = scores + Heads * a.chunk_cap;  // parts · Heads · head_dim floats, past the scores
+    for (int e = tid % hd; part < parts && e < hd; e += (parts > 1 ? hd : split_threads)) {
         float acc[Heads];
 #pragma unroll
         for (int h = 0; h < Heads; ++h) acc[h] = 0.0f;
-        for (int i = 0; i < keys; ++i) {
+        for (int i = i_begin; i < i_end; ++i) {
             const float v = kv_at(vs + int64_t(i) * hd, e);
 #pragma unroll
-            for (int h = 0; h < Heads; ++h) acc[h] = __fadd_rn(acc[h], __fmul_rn(scores[h * a.chunk_cap + i], v));
+            for (int h = 0; h < Heads; ++h) acc[h] = __fmaf_rn(scores[h * a.chunk_cap + i], v, acc[h]);
         }
 #pragma unroll
-        for (int h = 0; h < Heads; ++h)
-            a.partial[((int64_t(t) * a.n_head + h0 + h) * a.max_chunks + j) * (hd + 2) + e] = acc[h];
+        for (int h = 0; h < Heads; ++h) sums[(part * Heads + h) * hd + e] = acc[h];
+    }
+    __syncthreads();
+    for (int i = tid; i < Heads * hd; i += split_threads) {
+        float o = sums[i];
+        for (int r = 1; r < parts; ++r) o = __fadd_rn(o, sums[r * Heads * hd + i]);
+        const int h = i / hd, e = i % hd;
+        a.partial[((int64_t(t) * a.n_head + h0 + h) * a.max_chunks + j) * (hd + 2) + e] = o;
     }
     if (tid < Heads) {
         float* tail = a.partial + ((int64_t(t) * a.n_head + h0 + tid) * a.max_chunks + j) * (hd + 2) + hd;
@@ -189,22 +259,45 @@ __global__ void __launch_bounds__(split_threads) split_attention_kernel(const sp
     if (!last) return;
     __threadfence();
 
-    // The chunks' weights w_j and the normalizers, a warp per head; then a thread per element.
+    // The chunks' weights w_j and the normalizers, a warp per head (lanes take chunks in turn,
+    // then a butterfly); then a thread per element, eight chunks' loads in flight at a time.
     float* w = reinterpret_cast<float*>(ks);  // Heads · chunks floats: the launcher sized the region
     __shared__ float inv_l[Heads];
     for (int h = warp; h < Heads; h += warps) {
-        const float* part = a.partial + (int64_t(t) * a.n_head + h0 + h) * a.max_chunks * (hd + 2);
+        const float* head = a.partial + (int64_t(t) * a.n_head + h0 + h) * a.max_chunks * (hd + 2);
+        // Each lane's chunks' m and l in one round of loads (up to 4 chunks a lane in registers).
+        constexpr int held = 4;
+        float ms[held], ls[held];
+#pragma unroll
+        for (int u = 0; u < held; ++u) {
+            const int c = lane + 32 * u;
+            ms[u] = c < chunks ? __ldcg(head + c * (hd + 2) + hd) : -INFINITY;
+            ls[u] = c < chunks ? __ldcg(head + c * (hd + 2) + hd + 1) : 0.0f;
+        }
         float m = -INFINITY;
-        for (int c = lane; c < chunks; c += 32) m = fmaxf(m, __ldcg(part + c * (hd + 2) + hd));
+#pragma unroll
+        for (int u = 0; u < held; ++u) m = fmaxf(m, ms[u]);
+        for (int c = lane + 32 * held; c < chunks; c += 32) m = fmaxf(m, __ldcg(head + c * (hd + 2) + hd));
 #pragma unroll
         for (int offset = 16; offset > 0; offset >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
-        for (int c = lane; c < chunks; c += 32) w[h * chunks + c] = expf(__fsub_rn(__ldcg(part + c * (hd + 2) + hd), m));
-        __syncwarp();
-        if (lane == 0) {  // Σ_j w_j · l_j in chunk order
-            float l = 0.0f;
-            for (int c = 0; c < chunks; ++c) l = __fadd_rn(l, __fmul_rn(w[h * chunks + c], __ldcg(part + c * (hd + 2) + hd + 1)));
-            inv_l[h] = __fdiv_rn(1.0f, l);
+        float l = 0.0f;
+#pragma unroll
+        for (int u = 0; u < held; ++u) {
+            const int c = lane + 32 * u;
+            if (c < chunks) {
+                const float wc = expf(__fsub_rn(ms[u], m));
+                w[h * chunks + c] = wc;
+                l = __fadd_rn(l, __fmul_rn(wc, ls[u]));
+            }
         }
+        for (int c = lane + 32 * held; c < chunks; c += 32) {
+            const float wc = expf(__fsub_rn(__ldcg(head + c * (hd + 2) + hd), m));
+            w[h * chunks + c] = wc;
+            l = __fadd_rn(l, __fmul_rn(wc, __ldcg(head + c * (hd + 2) + hd + 1)));
+        }
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, offset));
+        if (lane == 0) inv_l[h] = __fdiv_rn(1.0f, l);
     }
     __syncthreads();
     const int64_t q_ne0 = int64_t(a.n_head) * hd;
@@ -212,7 +305,15 @@ __global__ void __launch_bounds__(split_threads) split_attention_kernel(const sp
         const int h = i / hd, e = i % hd;
         const float* part = a.partial + (int64_t(t) * a.n_head + h0 + h) * a.max_chunks * (hd + 2) + e;
         float o = 0.0f;
-        for (int c = 0; c < chunks; ++c) o = __fadd_rn(o, __fmul_rn(w[h * chunks + c], __ldcg(part + c * (hd + 2))));
+        constexpr int ahead = 16;
+        for (int c0 = 0; c0 < chunks; c0 += ahead) {
+            float x[ahead];
+#pragma unroll
+            for (int u = 0; u < ahead; ++u) x[u] = c0 + u < chunks ? __ldcg(part + (c0 + u) * (hd + 2)) : 0.0f;
+#pragma unroll
+            for (int u = 0; u < ahead; ++u)
+                if (c0 + u < chunks) o = __fadd_rn(o, __fmul_rn(w[h * chunks + c0 + u], x[u]));
+        }
         const float value = __fmul_rn(o, inv_l[h]);
         if (a.out) a.out[int64_t(t) * q_ne0 + int64_t(h0) * hd + i] = value;
         // The records: head_dim is a multiple of 32 here, so a warp's 32 values are one block.
@@ -220,20 +321,22 @@ __global__ void __launch_bounds__(split_threads) split_attention_kernel(const sp
     }
 }
 
-// Keys per chunk at most: what a block's K and V stage holds, a multiple of 8 in [8, 64].
+// Keys per chunk at most: what a block's K and V stage holds, a multiple of 8 in [8, 256].
 inline int32_t split_chunk_cap(int32_t head_dim, std::size_t kv_bytes) {
     const auto fit = int32_t(std::size_t(split_stage_bytes) / (std::size_t(head_dim) * kv_bytes * 2)) / 8 * 8;
-    return fit < 8 ? 8 : fit > 64 ? 64 : fit;
+    return fit < 8 ? 8 : fit > 256 ? 256 : fit;
 }
+
+inline int32_t split_min_length(int32_t chunk_cap) { return chunk_cap < split_min_len ? chunk_cap : split_min_len; }
 
 }  // namespace detail
 
 // Chunks per (column, head) the split keeps room for, for a cache of n_ctx positions and chunks
-// of at most chunk_cap keys: at least 32 (enough blocks to fill the GPU from a few hundred
-// positions on), and enough that no chunk holds more than chunk_cap keys; never more than chunks
-// of the shortest length can make.
+// of at most chunk_cap keys: at least 32 (with 8 kv heads, 256 blocks from 2048 positions on),
+// and enough that no chunk holds more than chunk_cap keys; never more than chunks of the shortest
+// length can make.
 inline int32_t split_attention_chunks(int64_t n_ctx, int32_t chunk_cap) {
-    const int64_t min_len = chunk_cap < 32 ? chunk_cap : 32;
+    const int64_t min_len = detail::split_min_length(chunk_cap);
     const int64_t by_cap = (n_ctx + chunk_cap - 1) / chunk_cap;
     const int64_t by_min = (n_ctx + min_len - 1) / min_len;
     const int64_t chunks = by_cap > 32 ? by_cap : 32;
@@ -269,10 +372,14 @@ inline std::size_t split_attention_counter_bytes(const graph::attention_params& 
 
 // out (null: not kept) and records (null: none; else rounded_records_bytes(n_head · head_dim,
 // cols) bytes and head_dim a multiple of 32) from q (column t at q + t · q_stride) and the caches.
+// positions_before_wait: no kernel on the stream writes pos, nor the cache below the batch's
+// first position, so a programmatic dependent launch may read them (and copy those keys) while
+// the kernels before it run.
 inline void split_attention(const float* q, int64_t q_stride, qtype kv_type, const void* k, const void* v, int64_t n_ctx,
                             const int32_t* pos, float* out, void* records, int64_t cols,
                             const graph::attention_params& p, void* scratch, std::size_t scratch_bytes, int32_t* counters,
-                            std::size_t counter_bytes, cudaStream_t stream, const launch_options& o = {}) {
+                            std::size_t counter_bytes, cudaStream_t stream, const launch_options& o = {},
+                            bool positions_before_wait = false) {
     const char* op = "cuda::ops::split_attention";
     check(split_attention_supports(p, kv_type), errc::shape_mismatch, [&] {
         return std::string(op) + ": n_head " + std::to_string(p.n_head) + ", n_head_kv " + std::to_string(p.n_head_kv) +
@@ -300,14 +407,17 @@ inline void split_attention(const float* q, int64_t q_stride, qtype kv_type, con
     // q and the scores, then the K and V stage, which the combine reuses for the chunks' weights.
     const std::size_t stage = std::max(2 * std::size_t(cap) * std::size_t(p.head_dim) * kv_bytes,
                                        std::size_t(group) * std::size_t(chunks) * sizeof(float));
-    const std::size_t smem = std::size_t(group) * std::size_t(p.head_dim + cap) * sizeof(float) + stage;
+    const std::size_t parts = p.head_dim <= detail::split_threads ? std::size_t(detail::split_threads / p.head_dim) : 1;
+    const std::size_t smem = std::size_t(group) * std::size_t(p.head_dim + cap) * sizeof(float) +
+                             parts * std::size_t(group) * std::size_t(p.head_dim) * sizeof(float) + stage;
     check(smem <= 200 * 1024, errc::invalid_argument, [&] {
         return std::string(op) + ": a cache of " + std::to_string(n_ctx) + " positions needs " + std::to_string(smem) +
                " bytes of shared memory per block";
     });
     detail::split_attention_args a{q,      q_stride, k,     v,          pos,         static_cast<float*>(scratch),
                                    counters, out,    static_cast<uint8_t*>(records), n_ctx, cols, p.n_head,
-                                   p.n_head_kv, p.head_dim, chunks, cap < 32 ? cap : 32, cap, p.scale};
+                                   p.n_head_kv, p.head_dim, chunks, detail::split_min_length(cap), cap, p.scale,
+                                   positions_before_wait ? 1 : 0};
     const dim3 grid(unsigned(p.n_head_kv), unsigned(chunks), unsigned(cols));
     auto split = [&](auto kernel) {
         if (smem > 48 * 1024)
