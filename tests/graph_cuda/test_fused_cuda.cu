@@ -286,3 +286,27 @@ TEST_CASE("split attention that copies earlier keys before its wait sees the key
     CHECK(report.unwritten.empty());
     CHECK(report.nmse <= 1e-10);
 }
+
+TEST_CASE("argmax over slices of a long column finds the first largest element, as the CPU does, launch after launch") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int64_t n = 100003, cols = 4;  // 25 slices, the last one short
+    auto x_host = gaussian(std::size_t(n * cols), 60);
+    x_host[std::size_t(0 * n + 77777)] = 9.0f;  // column 0: a tie between two slices, the first wins
+    x_host[std::size_t(0 * n + 88888)] = 9.0f;
+    x_host[std::size_t(1 * n + 0)] = std::nanf("");  // column 1: a NaN at index 0 is never beaten
+    x_host[std::size_t(2 * n + n - 1)] = 50.0f;      // column 2: the very last element
+    device_vector<float> x(x_host);
+    device_vector<int32_t> y(static_cast<std::size_t>(cols));
+    device_vector<uint8_t> scratch(cuda::ops::argmax_scratch_bytes(n, cols));
+    device_vector<int32_t> counters(static_cast<std::size_t>(cols));
+    counters.fill_bytes(0);
+    std::vector<int32_t> ref(static_cast<std::size_t>(cols));
+    cpu::argmax(x_host.data(), ref.data(), n, cols);
+    CHECK(ref[0] == 77777);
+    for (int launch = 0; launch < 3; ++launch) {
+        y.fill_bytes(0xff);
+        cuda::ops::argmax(x.ptr, y.ptr, n, cols, scratch.ptr, scratch.count, counters.ptr, counters.count * 4, nullptr, {});
+        CHECK(y.download() == ref);
+    }
+    CHECK(counters.download() == std::vector<int32_t>(counters.count, 0));
+}

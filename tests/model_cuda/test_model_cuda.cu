@@ -206,3 +206,27 @@ TEST_CASE("CUDA model forward calls allocate nothing, batched or single, after t
     cuda::backend b;
     test::check_forward_allocates_nothing(b);
 }
+
+TEST_CASE("CUDA model forward calls allocate no device memory once the model is prepared") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    cuda::backend b;
+    cuda_model m(b, test::small_model_file(qtype::q4_K), {.n_ctx = 64, .max_batch = 8});
+    auto free_bytes = [] {
+        std::size_t free = 0, total = 0;
+        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+        REQUIRE(cudaMemGetInfo(&free, &total) == cudaSuccess);
+        return free;
+    };
+    m.forward(std::span<const int32_t>(prompt).first(8), iota_positions(0, 8));  // one run of each kind first
+    model::generate_greedy(m, std::span<const int32_t>(prompt).first(1), 4);
+    m.truncate(0);
+    const std::size_t before = free_bytes();
+    for (int round = 0; round < 3; ++round) {
+        m.forward(std::span<const int32_t>(prompt).first(5), iota_positions(0, 5));
+        model::generate_greedy(m, std::span<const int32_t>(prompt).first(1), 20);
+        const auto saved = m.save_state();
+        m.restore_state(saved);
+        m.truncate(0);
+    }
+    CHECK(free_bytes() == before);
+}

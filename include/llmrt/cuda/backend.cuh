@@ -209,7 +209,7 @@ private:
         const graph::graph* g = nullptr;
         const graph::plan* p = nullptr;
         backend_options options;
-        detail::device_memory arena, weights, records, counters;
+        detail::device_memory arena, weights, records, counters;  // counters: split attention's and argmax's
         std::vector<detail::device_memory> states;
         detail::pinned_memory inputs_host, bounce;
         std::size_t inputs_bytes = 0;  // the inputs sit first in the arena: [0, inputs_bytes)
@@ -372,7 +372,7 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
     // What the records buffer must hold: mul_mats and matvec steps that quantize x themselves.
     for (int32_t id : p.order) {
         check_supported(nodes[std::size_t(id)]);
-        s.counter_bytes = std::max(s.counter_bytes, steps::attention_counter_bytes(g, nodes[std::size_t(id)]));
+        s.counter_bytes = std::max(s.counter_bytes, steps::counter_bytes(g, nodes[std::size_t(id)]));
     }
     for (const graph::step& st : p.steps) {
         const graph::node& first = nodes[std::size_t(st.nodes[0])];
@@ -503,9 +503,11 @@ public:
     // The Q8_1 rounding a step hands to a matvec step: mmvq's records, in chunks of 8 columns.
     std::size_t rounded_bytes(int64_t k, int64_t cols) const { return ops::rounded_records_bytes(k, cols); }
 
-    // attention: the split form's partial sums (or the scores of the one-block form). (mul_mat's
+    // attention: the split form's partial sums (or the scores of the one-block form); argmax: the
+    // best of each slice of a long column. (mul_mat's
     // activation records are the program's own buffer, shared by the mul_mats that read them.)
     std::size_t scratch_bytes(const graph::graph& g, const graph::node& nd) const {
+        if (nd.op == graph::op::argmax) return ops::argmax_scratch_bytes(g.nodes()[std::size_t(nd.src[0])].ne0, nd.ne1);
         if (nd.op != graph::op::attention) return 0;
         return steps::attention_scratch_bytes(g, nd);
     }

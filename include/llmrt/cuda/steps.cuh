@@ -180,8 +180,10 @@ inline std::size_t attention_scratch_bytes(const graph::graph& g, const graph::n
     return ops::attention_scratch_bytes(cache.ne1, p.n_head, nd.ne1) + tensor_bytes(nd);
 }
 
-// The counters an attention node's split form keeps between launches (0: it has none).
-inline std::size_t attention_counter_bytes(const graph::graph& g, const graph::node& nd) {
+// The counters a node's kernel keeps between launches (0: none): split attention's, and a long
+// argmax's. One buffer serves every node: each kernel leaves its counters at zero.
+inline std::size_t counter_bytes(const graph::graph& g, const graph::node& nd) {
+    if (nd.op == graph::op::argmax) return ops::argmax_counter_bytes(nd.ne1);
     if (nd.op != graph::op::attention || !ops::split_attention_supports(nd.attention, g.nodes()[std::size_t(nd.src[1])].type))
         return 0;
     return ops::split_attention_counter_bytes(nd.attention, nd.ne1);
@@ -281,7 +283,8 @@ void node(const context& cx, const resolved& r, int64_t n) {
         case graph::op::swiglu: ops::swiglu(a, b, y, nd.ne0 * cols, stream, lo); return;
         case graph::op::set_rows: ops::set_rows(nd.type, cx.at(id), nd.ne0, nd.ne1, b, ids(2), n, stream, lo); return;
         case graph::op::argmax:
-            ops::argmax(a, reinterpret_cast<int32_t*>(cx.at(id)), src(0).ne0, cols, stream, lo);
+            ops::argmax(a, reinterpret_cast<int32_t*>(cx.at(id)), src(0).ne0, cols, r.scratch, r.scratch_bytes, cx.counters,
+                        cx.counter_bytes, stream, lo);
             return;
     }
     throw error(errc::invalid_argument, std::string("cuda backend: no kernel for op ") + graph::to_string(nd.op));

@@ -38,7 +38,7 @@ namespace detail {
 
 constexpr int split_threads = 256;
 constexpr int split_max_head_dim = 512;
-constexpr int split_stage_bytes = 64 * 1024;  // a chunk's K and V in shared memory, at most
+constexpr int split_stage_bytes = 32 * 1024;  // a chunk's K and V in shared memory, at most
 constexpr int split_min_len = 32;             // keys per chunk, at least
 
 struct split_attention_args {
@@ -305,7 +305,7 @@ __global__ void __launch_bounds__(split_threads) split_attention_kernel(const sp
         const int h = i / hd, e = i % hd;
         const float* part = a.partial + (int64_t(t) * a.n_head + h0 + h) * a.max_chunks * (hd + 2) + e;
         float o = 0.0f;
-        constexpr int ahead = 16;
+        constexpr int ahead = 32;
         for (int c0 = 0; c0 < chunks; c0 += ahead) {
             float x[ahead];
 #pragma unroll
