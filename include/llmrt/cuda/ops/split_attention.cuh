@@ -19,11 +19,13 @@
 // block combines.
 #pragma once
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "llmrt/core/float_convert.hpp"
 #include "llmrt/cuda/ops/common.cuh"
@@ -74,6 +76,15 @@ __device__ __forceinline__ float kv_at(const KV* row, int e) {
         return row[e];
 }
 
+// Elements e and e + 1 of a cache row (e even; rows are 16-byte aligned in shared memory).
+template <class KV>
+__device__ __forceinline__ float2 kv_pair(const KV* row, int e) {
+    if constexpr (sizeof(KV) == 2)
+        return __half22float2(*reinterpret_cast<const __half2*>(row + e));
+    else
+        return *reinterpret_cast<const float2*>(row + e);
+}
+
 // N values per lane (N a power of two, at most 32) summed over the warp's 32 lanes at once: each
 // round halves the values a lane holds, trading the half it gives away for its partner's half of
 // the same indices, then the rounds left add plain butterflies. Returns which value's total the
@@ -108,7 +119,7 @@ __device__ __forceinline__ int reduce_lanes(float (&v)[N], int lane) {
 // sums of the parts of the keys (parts · Heads · head_dim floats), then the chunk's K and V rows
 // (chunk_cap · head_dim elements each); the combine reuses the K and V region for the chunks'
 // weights.
-template <class KV, int Heads>
+template <class KV, int Heads, int Pairs>
 __global__ void __launch_bounds__(split_threads) split_attention_kernel(const split_attention_args a) {
     extern __shared__ __align__(16) uint8_t smem[];
     __shared__ float chunk_max[Heads], chunk_sum[Heads];
@@ -129,7 +140,7 @@ __global__ void __launch_bounds__(split_threads) split_attention_kernel(const sp
     const int64_t kv_ne0 = int64_t(a.n_head_kv) * hd;
     float* q = reinterpret_cast<float*>(smem);
     float* scores = q + Heads * hd;
-    const int parts_room = hd <= split_threads ? split_threads / hd : 1;
+    const int parts_room = (hd / (Pairs > 0 ? 2 : 1)) <= split_threads ? split_threads / (hd / (Pairs > 0 ? 2 : 1)) : 1;
     KV* ks = reinterpret_cast<KV*>(scores + Heads * a.chunk_cap + parts_room * Heads * hd);
     KV* vs = ks + int64_t(a.chunk_cap) * hd;
 
@@ -168,42 +179,71 @@ __global__ void __launch_bounds__(split_threads) split_attention_kernel(const sp
     ptx::cp_async_wait<0>();
     __syncthreads();
 
-    // Scores: a warp takes four keys at a time, lanes striding the head's elements; the Heads · 4
-    // dot products then meet across the lanes in one transposing reduction (reduce_lanes).
+    // Scores, kept key-major (scores[i · Heads + h]): a warp takes four keys at a time, lanes
+    // striding the head's elements (two neighbours at a time where Pairs > 0: head_dim = 64·Pairs,
+    // with q in registers); the Heads · 4 dot products then meet across the lanes in one
+    // transposing reduction (reduce_lanes).
     const int warp = tid >> 5, lane = tid & 31;
     constexpr int warps = split_threads / 32, per_warp = 4, values = Heads * per_warp;
+    float q_pairs[Heads][Pairs > 0 ? Pairs : 1][2];
+    if constexpr (Pairs > 0) {
+#pragma unroll
+        for (int h = 0; h < Heads; ++h)
+#pragma unroll
+            for (int v = 0; v < Pairs; ++v) {
+                q_pairs[h][v][0] = q[h * hd + 64 * v + 2 * lane];
+                q_pairs[h][v][1] = q[h * hd + 64 * v + 2 * lane + 1];
+            }
+    }
     for (int i0 = warp * per_warp; i0 < keys; i0 += warps * per_warp) {
         float dot[values];
 #pragma unroll
         for (int v = 0; v < values; ++v) dot[v] = 0.0f;
-        for (int e = lane; e < hd; e += 32) {
-            float kv[per_warp];
+        if constexpr (Pairs > 0) {
 #pragma unroll
-            for (int u = 0; u < per_warp; ++u) kv[u] = i0 + u < keys ? kv_at(ks + int64_t(i0 + u) * hd, e) : 0.0f;
+            for (int v = 0; v < Pairs; ++v) {
+                float2 kv[per_warp];
 #pragma unroll
-            for (int h = 0; h < Heads; ++h) {
-                const float qe = q[h * hd + e];
+                for (int u = 0; u < per_warp; ++u)
+                    kv[u] = i0 + u < keys ? kv_pair(ks + int64_t(i0 + u) * hd, 64 * v + 2 * lane) : make_float2(0.0f, 0.0f);
 #pragma unroll
-                for (int u = 0; u < per_warp; ++u) dot[h * per_warp + u] = __fmaf_rn(qe, kv[u], dot[h * per_warp + u]);
+                for (int h = 0; h < Heads; ++h)
+#pragma unroll
+                    for (int u = 0; u < per_warp; ++u) {
+                        float& d = dot[h * per_warp + u];
+                        d = __fmaf_rn(q_pairs[h][v][0], kv[u].x, d);
+                        d = __fmaf_rn(q_pairs[h][v][1], kv[u].y, d);
+                    }
+            }
+        } else {
+            for (int e = lane; e < hd; e += 32) {
+                float kv[per_warp];
+#pragma unroll
+                for (int u = 0; u < per_warp; ++u) kv[u] = i0 + u < keys ? kv_at(ks + int64_t(i0 + u) * hd, e) : 0.0f;
+#pragma unroll
+                for (int h = 0; h < Heads; ++h) {
+                    const float qe = q[h * hd + e];
+#pragma unroll
+                    for (int u = 0; u < per_warp; ++u) dot[h * per_warp + u] = __fmaf_rn(qe, kv[u], dot[h * per_warp + u]);
+                }
             }
         }
         const int index = reduce_lanes<values>(dot, lane);  // lane's result: dot product `index`
         const int h = index / per_warp, u = index % per_warp;
-        if (lane % (32 / values) == 0 && i0 + u < keys) scores[h * a.chunk_cap + i0 + u] = __fmul_rn(dot[0], a.scale);
+        if (lane % (32 / values) == 0 && i0 + u < keys) scores[(i0 + u) * Heads + h] = __fmul_rn(dot[0], a.scale);
     }
     __syncthreads();
 
     // Per head (a warp each, in turn): the chunk's max, the exponentials and their sum.
     for (int h = warp; h < Heads; h += warps) {
-        float* s = scores + h * a.chunk_cap;
         float m = -INFINITY;
-        for (int i = lane; i < keys; i += 32) m = fmaxf(m, s[i]);
+        for (int i = lane; i < keys; i += 32) m = fmaxf(m, scores[i * Heads + h]);
 #pragma unroll
         for (int offset = 16; offset > 0; offset >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
         float l = 0.0f;
         for (int i = lane; i < keys; i += 32) {
-            const float e = expf(__fsub_rn(s[i], m));
-            s[i] = e;
+            const float e = expf(__fsub_rn(scores[i * Heads + h], m));
+            scores[i * Heads + h] = e;
             l = __fadd_rn(l, e);
         }
 #pragma unroll
@@ -215,24 +255,40 @@ __global__ void __launch_bounds__(split_threads) split_attention_kernel(const sp
     }
     __syncthreads();
 
-    // o_h[e] = Σ_i e_hi · v_i[e]: `parts` threads per element, part r taking the r-th of `parts`
-    // contiguous runs of the keys in order, then the parts added in order.
-    const int parts = hd <= split_threads ? split_threads / hd : 1;
-    const int part = tid / hd < parts ? tid / hd : parts;  // parts: this thread takes no element
+    // o_h[e] = Σ_i e_hi · v_i[e]: `parts` threads per element (per pair of elements where
+    // Pairs > 0), part r taking the r-th of `parts` contiguous runs of the keys in order, then the
+    // parts added in order.
+    constexpr int width = Pairs > 0 ? 2 : 1;  // elements a thread takes
+    const int lanes = hd / width;             // threads per part
+    const int parts = lanes <= split_threads ? split_threads / lanes : 1;
+    const int part = tid / lanes < parts ? tid / lanes : parts;  // parts: this thread takes no element
     const int run = (keys + parts - 1) / parts;
     const int i_begin = part * run, i_end = i_begin + run < keys ? i_begin + run : keys;
     float* sums = scores + Heads * a.chunk_cap;  // parts · Heads · head_dim floats, past the scores
-    for (int e = tid % hd; part < parts && e < hd; e += (parts > 1 ? hd : split_threads)) {
-        float acc[Heads];
+    for (int e = width * (tid % lanes); part < parts && e < hd; e += (parts > 1 ? hd : width * split_threads)) {
+        float acc[Heads][width];
 #pragma unroll
-        for (int h = 0; h < Heads; ++h) acc[h] = 0.0f;
+        for (int h = 0; h < Heads; ++h)
+#pragma unroll
+            for (int w2 = 0; w2 < width; ++w2) acc[h][w2] = 0.0f;
         for (int i = i_begin; i < i_end; ++i) {
-            const float v = kv_at(vs + int64_t(i) * hd, e);
+            float v[width];
+            if constexpr (Pairs > 0) {
+                const float2 pair = kv_pair(vs + int64_t(i) * hd, e);
+                v[0] = pair.x;
+                v[width - 1] = pair.y;
+            } else {
+                v[0] = kv_at(vs + int64_t(i) * hd, e);
+            }
 #pragma unroll
-            for (int h = 0; h < Heads; ++h) acc[h] = __fmaf_rn(scores[h * a.chunk_cap + i], v, acc[h]);
+            for (int h = 0; h < Heads; ++h)
+#pragma unroll
+                for (int w2 = 0; w2 < width; ++w2) acc[h][w2] = __fmaf_rn(scores[i * Heads + h], v[w2], acc[h][w2]);
         }
 #pragma unroll
-        for (int h = 0; h < Heads; ++h) sums[(part * Heads + h) * hd + e] = acc[h];
+        for (int h = 0; h < Heads; ++h)
+#pragma unroll
+            for (int w2 = 0; w2 < width; ++w2) sums[(part * Heads + h) * hd + e + w2] = acc[h][w2];
     }
     __syncthreads();
     for (int i = tid; i < Heads * hd; i += split_threads) {
@@ -407,7 +463,9 @@ inline void split_attention(const float* q, int64_t q_stride, qtype kv_type, con
     // q and the scores, then the K and V stage, which the combine reuses for the chunks' weights.
     const std::size_t stage = std::max(2 * std::size_t(cap) * std::size_t(p.head_dim) * kv_bytes,
                                        std::size_t(group) * std::size_t(chunks) * sizeof(float));
-    const std::size_t parts = p.head_dim <= detail::split_threads ? std::size_t(detail::split_threads / p.head_dim) : 1;
+    const int pairs = p.head_dim == 64 ? 1 : p.head_dim == 128 ? 2 : 0;  // the paired form's head sizes
+    const std::size_t lanes = std::size_t(p.head_dim / (pairs > 0 ? 2 : 1));
+    const std::size_t parts = lanes <= std::size_t(detail::split_threads) ? std::size_t(detail::split_threads) / lanes : 1;
     const std::size_t smem = std::size_t(group) * std::size_t(p.head_dim + cap) * sizeof(float) +
                              parts * std::size_t(group) * std::size_t(p.head_dim) * sizeof(float) + stage;
     check(smem <= 200 * 1024, errc::invalid_argument, [&] {
@@ -425,11 +483,19 @@ inline void split_attention(const float* q, int64_t q_stride, qtype kv_type, con
         detail::launch(op, kernel, grid, dim3(detail::split_threads), smem, stream, o, a);
     };
     const bool half = kv_type == qtype::f16;
+    auto with_pairs = [&](auto heads) {
+        constexpr int H = decltype(heads)::value;
+        switch (pairs) {
+            case 1: half ? split(detail::split_attention_kernel<uint16_t, H, 1>) : split(detail::split_attention_kernel<float, H, 1>); break;
+            case 2: half ? split(detail::split_attention_kernel<uint16_t, H, 2>) : split(detail::split_attention_kernel<float, H, 2>); break;
+            default: half ? split(detail::split_attention_kernel<uint16_t, H, 0>) : split(detail::split_attention_kernel<float, H, 0>); break;
+        }
+    };
     switch (group) {
-        case 1: half ? split(detail::split_attention_kernel<uint16_t, 1>) : split(detail::split_attention_kernel<float, 1>); break;
-        case 2: half ? split(detail::split_attention_kernel<uint16_t, 2>) : split(detail::split_attention_kernel<float, 2>); break;
-        case 4: half ? split(detail::split_attention_kernel<uint16_t, 4>) : split(detail::split_attention_kernel<float, 4>); break;
-        default: half ? split(detail::split_attention_kernel<uint16_t, 8>) : split(detail::split_attention_kernel<float, 8>); break;
+        case 1: with_pairs(std::integral_constant<int, 1>{}); break;
+        case 2: with_pairs(std::integral_constant<int, 2>{}); break;
+        case 4: with_pairs(std::integral_constant<int, 4>{}); break;
+        default: with_pairs(std::integral_constant<int, 8>{}); break;
     }
 }
 
