@@ -44,6 +44,9 @@ struct sampling_params {
 
     std::vector<sampler_stage> build_stages() const {
         std::vector<sampler_stage> s;
+        // Room for every stage up front: g++ 13 at -O3 reports a false stringop-overflow in the
+        // vector's regrowth path for variants (and the project builds with -Werror).
+        s.reserve(6);
         const penalty_stage pen{penalty_last_n, repeat_penalty, frequency_penalty, presence_penalty};
         pen.validate();
         if (pen.active()) s.emplace_back(pen);
