@@ -88,6 +88,22 @@ __device__ __forceinline__ q8_1_lane_result quantize_q8_1_lane(float x, int lane
     return r;
 }
 
+// Column c's part of one record of ncols columns (the layout above): this lane's quant, and the
+// side data from lane 0.
+__device__ __forceinline__ void store_q8_1_record(uint8_t* record, int64_t ncols, int64_t c, int lane,
+                                                  const q8_1_lane_result& r) {
+    record[32 * c + lane] = uint8_t(int8_t(r.q));
+    if (lane == 0) {
+        const float d = __half2float(__ushort_as_half(r.d_fp16));
+        q8_1_aux aux;
+        aux.d = d;
+        aux.d_sum = __fmul_rn(d, float(r.sum_lo + r.sum_hi));
+        aux.sum_lo = r.sum_lo;
+        aux.sum_hi = r.sum_hi;
+        *reinterpret_cast<q8_1_aux*>(record + 32 * ncols + 16 * c) = aux;
+    }
+}
+
 constexpr int quantize_warps_per_block = 8;
 
 struct activation_quantize_params {
@@ -116,16 +132,7 @@ __global__ void __launch_bounds__(32 * Warps) quantize_activations_kernel(activa
     const q8_1_lane_result r = quantize_q8_1_lane(x[32 * b + lane], lane);
     const int64_t record_bytes = activation_record_bytes(p.ncols);
     uint8_t* record = p.out + (int64_t(blockIdx.z) * p.batch2 + blockIdx.y) * p.nblocks * record_bytes + b * record_bytes;
-    record[32 * c + lane] = uint8_t(int8_t(r.q));
-    if (lane == 0) {
-        const float d = __half2float(__ushort_as_half(r.d_fp16));
-        q8_1_aux aux;
-        aux.d = d;
-        aux.d_sum = __fmul_rn(d, float(r.sum_lo + r.sum_hi));
-        aux.sum_lo = r.sum_lo;
-        aux.sum_hi = r.sum_hi;
-        *reinterpret_cast<q8_1_aux*>(record + 32 * p.ncols + 16 * c) = aux;
-    }
+    store_q8_1_record(record, p.ncols, c, lane, r);
 }
 
 // ggml's block_q8_1 layout: one warp per block.

@@ -69,20 +69,24 @@ struct backend_options {
 
 namespace detail {
 
-// Owning handles, so that a failed prepare releases what it had made.
-struct device_memory {
+// Owning handles, so that a failed prepare releases what it had made: device memory (cudaFree)
+// and pinned host memory (cudaFreeHost).
+template <cudaError_t (*Free)(void*)>
+struct owned_memory {
     void* ptr = nullptr;
-    device_memory() = default;
-    device_memory(device_memory&& o) noexcept : ptr(std::exchange(o.ptr, nullptr)) {}
-    device_memory& operator=(device_memory&& o) noexcept {
+    owned_memory() = default;
+    owned_memory(owned_memory&& o) noexcept : ptr(std::exchange(o.ptr, nullptr)) {}
+    owned_memory& operator=(owned_memory&& o) noexcept {
         std::swap(ptr, o.ptr);
         return *this;
     }
-    ~device_memory() {
-        if (ptr) cudaFree(ptr);
+    ~owned_memory() {
+        if (ptr) Free(ptr);
     }
     std::byte* bytes() const { return static_cast<std::byte*>(ptr); }
 };
+using device_memory = owned_memory<cudaFree>;
+using pinned_memory = owned_memory<cudaFreeHost>;
 
 inline device_memory allocate(std::size_t bytes, const std::string& what) {
     device_memory m;
@@ -101,20 +105,6 @@ struct all_weight_types;
 template <class... Ts>
 struct all_weight_types<type_list<Ts...>> {
     static constexpr bool value = (list_contains_v<Ts, weight_types> && ...);
-};
-
-struct pinned_memory {
-    void* ptr = nullptr;
-    pinned_memory() = default;
-    pinned_memory(pinned_memory&& o) noexcept : ptr(std::exchange(o.ptr, nullptr)) {}
-    pinned_memory& operator=(pinned_memory&& o) noexcept {
-        std::swap(ptr, o.ptr);
-        return *this;
-    }
-    ~pinned_memory() {
-        if (ptr) cudaFreeHost(ptr);
-    }
-    std::byte* bytes() const { return static_cast<std::byte*>(ptr); }
 };
 
 inline pinned_memory allocate_pinned(std::size_t bytes) {

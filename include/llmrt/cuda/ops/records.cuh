@@ -26,20 +26,10 @@ namespace detail {
 // and writes their Q8_1 record: bit for bit what quantize_activations writes for them.
 __device__ __forceinline__ void write_record(uint8_t* records, int64_t k, int64_t cols, int64_t c, int64_t b, float x,
                                              int lane) {
-    const llmrt::cuda::detail::q8_1_lane_result r = llmrt::cuda::detail::quantize_q8_1_lane(x, lane);
     const int64_t chunk = c / 8, in_chunk = c % 8;
     const int64_t width = cols - chunk * 8 < 8 ? cols - chunk * 8 : 8;
     uint8_t* record = records + chunk * (k / 32) * activation_record_bytes(8) + b * activation_record_bytes(width);
-    record[32 * in_chunk + lane] = uint8_t(int8_t(r.q));
-    if (lane == 0) {
-        const float d = __half2float(__ushort_as_half(r.d_fp16));
-        q8_1_aux aux;
-        aux.d = d;
-        aux.d_sum = __fmul_rn(d, float(r.sum_lo + r.sum_hi));
-        aux.sum_lo = r.sum_lo;
-        aux.sum_hi = r.sum_hi;
-        *reinterpret_cast<q8_1_aux*>(record + 32 * width + 16 * in_chunk) = aux;
-    }
+    llmrt::cuda::detail::store_q8_1_record(record, width, in_chunk, lane, llmrt::cuda::detail::quantize_q8_1_lane(x, lane));
 }
 
 }  // namespace detail
