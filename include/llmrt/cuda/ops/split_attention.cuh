@@ -40,8 +40,8 @@ namespace detail {
 
 constexpr int split_threads = 256;
 constexpr int split_max_head_dim = 512;
-constexpr int split_stage_bytes = 32 * 1024;  // a chunk's K and V in shared memory, at most
-constexpr int split_min_len = 32;             // keys per chunk, at least
+constexpr int split_stage_bytes = 64 * 1024;  // a chunk's K and V in shared memory, at most
+constexpr int split_min_len = 64;             // keys per chunk, at least
 
 struct split_attention_args {
     const float* q;       // column t of q at q + t · q_stride
