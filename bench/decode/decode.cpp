@@ -256,7 +256,7 @@ const std::vector<graph::step_kind> breakdown_order{graph::step_kind::matvec, gr
 
 const char* kind_label(graph::step_kind k) {
     switch (k) {
-        case graph::step_kind::matvec: return "mat-vec (mmvq)";
+        case graph::step_kind::matvec: return "mat-vec (mmvq, with the rope_cache and swiglu steps it carries)";
         case graph::step_kind::norm: return "add + rms_norm + records";
         case graph::step_kind::rope_cache: return "rope + KV cache write";
         case graph::step_kind::attention: return "attention";

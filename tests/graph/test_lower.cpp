@@ -85,6 +85,15 @@ TEST_CASE("a llama layer lowers to norm, matvec, rope_cache, attention, matvec, 
     CHECK(p.steps[1].rounded_for == 2);
     CHECK(p.steps[8].rounded_for == 9);  // swiglu rounds for the down projection
     CHECK(p.steps[4].rounded_for == 5);  // attention for the output projection
+    // Q/K/V carries the rope_cache after it, gate/up the swiglu: a backend may finish them in
+    // the mat-vec's epilogue.
+    CHECK(qkv.carries == 3);
+    CHECK(p.steps[3].carried_by == 2);
+    CHECK(p.steps[7].carries == 8);
+    CHECK(p.steps[8].carried_by == 7);
+    CHECK(p.steps[5].carries == -1);  // the output projection has one product: nothing stacked
+    // Written by the carrier: q after rope is placed (and lives) from the Q/K/V step on.
+    CHECK(p.first_step[std::size_t(named("blk.0.q_rope"))] == 2);
     // What is never written: the norms before their products, the products only mat-vecs read,
     // k after rope (only its cache write reads it), attention's and swiglu's results.
     for (const char* n : {"blk.0.attn_norm", "blk.0.ffn_norm", "blk.0.k_rope", "blk.0.attn", "blk.0.ffn_swiglu"})
@@ -95,6 +104,20 @@ TEST_CASE("a llama layer lowers to norm, matvec, rope_cache, attention, matvec, 
     // q, k and v side by side, each column rows_total apart.
     CHECK(p.col_stride[std::size_t(named("blk.0.k"))] == 512);
     CHECK(p.offset[std::size_t(named("blk.0.k"))] == p.offset[std::size_t(named("blk.0.q"))] + 256 * 4);
+}
+
+TEST_CASE("without epilogues no matvec step carries another, and the steps are the same") {
+    small_llama m(qtype::q4_K, 4, 1);
+    cpu::backend cpu_backend;
+    graph::lower_options o;
+    o.epilogues = false;
+    const auto with = graph::make_plan(m.built.g, cpu_sizes(m.built.g, cpu_backend), {}, graph::lower_options{});
+    const auto without = graph::make_plan(m.built.g, cpu_sizes(m.built.g, cpu_backend), {}, o);
+    CHECK(kinds(with) == kinds(without));
+    for (const auto& s : without.steps) {
+        CHECK(s.carries == -1);
+        CHECK(s.carried_by == -1);
+    }
 }
 
 TEST_CASE("with every fusion off each planned node is a step of its own") {
@@ -141,7 +164,8 @@ TEST_CASE("fused plans never let live tensors, stacks, roundings or scratch shar
                 spans.push_back(block);
             }
             if (p.scratch_bytes[s]) spans.push_back({int32_t(s), int32_t(s), p.scratch_offset[s], p.scratch_bytes[s]});
-            if (p.rounded_bytes[s]) spans.push_back({int32_t(s), st.rounded_for, p.rounded_offset[s], p.rounded_bytes[s]});
+            const int32_t written = st.carried_by >= 0 ? st.carried_by : int32_t(s);  // by the carrier
+            if (p.rounded_bytes[s]) spans.push_back({written, st.rounded_for, p.rounded_offset[s], p.rounded_bytes[s]});
         }
         int overlaps = 0;
         for (std::size_t a = 0; a < spans.size(); ++a)

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -309,4 +310,195 @@ TEST_CASE("argmax over slices of a long column finds the first largest element, 
         CHECK(y.download() == ref);
     }
     CHECK(counters.download() == std::vector<int32_t>(counters.count, 0));
+}
+
+namespace {
+
+// Weights of `rows` rows of k for each type in turn (rows_of[i] rows of types[i]), quantized from
+// random floats, on the device; with the products that write them into a stack of Y.
+struct stacked_weights {
+    std::vector<std::unique_ptr<device_vector<uint8_t>>> w;
+    std::vector<cuda::qmatrix_view> views;
+    int64_t rows_total = 0;
+
+    stacked_weights(const std::vector<qtype>& types, const std::vector<int64_t>& rows_of, int64_t k, uint32_t seed) {
+        for (std::size_t i = 0; i < types.size(); ++i) {
+            const auto f = gaussian(std::size_t(rows_of[i] * k), seed + uint32_t(i));
+            std::vector<uint8_t> bytes(row_size(types[i], k) * std::size_t(rows_of[i]));
+            for (int64_t r = 0; r < rows_of[i]; ++r)
+                quantize(types[i], f.data() + r * k, bytes.data() + std::size_t(r) * row_size(types[i], k), k);
+            w.push_back(std::make_unique<device_vector<uint8_t>>(bytes));
+            cuda::qmatrix_view v;
+            v.type = types[i];
+            v.data = w.back()->ptr;
+            v.rows = rows_of[i];
+            v.k = k;
+            views.push_back(v);
+            rows_total += rows_of[i];
+        }
+    }
+    // The products writing column c of product i at stack + c · rows_total + (rows before i).
+    std::vector<cuda::mmvq_product> products(float* stack, int64_t cols) const {
+        std::vector<cuda::mmvq_product> out;
+        int64_t offset = 0;
+        for (const auto& v : views) {
+            cuda::mmvq_product p;
+            p.w = v;
+            p.y = cuda::output_columns{stack + offset, v.rows, cols};
+            p.y.col_stride = rows_total;
+            p.epilogue.row_offset = int32_t(offset);
+            out.push_back(p);
+            offset += v.rows;
+        }
+        return out;
+    }
+};
+
+// Random columns of k floats, as mmvq's records.
+struct random_activations {
+    records rec;
+    cuda::prepared_activations x;
+    random_activations(int64_t k, int64_t cols, uint32_t seed) : rec(cuda::activation_scratch_bytes(k, cols)) {
+        const device_vector<float> f(gaussian(std::size_t(k * cols), seed, 2.0f));
+        const cuda::input_columns in{f.ptr, k, cols};
+        cuda::quantize_activations(in, rec.ptr, rec.count, nullptr);
+        testing::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // before f goes
+        x = cuda::prepared_from(in, rec.ptr);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("an mmvq launch that carries rope_cache gives the bits of mmvq, then rope_cache, for one or several launches") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    // head_dim 42 with n_rot 32: pass-through pairs, and 420 rows: a last tile of 4 rows.
+    const int32_t n_head = 6, n_head_kv = 2, head_dim = 42, n_rot = 32, n_ctx = 20;
+    const int64_t k = 512, q_rows = n_head * head_dim, kv_rows = n_head_kv * head_dim;
+    const graph::rope_params p{n_head, head_dim, n_rot, 10000.0f, graph::rope_order::normal};
+    for (const auto& types : {std::vector<qtype>{qtype::q4_K, qtype::q4_K, qtype::q4_K},
+                              std::vector<qtype>{qtype::q4_K, qtype::q8_0, qtype::q6_K}})
+        for (qtype kv_type : {qtype::f16, qtype::f32})
+            for (int64_t cols : {1, 3, 8}) {
+                CAPTURE(std::string(name(types[1])));
+                CAPTURE(std::string(name(kv_type)));
+                CAPTURE(cols);
+                // The uniform types as one launch over the three weights side by side.
+                const bool one = types[1] == types[0];
+                const stacked_weights w(one ? std::vector<qtype>{types[0]} : types,
+                                        one ? std::vector<int64_t>{q_rows + 2 * kv_rows} : std::vector<int64_t>{q_rows, kv_rows, kv_rows},
+                                        k, uint32_t(40 + cols));
+                const random_activations x(k, cols, uint32_t(50 + cols));
+                const std::vector<int32_t> all_pos{5, 0, 19, 7, 12, 3, 18, 9};
+                const device_vector<int32_t> pos(std::vector<int32_t>(all_pos.begin(), all_pos.begin() + cols));
+                const std::size_t cache_bytes = std::size_t(kv_rows * n_ctx) * (kv_type == qtype::f16 ? 2 : 4);
+                // The separate kernels.
+                device_vector<float> stack_ref(std::size_t(w.rows_total * cols)), q_ref(std::size_t(q_rows * cols));
+                device_vector<uint8_t> kc_ref(cache_bytes), vc_ref(cache_bytes);
+                kc_ref.fill_bytes(0);
+                vc_ref.fill_bytes(0);
+                cuda::mmvq_prepared_many(w.products(stack_ref.ptr, cols), x.x, nullptr);
+                cuda::ops::rope_cache(stack_ref.ptr, w.rows_total, stack_ref.ptr + q_rows, w.rows_total,
+                                      stack_ref.ptr + q_rows + kv_rows, w.rows_total, q_ref.ptr, kv_type, kc_ref.ptr,
+                                      vc_ref.ptr, n_ctx, n_head_kv, pos.ptr, cols, p, nullptr, {});
+                // The epilogue.
+                device_vector<float> stack(stack_ref.count), q_out(q_ref.count);
+                device_vector<uint8_t> kc(cache_bytes), vc(cache_bytes);
+                kc.fill_bytes(0);
+                vc.fill_bytes(0);
+                testing::poison_device(stack.ptr, int64_t(stack.count));
+                testing::poison_device(q_out.ptr, int64_t(q_out.count));
+                auto products = w.products(stack.ptr, cols);
+                for (auto& pr : products) {
+                    cuda::mmvq_epilogue& e = pr.epilogue;
+                    e.kind = cuda::mmvq_finish::rope_cache;
+                    e.q_rows = int32_t(q_rows);
+                    e.kv_rows = int32_t(kv_rows);
+                    e.head_dim = head_dim;
+                    e.n_rot = n_rot;
+                    e.theta_scale = cuda::ops::detail::rope_theta_scale(p);
+                    e.q_out = q_out.ptr;
+                    e.k_cache = kc.ptr;
+                    e.v_cache = vc.ptr;
+                    e.kv_half = kv_type == qtype::f16;
+                    e.n_ctx = n_ctx;
+                    e.pos = pos.ptr;
+                }
+                cuda::launch_options pdl;
+                pdl.programmatic_dependent_launch = true;
+                cuda::mmvq_prepared_many(products, x.x, nullptr, pdl);
+                CHECK(same_bits(stack.download(), stack_ref.download()));
+                CHECK(same_bits(q_out.download(), q_ref.download()));
+                CHECK(kc.download() == kc_ref.download());
+                CHECK(vc.download() == vc_ref.download());
+            }
+}
+
+TEST_CASE("an mmvq launch that carries swiglu gives the bits of mmvq, then swiglu_round, launch after launch") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int64_t k = 512, half = 352;  // 11 blocks of 32 per column
+    for (bool apart : {false, true})
+        for (int64_t cols : {1, 5, 8}) {
+            CAPTURE(apart);
+            CAPTURE(cols);
+            const stacked_weights w(apart ? std::vector<qtype>{qtype::q4_K, qtype::q8_0} : std::vector<qtype>{qtype::q4_K},
+                                    apart ? std::vector<int64_t>{half, half} : std::vector<int64_t>{2 * half}, k,
+                                    uint32_t(60 + cols));
+            device_vector<int32_t> counters(std::size_t(half / 32));
+            counters.fill_bytes(0);
+            cuda::launch_options pdl;
+            pdl.programmatic_dependent_launch = true;
+            // Three rounds on fresh activations, queued back to back: each must find the counters
+            // the one before left.
+            for (int round = 0; round < 3; ++round) {
+                CAPTURE(round);
+                const random_activations x(k, cols, uint32_t(70 + 10 * round + cols));
+                device_vector<float> stack_ref(std::size_t(2 * half * cols)), h_ref(std::size_t(half * cols));
+                records rec_ref(cuda::ops::rounded_records_bytes(half, cols));
+                rec_ref.fill_bytes(0xa5);
+                cuda::mmvq_prepared_many(w.products(stack_ref.ptr, cols), x.x, nullptr);
+                cuda::ops::swiglu_round(stack_ref.ptr, 2 * half, stack_ref.ptr + half, 2 * half, h_ref.ptr, rec_ref.ptr,
+                                        half, cols, nullptr, {});
+                device_vector<float> stack(stack_ref.count), h(h_ref.count);
+                records rec(rec_ref.count);
+                rec.fill_bytes(0xa5);
+                testing::poison_device(stack.ptr, int64_t(stack.count));
+                testing::poison_device(h.ptr, int64_t(h.count));
+                auto products = w.products(stack.ptr, cols);
+                for (auto& pr : products) {
+                    cuda::mmvq_epilogue& e = pr.epilogue;
+                    e.kind = cuda::mmvq_finish::swiglu_round;
+                    e.half = int32_t(half);
+                    e.stack = stack.ptr;
+                    e.stack_stride = 2 * half;
+                    e.h = h.ptr;
+                    e.records = rec.ptr;
+                    e.counters = counters.ptr;
+                }
+                cuda::mmvq_prepared_many(products, x.x, nullptr, pdl);
+                CHECK(same_bits(stack.download(), stack_ref.download()));
+                CHECK(same_bits(h.download(), h_ref.download()));
+                CHECK(rec.download() == rec_ref.download());
+            }
+            CHECK(counters.download() == std::vector<int32_t>(counters.count, 0));
+        }
+}
+
+TEST_CASE("an epilogue that does not fit its launch is an llmrt::error naming the launch") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int64_t k = 256;
+    const stacked_weights w({qtype::q4_K}, {96}, k, 80);
+    const random_activations x(k, 1, 81);
+    device_vector<float> stack(96);
+    device_vector<int32_t> counters(2);
+    auto products = w.products(stack.ptr, 1);
+    products[0].epilogue.kind = cuda::mmvq_finish::swiglu_round;
+    products[0].epilogue.half = 40;  // not whole blocks of 32
+    products[0].epilogue.stack = stack.ptr;
+    products[0].epilogue.counters = counters.ptr;
+    CHECK_THROWS_WITH_AS(cuda::mmvq_prepared_many(products, x.x, nullptr),
+                         doctest::Contains("swiglu_round needs gate and up of whole 32-row blocks"), error);
+    products[0].epilogue.half = 64;  // whole blocks, but Y is not the stack
+    products[0].y.data = stack.ptr + 1;
+    CHECK_THROWS_WITH_AS(cuda::mmvq_prepared_many(products, x.x, nullptr), doctest::Contains("Y must be the launch's rows"),
+                         error);
 }

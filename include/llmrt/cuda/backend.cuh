@@ -199,7 +199,7 @@ private:
         const graph::graph* g = nullptr;
         const graph::plan* p = nullptr;
         backend_options options;
-        detail::device_memory arena, weights, records, counters;  // counters: split attention's and argmax's
+        detail::device_memory arena, weights, records, counters;  // counters: split attention's, argmax's, swiglu epilogues'
         std::vector<detail::device_memory> states;
         detail::pinned_memory inputs_host, bounce;
         std::size_t inputs_bytes = 0;  // the inputs sit first in the arena: [0, inputs_bytes)
@@ -381,7 +381,7 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
     LLMRT_CUDA_CHECK(cudaMemset(s.arena.ptr, 0, p.arena_bytes == 0 ? 1 : p.arena_bytes));
     s.weights = detail::allocate(weight_bytes, "the weights");
     s.records = detail::allocate(s.records_bytes, "mul_mat's activation records");
-    s.counters = detail::allocate(s.counter_bytes, "split attention's counters");
+    s.counters = detail::allocate(s.counter_bytes, "the kernels' counters");
     LLMRT_CUDA_CHECK(cudaMemset(s.counters.ptr, 0, s.counter_bytes == 0 ? 1 : s.counter_bytes));
     s.device_bytes = p.arena_bytes + weight_bytes + s.records_bytes + s.counter_bytes;
     s.address.assign(n, nullptr);
@@ -426,6 +426,8 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
         if (concatenated[si] >= 0) r.concatenated = s.address[std::size_t(concatenated[si])];
         s.steps.push_back(r);
     }
+    for (steps::resolved& r : s.steps)
+        if (r.st->carries >= 0) r.carried = &s.steps[std::size_t(r.st->carries)];
 
     LLMRT_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     LLMRT_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads and memsets are done before any run

@@ -49,6 +49,7 @@
 #include "llmrt/cuda/activations.cuh"
 #include "llmrt/cuda/check.cuh"
 #include "llmrt/cuda/codecs.cuh"
+#include "llmrt/cuda/mmvq_epilogue.cuh"
 #include "llmrt/cuda/ptx.cuh"
 #include "llmrt/cuda/views.cuh"
 #include "llmrt/quant/dispatch.hpp"
@@ -240,6 +241,7 @@ struct mmvq_params {
     int32_t slot_bytes;      // a ring slot: layout::stage_bytes, or compact_stage_bytes (tensor map only)
     int32_t activations;     // activation_order: when X is read against the previous kernel
     int32_t shares;          // the k-split: shares of k whose partial sums are added (a multiple of the warps)
+    mmvq_epilogue epilogue;  // what the CTA does with its sums besides storing Y
 };
 
 }  // namespace detail
@@ -588,13 +590,29 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
         return apart ? share_sums[s * NCols * mmvq_tile_rows + idx]
                      : reinterpret_cast<const float*>(smem + s * warp_smem_bytes)[idx];
     };
+    auto row_sum = [&](int idx) {
+        float sum = share_partial(0, idx);
+        for (int s = 1; s < shares; ++s) sum = __fadd_rn(sum, share_partial(s, idx));
+        return sum;
+    };
+    if (p.epilogue.kind == mmvq_finish::rope_cache) {  // by pairs of rows (the launch's rows are even)
+        constexpr int pairs = mmvq_tile_rows / 2;
+        for (int idx = warp * 32 + lane; idx < NCols * pairs; idx += 32 * split) {
+            const int c = idx / pairs, r = 2 * (idx % pairs);
+            if (row0 + r >= p.rows) continue;
+            const float s0 = row_sum(c * mmvq_tile_rows + r), s1 = row_sum(c * mmvq_tile_rows + r + 1);
+            y[c * p.y_col_stride + row0 + r] = s0;
+            y[c * p.y_col_stride + row0 + r + 1] = s1;
+            finish_rope_pair(p.epilogue, c, row0 + r, s0, s1);
+        }
+        return;
+    }
     for (int idx = warp * 32 + lane; idx < NCols * mmvq_tile_rows; idx += 32 * split) {
         const int c = idx / mmvq_tile_rows, r = idx % mmvq_tile_rows;
         if (row0 + r >= p.rows) continue;
-        float sum = share_partial(0, idx);
-        for (int s = 1; s < shares; ++s) sum = __fadd_rn(sum, share_partial(s, idx));
-        y[c * p.y_col_stride + row0 + r] = sum;
+        y[c * p.y_col_stride + row0 + r] = row_sum(idx);
     }
+    if (p.epilogue.kind == mmvq_finish::swiglu_round) finish_swiglu<NCols>(p.epilogue, row0, warp, lane, split);
 }
 
 namespace detail {
@@ -1214,9 +1232,11 @@ inline void check_quantizes_own_activations(const launch_options& options, const
 // The launch of checked shapes: W of type B, NCols columns.
 template <class B, int NCols>
 void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const output_columns& y, cudaStream_t stream,
-                 const launch_options& options, const char* op, const std::string& shapes) {
+                 const launch_options& options, const char* op, const std::string& shapes,
+                 const mmvq_epilogue& epilogue = {}) {
     if (w.rows == 0) return;
     check_mmvq_pointers(w, x, y, op, shapes);
+    check_mmvq_epilogue(epilogue, w.rows, y, x.ncols, x.batch2 * x.batch3, op, shapes);
     const device_limits device = check_device_supports_mmvq();
     mmvq_params p{};
     p.w = static_cast<const uint8_t*>(w.data);
@@ -1238,6 +1258,7 @@ void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const out
     p.ratio2 = int32_t(x.batch2 / w.batch2);
     p.ratio3 = int32_t(x.batch3 / w.batch3);
     p.activations = int32_t(options.activations);
+    p.epilogue = epilogue;
     const int64_t tiles = (w.rows + mmvq_tile_rows - 1) / mmvq_tile_rows;
     const int split = mmvq_split<B>(tiles * x.batch2 * x.batch3, p.nunits);
     const dim3 grid(unsigned(tiles), unsigned(x.batch2), unsigned(x.batch3));
@@ -1282,10 +1303,12 @@ inline void mmvq_prepared(const qmatrix_view& w, const prepared_activations& x, 
     });
 }
 
-// One product of mmvq_prepared_many: a W and where its Y goes.
+// One product of mmvq_prepared_many: a W, where its Y goes and what else its launch finishes
+// (mmvq_epilogue.cuh).
 struct mmvq_product {
     qmatrix_view w;
     output_columns y;
+    mmvq_epilogue epilogue{};
 };
 
 // Y_i = W_i·X for every product, as back-to-back launches on `stream` that share one prepared X
@@ -1324,7 +1347,7 @@ inline void mmvq_prepared_many(std::span<const mmvq_product> products, const pre
             using B = typename decltype(tag)::type;
             detail::with_ncols(x.ncols, [&](auto ncols) {
                 detail::mmvq_launch<B, decltype(ncols)::value>(products[i].w, x, products[i].y, stream, o, op,
-                                                               shapes_of(i));
+                                                               shapes_of(i), products[i].epilogue);
             });
         });
         ++launched;

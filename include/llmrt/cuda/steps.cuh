@@ -7,7 +7,9 @@
 //   matvec      the records (from the producer, or quantized here), then one mmvq launch per
 //               chunk of 8 columns when the products' weights lie side by side (stacked steps
 //               whose weights the program uploaded as one matrix), else one per product, the
-//               launches after the first reading the records at once (activation_order::shared)
+//               launches after the first reading the records at once (activation_order::shared);
+//               a step that carries the next one finishes it in the launches' epilogue
+//               (mmvq_epilogue.cuh), and the carried step launches nothing
 //   rope_cache  rope_cache: q rotated, k rotated into the K cache, v into the V cache
 //   attention   split_attention (or the one-block-per-head kernel, then the records)
 //   swiglu      swiglu_round
@@ -53,6 +55,7 @@ struct resolved {
     std::byte* rounded = nullptr;           // the records this step writes (st->rounds)
     const std::byte* rounded_in = nullptr;  // matvec: the records its producer wrote
     const std::byte* concatenated = nullptr;  // matvec: the products' weights as one matrix (null: apart)
+    const resolved* carried = nullptr;        // matvec: the step it carries (st->carries)
 };
 
 // What a step's launches read about the program: the graph, the plan and addresses.
@@ -101,6 +104,47 @@ inline void norm(const context& cx, const resolved& r, int64_t n) {
                           r.rounded, /*w_is_constant=*/true);  // the lowering fuses a product with a weight only
 }
 
+// The epilogue that finishes the carried step r.carried for the columns from c0 on of a launch
+// whose rows start at row_offset of the stack.
+inline mmvq_epilogue carried_epilogue(const context& cx, const resolved& r, int64_t c0, int64_t row_offset) {
+    const graph::step& st = *r.st;
+    const graph::step& next = *r.carried->st;
+    mmvq_epilogue e;
+    e.row_offset = int32_t(row_offset);
+    const columns_at stack = cx.columns(st.nodes[0]);  // the first product starts the stack
+    if (next.kind == graph::step_kind::rope_cache) {
+        const graph::node& qr = cx.node(next.q_rope);
+        const graph::node& kc = cx.node(next.k_write);
+        e.kind = mmvq_finish::rope_cache;
+        e.q_rows = int32_t(qr.ne0);
+        e.kv_rows = int32_t(kc.ne0);
+        e.head_dim = qr.rope.head_dim;
+        e.n_rot = qr.rope.n_rot;
+        e.theta_scale = ops::detail::rope_theta_scale(qr.rope);
+        e.q_out = cx.f(next.q_rope) + c0 * qr.ne0;
+        e.k_cache = cx.at(next.k_write);
+        e.v_cache = cx.at(next.v_write);
+        check(kc.type == qtype::f16 || kc.type == qtype::f32, errc::unsupported_type,
+              [&] { return std::string("cuda backend: rope_cache: caches are f32 or f16, not ") + name(kc.type); });
+        e.kv_half = kc.type == qtype::f16;
+        e.n_ctx = kc.ne1;
+        e.pos = reinterpret_cast<const int32_t*>(cx.at(qr.src[1])) + c0;
+    } else {
+        const graph::node& sw = cx.node(next.node);
+        const int64_t slot_bytes = (sw.ne0 / 32) * activation_record_bytes(8);
+        e.kind = mmvq_finish::swiglu_round;
+        e.half = int32_t(sw.ne0);
+        e.stack = stack.f(c0);
+        e.stack_stride = stack.stride;
+        e.h = cx.kept(next.node) ? cx.f(next.node) + c0 * sw.ne0 : nullptr;
+        e.records = r.carried->rounded ? reinterpret_cast<uint8_t*>(r.carried->rounded) + (c0 / 8) * slot_bytes : nullptr;
+        e.counters = cx.counters;
+        check(cx.counter_bytes >= std::size_t(sw.ne0 / 32) * sizeof(int32_t), errc::invalid_argument,
+              "cuda backend: a matvec step carrying swiglu without room for its counters");
+    }
+    return e;
+}
+
 template <class Types>
 void matvec(const context& cx, const resolved& r, int64_t n) {
     const graph::step& st = *r.st;
@@ -126,8 +170,11 @@ void matvec(const context& cx, const resolved& r, int64_t n) {
         xp.k = k;
         xp.ncols = w;
         products.clear();
+        int64_t row_offset = 0;  // of the next product in the stack
         auto product = [&](const graph::node& wn, const void* wdata, int64_t rows, int32_t out) {
             mmvq_product pr;
+            if (r.carried) pr.epilogue = carried_epilogue(cx, r, c0, row_offset);
+            row_offset += rows;
             pr.w.type = wn.type;
             pr.w.data = wdata;
             pr.w.rows = rows;
@@ -184,6 +231,7 @@ inline std::size_t attention_scratch_bytes(const graph::graph& g, const graph::n
 // argmax's. One buffer serves every node: each kernel leaves its counters at zero.
 inline std::size_t counter_bytes(const graph::graph& g, const graph::node& nd) {
     if (nd.op == graph::op::argmax) return ops::argmax_counter_bytes(nd.ne1);
+    if (nd.op == graph::op::swiglu) return std::size_t(nd.ne0 / 32) * sizeof(int32_t);  // a carrier's epilogue
     if (nd.op != graph::op::attention || !ops::split_attention_supports(nd.attention, g.nodes()[std::size_t(nd.src[1])].type))
         return 0;
     return ops::split_attention_counter_bytes(nd.attention, nd.ne1);
@@ -290,9 +338,10 @@ void node(const context& cx, const resolved& r, int64_t n) {
     throw error(errc::invalid_argument, std::string("cuda backend: no kernel for op ") + graph::to_string(nd.op));
 }
 
-// Every launch of one step.
+// Every launch of one step (a carried step's ran in its matvec step's launches).
 template <class Types>
 void run(const context& cx, const resolved& r, int64_t n) {
+    if (r.st->carried_by >= 0) return;
     switch (r.st->kind) {
         case graph::step_kind::op: node<Types>(cx, r, n); return;
         case graph::step_kind::norm: norm(cx, r, n); return;

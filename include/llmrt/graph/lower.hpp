@@ -23,6 +23,13 @@
 //                that takes q, k and v; the swiglu that takes gate and up) writes them as one
 //                block: column c of product i at block + c·rows_total + row_offset_i (floats),
 //                which a backend may fill with one launch over the products' weights side by side
+//   carries      a stacked matvec step whose reader is the very next step, in a form that the
+//                mat-vec kernel can finish where its sums are (its epilogue): rope_cache in
+//                normal order (a pair 2i, 2i+1 is two neighbouring rows of the stack), swiglu of
+//                a length that is whole Q8_1 blocks (gate and up rows 32g .. 32g + 31 make block
+//                g of the result). A backend may run the carried step inside the matvec step's
+//                launches; the plan places the carried step's results with the matvec step's,
+//                so they never share bytes with what the matvec step reads
 //
 // The pass also collects the index checks every backend makes before a run (ids of get_rows,
 // positions of rope, set_rows and attention), so that bad ids are an llmrt::error everywhere.
@@ -60,8 +67,9 @@ struct lower_options {
     bool fused_ops = true;        // attention and swiglu as steps of their own kind (rounding, stacks)
     bool round_in_producer = true;  // norm, attention and swiglu steps write x's Q8_1 rounding for the matvec step
     bool stack_products = true;   // matvec products read by one later step are stacked
+    bool epilogues = true;        // a stacked matvec step carries the step after it (see above)
 
-    static lower_options unfused() { return {false, false, false, false, false, false}; }
+    static lower_options unfused() { return {false, false, false, false, false, false, false}; }
 };
 
 struct step {
@@ -84,6 +92,9 @@ struct step {
     // matvec: the products are stacked (see above); rows_total is the sum of their rows.
     bool stacked = false;
     int64_t rows_total = 0;
+    // matvec: the index of the step it carries (-1: none); a carried step: its matvec step.
+    int32_t carries = -1;
+    int32_t carried_by = -1;
 
     // The node whose result the step leaves last (for messages and per-kind accounting).
     int32_t last() const { return nodes.empty() ? -1 : nodes.back(); }
@@ -158,6 +169,7 @@ public:
             pending = std::move(later);
         }
         link_rounding();
+        link_epilogues();
         collect_checks();
         return std::move(out_);
     }
@@ -355,6 +367,30 @@ private:
                 out_.internal[std::size_t(s.rounds)] = 0;
                 s.rounds = -1;
             }
+    }
+
+    // Which stacked matvec steps carry the step after them, and in which order their products
+    // must stand: q, k, v (the rope_cache's sources) or gate, up (the swiglu's).
+    void link_epilogues() {
+        if (!o_.epilogues) return;
+        for (std::size_t i = 0; i + 1 < out_.steps.size(); ++i) {
+            step& s = out_.steps[i];
+            step& next = out_.steps[i + 1];
+            if (s.kind != step_kind::matvec || !s.stacked) continue;
+            bool carried = false;
+            if (next.kind == step_kind::rope_cache) {
+                const node& qr = nd(next.q_rope);
+                const node& kr = nd(next.k_rope);
+                const std::vector<int32_t> sources{qr.src[0], kr.src[0], nd(next.v_write).src[1]};
+                carried = s.nodes == sources && qr.rope.order == rope_order::normal && qr.rope.head_dim % 2 == 0;
+            } else if (next.kind == step_kind::swiglu) {
+                const node& sw = nd(next.node);
+                carried = s.nodes == std::vector<int32_t>{sw.src[0], sw.src[1]} && sw.ne0 % 32 == 0;
+            }
+            if (!carried) continue;
+            s.carries = int32_t(i + 1);
+            next.carried_by = int32_t(i);
+        }
     }
 
     void collect_checks() {

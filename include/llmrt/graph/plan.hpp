@@ -4,7 +4,8 @@
 //             the outputs, each node after everything it reads
 //   steps     the lowering (lower.hpp) of that order for the backend's fusions: the units a backend
 //             runs, in the order it runs them
-//   liveness  a tensor lives from the step that writes it to the last step that reads it; inputs
+//   liveness  a tensor lives from the step that writes it (a carried step's results: from its
+//             carrier, lower.hpp) to the last step that reads it; inputs
 //             live through the whole run (the host writes them before it, and what it wrote stays
 //             for the next run), outputs until the end
 //   memory    one arena per plan; a tensor takes the first free block that fits (first fit,
@@ -233,6 +234,9 @@ inline plan make_plan(const graph& g, const plan_sizes& sizes, plan_options opti
             default: p.where[i] = low.internal[i] ? storage::fused : storage::arena; break;
         }
     }
+    for (const step& s : p.steps)  // a carried step's results are written by its carrier
+        if (s.carried_by >= 0)
+            for (int32_t id : s.nodes) p.first_step[std::size_t(id)] = s.carried_by;
     for (tensor t : g.outputs()) p.last_step[std::size_t(t.id)] = steps;
     for (int32_t id : p.order)
         if (nodes[std::size_t(id)].op == op::input) p.last_step[std::size_t(id)] = steps;
@@ -269,10 +273,11 @@ inline plan make_plan(const graph& g, const plan_sizes& sizes, plan_options opti
     };
     for (int32_t id : p.order)
         if (nodes[std::size_t(id)].op == op::input) p.offset[std::size_t(id)] = place(p.bytes[std::size_t(id)]);
-    for (int32_t si = 0; si < steps; ++si) {
+    // Outputs (and what the step hands on) are placed while the step's inputs are still held; a
+    // carried step's with its carrier's, which writes them.
+    auto place_outputs = [&](int32_t si) {
         const step& s = p.steps[std::size_t(si)];
         const auto ss = std::size_t(si);
-        // Outputs (and what the step hands on) are placed while the inputs are still held.
         if (s.stacked) {
             stack[ss].offset = place(stack[ss].bytes);
             for (int32_t id : s.nodes) p.offset[std::size_t(id)] += stack[ss].offset;
@@ -286,6 +291,12 @@ inline plan make_plan(const graph& g, const plan_sizes& sizes, plan_options opti
             rounded[ss].offset = p.rounded_offset[ss] = place(p.rounded_bytes[ss]);
             if (s.rounded_for >= 0) release_after[std::size_t(s.rounded_for)].push_back(&rounded[ss]);
         }
+    };
+    for (int32_t si = 0; si < steps; ++si) {
+        const step& s = p.steps[std::size_t(si)];
+        const auto ss = std::size_t(si);
+        if (s.carried_by < 0) place_outputs(si);
+        if (s.carries >= 0) place_outputs(s.carries);
         std::size_t scratch = 0;
         for (int32_t id : s.nodes) scratch = std::max(scratch, sizes.scratch(nodes[std::size_t(id)]));
         if (scratch > 0) {

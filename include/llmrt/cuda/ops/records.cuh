@@ -22,14 +22,19 @@ inline std::size_t rounded_records_bytes(int64_t k, int64_t cols) {
 
 namespace detail {
 
+// The same inside one chunk of `width` columns at `chunk`: column c (< width), block b.
+__device__ __forceinline__ void write_chunk_record(uint8_t* chunk, int64_t width, int64_t c, int64_t b, float x, int lane) {
+    llmrt::cuda::detail::store_q8_1_record(chunk + b * activation_record_bytes(width), width, c, lane,
+                                           llmrt::cuda::detail::quantize_q8_1_lane(x, lane));
+}
+
 // One warp holds the 32 values of block b (elements 32b .. 32b + 31) of column c, one per lane,
 // and writes their Q8_1 record: bit for bit what quantize_activations writes for them.
 __device__ __forceinline__ void write_record(uint8_t* records, int64_t k, int64_t cols, int64_t c, int64_t b, float x,
                                              int lane) {
-    const int64_t chunk = c / 8, in_chunk = c % 8;
+    const int64_t chunk = c / 8;
     const int64_t width = cols - chunk * 8 < 8 ? cols - chunk * 8 : 8;
-    uint8_t* record = records + chunk * (k / 32) * activation_record_bytes(8) + b * activation_record_bytes(width);
-    llmrt::cuda::detail::store_q8_1_record(record, width, in_chunk, lane, llmrt::cuda::detail::quantize_q8_1_lane(x, lane));
+    write_chunk_record(records + chunk * (k / 32) * activation_record_bytes(8), width, c % 8, b, x, lane);
 }
 
 }  // namespace detail

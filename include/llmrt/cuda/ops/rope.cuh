@@ -38,6 +38,18 @@ struct rope_slot {
     float ya, yb;
 };
 
+// The pair (x0, x1) of rotated slot i (< n_rot / 2) at position pos >= 0, with the θ the CPU forms.
+__device__ __forceinline__ float2 rope_rotate(float x0, float x1, int32_t pos, int i, float theta_scale) {
+    float theta = float(pos);
+    for (int j = 0; j < i; ++j) theta = __fmul_rn(theta, theta_scale);
+    float sn, cs;
+    sincosf(theta, &sn, &cs);
+    return make_float2(__fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn)), __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs)));
+}
+
+// theta_scale = freq_base^(−2/n_rot), computed on the host as every rope launcher does.
+inline float rope_theta_scale(const graph::rope_params& p) { return std::pow(p.freq_base, -2.0f / float(p.n_rot)); }
+
 template <int Neox>
 __device__ __forceinline__ rope_slot rope_slot_of(const float* x, int32_t pos, int i, int head_dim, int n_rot,
                                                   float theta_scale) {
@@ -57,13 +69,9 @@ __device__ __forceinline__ rope_slot rope_slot_of(const float* x, int32_t pos, i
         r.ya = r.yb = nan;
         return r;
     }
-    float theta = float(pos);
-    for (int j = 0; j < i; ++j) theta = __fmul_rn(theta, theta_scale);
-    float sn, cs;
-    sincosf(theta, &sn, &cs);
-    const float x0 = x[r.a], x1 = x[r.b];
-    r.ya = __fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn));
-    r.yb = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs));
+    const float2 y = rope_rotate(x[r.a], x[r.b], pos, i, theta_scale);
+    r.ya = y.x;
+    r.yb = y.y;
     return r;
 }
 
@@ -149,7 +157,7 @@ inline void rope(const float* x, float* y, const int32_t* pos, int64_t cols, con
           });
     if (cols == 0) return;
     detail::check_columns(cols, "cuda::ops::rope");
-    detail::rope_args a{x, y, pos, p.n_head, p.head_dim, p.n_rot, std::pow(p.freq_base, -2.0f / float(p.n_rot))};
+    detail::rope_args a{x, y, pos, p.n_head, p.head_dim, p.n_rot, detail::rope_theta_scale(p)};
     const dim3 grid(detail::blocks_for(int64_t(p.n_head) * (p.head_dim / 2), detail::rope_threads, "cuda::ops::rope"),
                     unsigned(cols));
     if (p.order == graph::rope_order::neox)
@@ -180,7 +188,7 @@ inline void rope_cache(const float* q, int64_t q_stride, const float* k, int64_t
     detail::check_columns(cols, op);
     detail::rope_cache_args a{q,       k,       v,   q_stride, k_stride, v_stride,  q_out,    k_cache,
                               v_cache, pos,     n_ctx, p.n_head, n_head_kv, p.head_dim, p.n_rot,
-                              std::pow(p.freq_base, -2.0f / float(p.n_rot))};
+                              detail::rope_theta_scale(p)};
     const dim3 grid(unsigned(p.n_head + 2 * n_head_kv), unsigned(cols));
     const dim3 block(unsigned((p.head_dim + 1) / 2));
     const bool neox = p.order == graph::rope_order::neox, half = kv_type == qtype::f16;
