@@ -1,4 +1,4 @@
-// Reader for ggml's golden quantizer vectors (shared/testdata/ggml-golden/README.md).
+// Reader for ggml's golden quantizer vectors (tests/data/ggml-golden/README.md).
 #pragma once
 
 #include <cstdint>
