@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Markdown tables for bench/RESULTS.md from llmrt-bench-mmvq-cuda's JSON: per type and shape, both
 chains (X after the previous launch; launches sharing X), and the quantizer + mmvq pair on
-4096x14336 against ggml's figures in DESIGN.md ("The peer to beat").
+4096x14336 against ggml's figures (GGML below: ggml's CUDA quantizer + mmvq, `test-backend-ops perf`,
+ggml as of August 2026, measured on the H100).
 
     python3 bench/mmvq_cuda/results_table.py bench/mmvq_cuda/results_h100_<date>.json
 

@@ -46,7 +46,7 @@ namespace vk_ = llmrt::vulkan;
 
 namespace {
 
-constexpr double peak_bytes_per_s = 3.1e12;   // measured read bandwidth of the H100 (DESIGN.md)
+constexpr double peak_bytes_per_s = 3.1e12;   // measured read bandwidth of the H100 (bench/RESULTS.md)
 constexpr double l2_bytes = 50e6;
 
 struct options {
