@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -24,14 +25,19 @@ gguf::writer rebuilt(const gguf::writer& w, const std::string& skip = "",
 }
 
 // The message of the llmrt::error that loading w raises (empty when it loads).
-std::string load_error(const gguf::writer& w) {
+std::string load_error(const gguf::writer& w, model::llama_options options = {.n_ctx = 16}) {
     cpu::backend b;
     try {
-        cpu_model m(b, gguf::file::from_bytes(w.to_bytes()), {.n_ctx = 16});
+        cpu_model m(b, gguf::file::from_bytes(w.to_bytes()), options);
     } catch (const llmrt::error& e) {
         return e.what();
     }
     return "";
+}
+
+// The test model with metadata `key` set to v.
+gguf::writer with(const gguf::writer& w, const std::string& key, gguf::value v) {
+    return rebuilt(w, "", [&](gguf::writer& out) { out.set(key, v); });
 }
 
 bool mentions(const std::string& message, const std::string& what) {
@@ -136,4 +142,19 @@ TEST_CASE("the generator refuses a weight type whose block does not divide a row
     }
     s.n_head = 5;
     CHECK_THROWS_AS(model::make_random_llama(s, qtype::q8_0), llmrt::error);
+}
+
+TEST_CASE("an infinite, NaN or non-positive rope.freq_base or rms epsilon raises llmrt::error naming the key and value") {
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    for (const std::string key : {"llama.rope.freq_base", "llama.attention.layer_norm_rms_epsilon"}) {
+        for (const auto& [v, shown] : {std::pair{inf, "= inf"}, std::pair{-inf, "= -inf"}, std::pair{nan, "= nan"},
+                                       std::pair{0.0f, "= 0 "}, std::pair{-1.0f, "= -1 "}}) {
+            const std::string message = load_error(with(base(), key, v));
+            CHECK(mentions(message, key));
+            CHECK(mentions(message, shown));
+        }
+        // A float64 past float's range would be undefined behaviour to convert.
+        CHECK(mentions(load_error(with(base(), key, 1e300)), "float64 1e+300"));
+        CHECK(load_error(with(base(), key, 1e-5)) == "");
+    }
 }
