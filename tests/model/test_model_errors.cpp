@@ -158,3 +158,19 @@ TEST_CASE("an infinite, NaN or non-positive rope.freq_base or rms epsilon raises
         CHECK(load_error(with(base(), key, 1e-5)) == "");
     }
 }
+
+TEST_CASE("a file's context_length whose cache exceeds the default limit raises llmrt::error naming it and the bytes") {
+    // The test model stores 2 layers x K and V x 32 f32 values = 512 bytes per position.
+    for (const uint32_t n : {uint32_t(1) << 24, uint32_t(INT32_MAX)}) {
+        const gguf::writer w = with(base(), "llama.context_length", n);
+        const std::string message = load_error(w, {.n_ctx = 0});
+        CHECK(mentions(message, "llama.context_length = " + std::to_string(n)));
+        CHECK(mentions(message, "needs a KV cache of " + std::to_string(int64_t(n) * 512) + " bytes"));
+        CHECK(mentions(message, "llama_options::n_ctx"));
+        CHECK(load_error(w, {.n_ctx = 16}) == "");  // an explicit n_ctx is taken as asked
+    }
+    // Within the limit, n_ctx = 0 takes the file's length.
+    cpu::backend b;
+    cpu_model m(b, gguf::file::from_bytes(with(base(), "llama.context_length", uint32_t(64)).to_bytes()));
+    CHECK(m.context_length() == 64);
+}
