@@ -174,3 +174,18 @@ TEST_CASE("a file's context_length whose cache exceeds the default limit raises 
     cpu_model m(b, gguf::file::from_bytes(with(base(), "llama.context_length", uint32_t(64)).to_bytes()));
     CHECK(m.context_length() == 64);
 }
+
+TEST_CASE("eval of tokens that do not all fit or are not all valid raises llmrt::error and commits none of them") {
+    cpu::backend b;
+    cpu_model m(b, test::small_model_file(qtype::q8_0), {.n_ctx = 8, .max_batch = 4});
+    m.eval(std::vector<int32_t>{1, 2, 3}, 0, {});
+    REQUIRE(m.cache_length() == 3);
+    // 6 tokens at position 3 need positions 3..8; the context ends at 7. The first chunk of 4 fits.
+    CHECK_THROWS_AS(m.eval(std::vector<int32_t>(6, 1), 3, {}), llmrt::error);
+    CHECK(m.cache_length() == 3);
+    // A token past the vocabulary in the second chunk.
+    CHECK_THROWS_AS(m.eval(std::vector<int32_t>{1, 1, 1, 1, 320}, 3, {}), llmrt::error);
+    CHECK(m.cache_length() == 3);
+    m.eval(std::vector<int32_t>(5, 1), 3, {});  // exactly what is left
+    CHECK(m.cache_length() == 8);
+}

@@ -130,6 +130,18 @@ public:
             return "llama_model::eval: logits_out holds " + std::to_string(logits_out.size()) + " floats, need 0 or " +
                    std::to_string(tokens.size() * v);
         });
+        // Everything forward would refuse in a later chunk is refused here, before the first chunk
+        // enters the cache: a failed eval leaves the model as it was.
+        check(tokens.size() <= std::size_t(options_.n_ctx - n_past_), errc::invalid_argument, [&] {
+            return "llama_model::eval: " + std::to_string(tokens.size()) + " tokens at position " +
+                   std::to_string(position) + " do not fit the context length " + std::to_string(options_.n_ctx) +
+                   " (" + std::to_string(options_.n_ctx - n_past_) + " positions left)";
+        });
+        for (std::size_t i = 0; i < tokens.size(); ++i)
+            check(tokens[i] >= 0 && tokens[i] < vocab_size(), errc::invalid_argument, [&] {
+                return "llama_model::eval: token " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+                       " is outside the vocabulary of " + std::to_string(vocab_size());
+            });
         std::array<int32_t, 64> pos_chunk{};
         for (std::size_t done = 0; done < tokens.size();) {
             const std::size_t n = std::min({tokens.size() - done, std::size_t(options_.max_batch), pos_chunk.size()});
