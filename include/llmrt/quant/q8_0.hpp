@@ -40,9 +40,9 @@ namespace detail {
 //  - a NaN or ±Inf value: an invalid_argument error naming it (llmrt/quant/finite.hpp);
 //  - amax below 127/FLT_MAX (about 3.7e-37, all values tiny or subnormal): 1/d overflows to Inf
 //    and x·Inf (or 0·Inf = NaN) would be converted to int8. Such a block gets q = 0. Its d
-//    rounds to fp16 zero anyway, so the block dequantizes to zeros as ggml's would; the zero
-//    quants are also what ggml's scalar reference stores on x86, where the conversion of an
-//    out-of-range float gives 0x80000000, whose low byte is 0.
+//    rounds to fp16 zero anyway, so the block dequantizes to zeros as ggml's would. The zero
+//    quants are also what ggml's scalar reference typically stores when built for x86: its
+//    cvttss2si turns an out-of-range float into 0x80000000, whose low byte is 0.
 // Every other finite block gets ggml's bytes.
 inline float quantize_q8_block(const float* x, int8_t* qs, int64_t block_index, const char* type_name) {
     check_finite_block(x, 32, block_index, type_name);
