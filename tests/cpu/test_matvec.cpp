@@ -112,3 +112,37 @@ TEST_CASE("ggml's integer dot is refused for unquantized weights") {
     cpu::matvec(qtype::f32, w.data(), x.data(), y.data(), {1, 32, 1});
     CHECK(y[0] == 32.0f);
 }
+
+TEST_CASE("a null pointer that a non-empty shape reads or writes is an invalid_argument error naming it") {
+    // k = 0 still writes rows x ncols zeros into Y, so a null Y is an error there too.
+    const auto expect_null_error = [](auto&& call, const char* which) {
+        try {
+            call();
+            FAIL("accepted a null ", which);
+        } catch (const error& e) {
+            CHECK(e.code() == errc::invalid_argument);
+            CHECK(std::string(e.what()).find(std::string(which) + " is null") != std::string::npos);
+        }
+    };
+    expect_null_error([] { cpu::matvec(qtype::q8_0, nullptr, nullptr, nullptr, {4, 0, 1}); }, "Y");
+    std::byte scratch[1];
+    expect_null_error(
+        [&] {
+            cpu::mul_mat(qtype::q8_0, nullptr, nullptr, nullptr, {4, 0, 1}, cpu::activation_format::f32, scratch, 1);
+        },
+        "Y");
+
+    const auto p = make_problem(qtype::q8_0, 4, 64, 1, 3);
+    std::vector<float> y(4);
+    expect_null_error([&] { cpu::matvec(qtype::q8_0, nullptr, p.x.data(), y.data(), {4, 64, 1}); }, "W");
+    expect_null_error([&] { cpu::matvec(qtype::q8_0, p.w.data(), nullptr, y.data(), {4, 64, 1}); }, "X");
+    expect_null_error([&] { cpu::matvec(qtype::q8_0, p.w.data(), p.x.data(), nullptr, {4, 64, 1}); }, "Y");
+}
+
+TEST_CASE("an empty shape needs no pointers, and k = 0 writes zeros into Y") {
+    cpu::matvec(qtype::q8_0, nullptr, nullptr, nullptr, {0, 0, 1});
+    cpu::matvec(qtype::q8_0, nullptr, nullptr, nullptr, {0, 64, 1});
+    std::vector<float> y(4, -1.0f);
+    cpu::matvec(qtype::q8_0, nullptr, nullptr, y.data(), {4, 0, 1});
+    for (float v : y) CHECK(v == 0.0f);
+}

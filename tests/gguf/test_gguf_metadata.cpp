@@ -135,3 +135,16 @@ TEST_CASE("writing to a path that cannot be created raises io_error naming it") 
     const std::filesystem::path bad = "/nonexistent-llmrt-folder/x.gguf";
     CHECK(contains(error_message([&] { gguf::writer{}.write(bad); }, errc::io_error), bad.string()));
 }
+
+TEST_CASE("the writer rejects a tensor whose byte size overflows 64 bits instead of taking it as empty") {
+    // 2^62 f32 elements are 2^64 bytes, which wrap to 0 in unchecked arithmetic.
+    gguf::writer w;
+    const std::vector<std::byte> none;
+    CHECK(contains(error_message([&] { w.add_tensor("huge", qtype::f32, {int64_t(1) << 62}, none); },
+                                 errc::invalid_argument),
+                   "tensor 'huge' of f32 with shape [4611686018427387904]: byte size overflows"));
+    CHECK(contains(error_message([&] { w.add_tensor("wide", qtype::f32, {int64_t(1) << 31, int64_t(1) << 31}, none); },
+                                 errc::invalid_argument),
+                   "byte size overflows"));
+    CHECK(w.tensors().empty());
+}

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -24,14 +25,19 @@ gguf::writer rebuilt(const gguf::writer& w, const std::string& skip = "",
 }
 
 // The message of the llmrt::error that loading w raises (empty when it loads).
-std::string load_error(const gguf::writer& w) {
+std::string load_error(const gguf::writer& w, model::llama_options options = {.n_ctx = 16}) {
     cpu::backend b;
     try {
-        cpu_model m(b, gguf::file::from_bytes(w.to_bytes()), {.n_ctx = 16});
+        cpu_model m(b, gguf::file::from_bytes(w.to_bytes()), options);
     } catch (const llmrt::error& e) {
         return e.what();
     }
     return "";
+}
+
+// The test model with metadata `key` set to v.
+gguf::writer with(const gguf::writer& w, const std::string& key, gguf::value v) {
+    return rebuilt(w, "", [&](gguf::writer& out) { out.set(key, v); });
 }
 
 bool mentions(const std::string& message, const std::string& what) {
@@ -136,4 +142,50 @@ TEST_CASE("the generator refuses a weight type whose block does not divide a row
     }
     s.n_head = 5;
     CHECK_THROWS_AS(model::make_random_llama(s, qtype::q8_0), llmrt::error);
+}
+
+TEST_CASE("an infinite, NaN or non-positive rope.freq_base or rms epsilon raises llmrt::error naming the key and value") {
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    for (const std::string key : {"llama.rope.freq_base", "llama.attention.layer_norm_rms_epsilon"}) {
+        for (const auto& [v, shown] : {std::pair{inf, "= inf"}, std::pair{-inf, "= -inf"}, std::pair{nan, "= nan"},
+                                       std::pair{0.0f, "= 0 "}, std::pair{-1.0f, "= -1 "}}) {
+            const std::string message = load_error(with(base(), key, v));
+            CHECK(mentions(message, key));
+            CHECK(mentions(message, shown));
+        }
+        // A float64 past float's range would be undefined behaviour to convert.
+        CHECK(mentions(load_error(with(base(), key, 1e300)), "float64 1e+300"));
+        CHECK(load_error(with(base(), key, 1e-5)) == "");
+    }
+}
+
+TEST_CASE("a file's context_length whose cache exceeds the default limit raises llmrt::error naming it and the bytes") {
+    // The test model stores 2 layers x K and V x 32 f32 values = 512 bytes per position.
+    for (const uint32_t n : {uint32_t(1) << 24, uint32_t(INT32_MAX)}) {
+        const gguf::writer w = with(base(), "llama.context_length", n);
+        const std::string message = load_error(w, {.n_ctx = 0});
+        CHECK(mentions(message, "llama.context_length = " + std::to_string(n)));
+        CHECK(mentions(message, "needs a KV cache of " + std::to_string(int64_t(n) * 512) + " bytes"));
+        CHECK(mentions(message, "llama_options::n_ctx"));
+        CHECK(load_error(w, {.n_ctx = 16}) == "");  // an explicit n_ctx is taken as asked
+    }
+    // Within the limit, n_ctx = 0 takes the file's length.
+    cpu::backend b;
+    cpu_model m(b, gguf::file::from_bytes(with(base(), "llama.context_length", uint32_t(64)).to_bytes()));
+    CHECK(m.context_length() == 64);
+}
+
+TEST_CASE("eval of tokens that do not all fit or are not all valid raises llmrt::error and commits none of them") {
+    cpu::backend b;
+    cpu_model m(b, test::small_model_file(qtype::q8_0), {.n_ctx = 8, .max_batch = 4});
+    m.eval(std::vector<int32_t>{1, 2, 3}, 0, {});
+    REQUIRE(m.cache_length() == 3);
+    // 6 tokens at position 3 need positions 3..8; the context ends at 7. The first chunk of 4 fits.
+    CHECK_THROWS_AS(m.eval(std::vector<int32_t>(6, 1), 3, {}), llmrt::error);
+    CHECK(m.cache_length() == 3);
+    // A token past the vocabulary in the second chunk.
+    CHECK_THROWS_AS(m.eval(std::vector<int32_t>{1, 1, 1, 1, 320}, 3, {}), llmrt::error);
+    CHECK(m.cache_length() == 3);
+    m.eval(std::vector<int32_t>(5, 1), 3, {});  // exactly what is left
+    CHECK(m.cache_length() == 8);
 }

@@ -2,7 +2,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <llmrt/llmrt.hpp>
@@ -140,4 +142,19 @@ TEST_CASE("round-trip error on Gaussian data stays within each type's bound") {
         INFO(std::string(name(b.t)) << ": relative RMSE " << rel << ", bound " << b.max_relative_rmse);
         CHECK(rel <= b.max_relative_rmse);
     }
+}
+
+TEST_CASE("a row_size past 2^63 - 1 bytes is an invalid_argument error naming the length, not a wrapped size") {
+    // 4 · 2^62 bytes wrap to 0 in size_t arithmetic.
+    try {
+        (void)row_size(qtype::f32, int64_t(1) << 62);
+        FAIL("row_size(f32, 2^62) returned");
+    } catch (const error& e) {
+        CHECK(e.code() == errc::invalid_argument);
+        CHECK(std::string(e.what()).find("4611686018427387904 elements of f32") != std::string::npos);
+    }
+    CHECK_THROWS_AS((void)row_size(qtype::q8_0, INT64_MAX / 32 * 32), error);  // 2^58 - 1 blocks of 34 bytes
+    // The largest sizes that fit are still computed exactly.
+    CHECK(row_size(qtype::f32, (int64_t(1) << 61) - 1) == std::size_t((int64_t(1) << 61) - 1) * 4);
+    CHECK(row_size(qtype::q8_0, int64_t(1) << 56) == std::size_t(int64_t(1) << 51) * 34);
 }

@@ -63,9 +63,10 @@ public:
             return "function_model: logits span of " + std::to_string(logits.size()) + " floats for " +
                    std::to_string(tokens.size()) + " tokens";
         });
+        for (int32_t t : tokens)  // all checked before any enters the cache, as causal_model asks
+            check(t >= 0 && t < vocab_.size, errc::invalid_argument,
+                  [&] { return "function_model: token " + std::to_string(t) + " outside the vocabulary"; });
         for (size_t i = 0; i < tokens.size(); ++i) {
-            check(tokens[i] >= 0 && tokens[i] < vocab_.size, errc::invalid_argument,
-                  [&] { return "function_model: token " + std::to_string(tokens[i]) + " outside the vocabulary"; });
             cache_.push_back(tokens[i]);
             if (!logits.empty()) f_(cache_, logits.subspan(i * size_t(vocab_.size), size_t(vocab_.size)));
         }

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "llmrt/core/error.hpp"
@@ -43,7 +44,20 @@ inline matvec_shape checked_shape(qtype t, matvec_shape s, const void* w, const 
                      ", Y stride " + std::to_string(s.ldy) +
                      ": need k a multiple of the block size, ncols >= 1, ldx >= k, ldy >= rows";
           });
-    check((s.rows == 0 || s.k == 0) || (w && x && y), errc::invalid_argument, "cpu::matvec: null pointer");
+    // Each pointer is needed as soon as anything is read or written through it: with k = 0 and
+    // rows > 0, Y still receives rows·ncols zeros, so only W and X may then be null.
+    const bool writes_y = s.rows > 0;
+    const bool reads_w = s.rows > 0 && s.k > 0;
+    const bool reads_x = reads_w;
+    check((!writes_y || y) && (!reads_w || w) && (!reads_x || x), errc::invalid_argument, [&] {
+        std::string null_ones;
+        for (auto [needed, ptr, label] : {std::tuple{reads_w, static_cast<const void*>(w), "W"},
+                                          std::tuple{reads_x, static_cast<const void*>(x), "X"},
+                                          std::tuple{writes_y, static_cast<const void*>(y), "Y"}})
+            if (needed && !ptr) null_ones += null_ones.empty() ? label : std::string(", ") + label;
+        return "cpu::matvec: " + null_ones + " is null, but the shape " + std::to_string(s.rows) + " x " +
+               std::to_string(s.k) + " with " + std::to_string(s.ncols) + " columns reads or writes it";
+    });
     return s;
 }
 

@@ -203,10 +203,16 @@ private:
             return "gguf writer: tensor '" + t.name + "': ne[0] = " + std::to_string(t.ne[0]) +
                    " is not a multiple of " + name_of(type) + "'s block size " + std::to_string(block_size(type));
         });
-        uint64_t expected = row_size(type, t.ne[0]);
+        // Every product checked, the first row's included: 2^62 f32 elements are 2^64 bytes, which
+        // would wrap to 0 and match an empty span.
+        uint64_t expected = uint64_t(t.ne[0] / block_size(type));
+        bool fits = !__builtin_mul_overflow(expected, uint64_t(type_size(type)), &expected);
         for (uint32_t d = 1; d < max_dims; ++d)
-            check(!__builtin_mul_overflow(expected, uint64_t(t.ne[d]), &expected), errc::invalid_argument,
-                  [&] { return "gguf writer: tensor '" + t.name + "': byte size overflows"; });
+            fits = fits && !__builtin_mul_overflow(expected, uint64_t(t.ne[d]), &expected);
+        check(fits, errc::invalid_argument, [&] {
+            return "gguf writer: tensor '" + t.name + "' of " + name_of(type) + " with shape [" + shape_string(t) +
+                   "]: byte size overflows 64 bits";
+        });
         check(n_bytes == expected, errc::shape_mismatch, [&] {
             return "gguf writer: tensor '" + t.name + "' of " + name_of(type) + " with shape [" + shape_string(t) +
                    "] needs " + std::to_string(expected) + " bytes, got " + std::to_string(n_bytes);

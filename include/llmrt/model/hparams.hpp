@@ -13,7 +13,10 @@
 //   llama.rope.dimension_count              n_rot (optional; head_dim)
 #pragma once
 
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -22,6 +25,15 @@
 #include "llmrt/gguf/metadata.hpp"
 
 namespace llmrt::model {
+
+namespace detail {
+// A float as an error message shows it: shortest round-trip digits, "inf", "-inf" or "nan".
+inline std::string float_text(double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.9g", v);
+    return text;
+}
+}  // namespace detail
 
 struct llama_hparams {
     int32_t n_vocab = 0;
@@ -63,12 +75,15 @@ struct llama_hparams {
             return "llama model: llama.rope.dimension_count = " + std::to_string(n_rot) +
                    " must be even and within 2..head_dim = " + std::to_string(head_dim());
         });
-        check(rope_freq_base > 0.0f, errc::invalid_argument, [&] {
-            return "llama model: llama.rope.freq_base = " + std::to_string(rope_freq_base) + " must be positive";
+        // Both must be finite: an infinite base turns every rope angle into NaN, an infinite
+        // epsilon every normalized value into 0; a NaN one fails every comparison below anyway.
+        check(std::isfinite(rope_freq_base) && rope_freq_base > 0.0f, errc::invalid_argument, [&] {
+            return "llama model: llama.rope.freq_base = " + detail::float_text(rope_freq_base) +
+                   " must be finite and positive";
         });
-        check(rms_eps > 0.0f, errc::invalid_argument, [&] {
-            return "llama model: llama.attention.layer_norm_rms_epsilon = " + std::to_string(rms_eps) +
-                   " must be positive";
+        check(std::isfinite(rms_eps) && rms_eps > 0.0f, errc::invalid_argument, [&] {
+            return "llama model: llama.attention.layer_norm_rms_epsilon = " + detail::float_text(rms_eps) +
+                   " must be finite and positive";
         });
     }
 };
@@ -100,10 +115,19 @@ inline int32_t read_int(const gguf::metadata& meta, std::string_view key) {
     return int32_t(result);
 }
 
+// A float key stored as float32 or float64. A float64 beyond float's range is refused here,
+// naming the key: converting it to float would be undefined behaviour. (Non-finite values are
+// refused by llama_hparams::validate, which knows each key's allowed range.)
 inline float read_float(const gguf::metadata& meta, std::string_view key) {
     const gguf::value& v = meta.at(key);
     if (const float* f = std::get_if<float>(&v)) return *f;
-    if (const double* d = std::get_if<double>(&v)) return float(*d);
+    if (const double* d = std::get_if<double>(&v)) {
+        check(!(std::fabs(*d) > double(FLT_MAX)) || std::isinf(*d), errc::invalid_argument, [&] {
+            return "llama model: metadata key '" + std::string(key) + "' holds float64 " + float_text(*d) +
+                   ", beyond float's range";
+        });
+        return float(*d);
+    }
     throw error(errc::invalid_argument, "llama model: metadata key '" + std::string(key) + "' holds " +
                                             gguf::describe(v) + ", not a float");
 }

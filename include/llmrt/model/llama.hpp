@@ -35,10 +35,25 @@
 namespace llmrt::model {
 
 struct llama_options {
-    int32_t n_ctx = 0;             // cache length; 0: the model's llama.context_length
+    int32_t n_ctx = 0;             // cache length; 0: the model's llama.context_length (see below)
     int32_t max_batch = 8;         // most tokens one forward call takes
     qtype kv_type = qtype::f32;    // f32 or f16
 };
+
+// The largest KV cache that n_ctx = 0 allocates. A file's llama.context_length is the longest
+// context the model was trained for (128k positions in recent models, anything up to 2^31 − 1 in
+// a corrupt or hostile file), not a size anyone asked for: past this the constructor raises
+// llmrt::error naming the value and the bytes it would need, instead of allocating tens of GiB
+// or failing with std::bad_alloc. An explicit n_ctx is taken as asked.
+inline constexpr int64_t default_kv_cache_limit = int64_t(4) << 30;
+
+// Bytes of the KV cache, K and V of every layer for n_ctx positions; -1 past INT64_MAX.
+inline int64_t kv_cache_bytes(const llama_hparams& h, int32_t n_ctx, qtype kv_type) {
+    int64_t bytes = int64_t(graph::column_bytes(kv_type, h.n_embd_kv()));
+    for (int64_t factor : {int64_t(n_ctx), int64_t(h.n_layer), int64_t(2)})
+        if (__builtin_mul_overflow(bytes, factor, &bytes)) return -1;
+    return bytes;
+}
 
 // The KV cache's first n_past columns of every layer (K then V per layer), with what identifies
 // the cache layout they fit.
@@ -115,6 +130,18 @@ public:
             return "llama_model::eval: logits_out holds " + std::to_string(logits_out.size()) + " floats, need 0 or " +
                    std::to_string(tokens.size() * v);
         });
+        // Everything forward would refuse in a later chunk is refused here, before the first chunk
+        // enters the cache: a failed eval leaves the model as it was.
+        check(tokens.size() <= std::size_t(options_.n_ctx - n_past_), errc::invalid_argument, [&] {
+            return "llama_model::eval: " + std::to_string(tokens.size()) + " tokens at position " +
+                   std::to_string(position) + " do not fit the context length " + std::to_string(options_.n_ctx) +
+                   " (" + std::to_string(options_.n_ctx - n_past_) + " positions left)";
+        });
+        for (std::size_t i = 0; i < tokens.size(); ++i)
+            check(tokens[i] >= 0 && tokens[i] < vocab_size(), errc::invalid_argument, [&] {
+                return "llama_model::eval: token " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+                       " is outside the vocabulary of " + std::to_string(vocab_size());
+            });
         std::array<int32_t, 64> pos_chunk{};
         for (std::size_t done = 0; done < tokens.size();) {
             const std::size_t n = std::min({tokens.size() - done, std::size_t(options_.max_batch), pos_chunk.size()});
@@ -214,13 +241,27 @@ private:
     }
 
     static llama_options resolved(llama_options o, const llama_hparams& h) {
-        if (o.n_ctx == 0) o.n_ctx = h.n_ctx_train;
+        const bool from_file = o.n_ctx == 0;
+        if (from_file) o.n_ctx = h.n_ctx_train;
         check(o.n_ctx >= 1 && o.max_batch >= 1 && o.max_batch <= 64, errc::invalid_argument, [&] {
             return "llama_model: n_ctx = " + std::to_string(o.n_ctx) + " must be >= 1 and max_batch = " +
                    std::to_string(o.max_batch) + " within 1..64";
         });
         check(o.kv_type == qtype::f32 || o.kv_type == qtype::f16, errc::unsupported_type,
               [&] { return std::string("llama_model: kv_type must be f32 or f16, not ") + graph::type_name(o.kv_type); });
+        const int64_t bytes = kv_cache_bytes(h, o.n_ctx, o.kv_type);
+        check(bytes >= 0 && (!from_file || bytes <= default_kv_cache_limit), errc::invalid_argument, [&] {
+            const std::string source = from_file ? "llama.context_length = " + std::to_string(o.n_ctx) + " (n_ctx = 0)"
+                                                 : "n_ctx = " + std::to_string(o.n_ctx);
+            const std::string need = bytes < 0 ? "more than 2^63 - 1" : std::to_string(bytes);
+            return "llama_model: " + source + " needs a KV cache of " + need + " bytes (" + std::to_string(h.n_layer) +
+                   " layers x K and V x " + std::to_string(o.n_ctx) + " positions x " +
+                   std::to_string(graph::column_bytes(o.kv_type, h.n_embd_kv())) + " bytes of " +
+                   graph::type_name(o.kv_type) + ")" +
+                   (from_file ? ", more than the " + std::to_string(default_kv_cache_limit) +
+                                    " bytes a default context may take; pass a smaller llama_options::n_ctx"
+                              : "");
+        });
         return o;
     }
 

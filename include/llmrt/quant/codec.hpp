@@ -38,10 +38,18 @@ inline void check_pointers(const void* a, const void* b, int64_t n, const char* 
 }
 }  // namespace detail
 
-// Bytes that n elements of t take; n must be a non-negative multiple of t's block size.
+// Bytes that n elements of t take; n must be a non-negative multiple of t's block size, and the
+// bytes must fit in int64_t (offsets and sizes are added and compared as int64_t further on;
+// unchecked, f32's 4·2^62 would wrap to 0 and a size check downstream would pass).
 inline std::size_t row_size(qtype t, int64_t n) {
     detail::check_row_length(t, n, "row_size");
-    return type_size(t) * std::size_t(n / block_size(t));
+    const int64_t blocks = n / block_size(t);
+    int64_t bytes = 0;
+    check(!__builtin_mul_overflow(blocks, int64_t(type_size(t)), &bytes), errc::invalid_argument, [&] {
+        return "row_size: " + std::to_string(n) + " elements of " + name(t) + " take " + std::to_string(blocks) +
+               " blocks of " + std::to_string(type_size(t)) + " bytes, more than 2^63 - 1 bytes";
+    });
+    return std::size_t(bytes);
 }
 
 // Quantizes n floats into t's blocks, byte-identical to ggml's reference quantizer.

@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "llmrt/core/float_convert.hpp"
+#include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/q8_0.hpp"
 #include "llmrt/quant/traits.hpp"
 
@@ -60,9 +61,12 @@ inline int mxfp4_best_code(float x, float d) {
 
 // ggml's quantize_row_mxfp4_ref: e = floor(log2(amax)) - 2 + 127 (2 = E2M1's largest
 // exponent), then each value to its nearest code. An amax below 2^-125 would give a
-// negative exponent, which ggml leaves undefined; llmrt clamps it to e = 0.
+// negative exponent, which ggml leaves undefined; llmrt clamps it to e = 0. A ±Inf value would
+// make e infinite and its conversion to uint8_t undefined, and a NaN one has no nearest code:
+// both are an invalid_argument error naming the value (llmrt/quant/finite.hpp).
 inline void quantize_row(const float* x, mxfp4* y, int64_t n) {
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
+        check_finite_block(x, 32, ib, mxfp4::name);
         float amax = 0.0f;
         for (int i = 0; i < 32; ++i) {
             if (amax < std::fabs(x[i])) amax = std::fabs(x[i]);

@@ -12,6 +12,7 @@
 
 #include "llmrt/core/error.hpp"
 #include "llmrt/core/float_convert.hpp"
+#include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/kquant_search.hpp"
 #include "llmrt/quant/q8_K.hpp"
 #include "llmrt/quant/rounding.hpp"
@@ -51,6 +52,8 @@ inline void quantize_row(const float* x, q2_K* y, int64_t n) {
     check_superblock_row(n, q2_K::name, "quantize_row");
     constexpr qkx2_search search{3, -0.5f, 0.1f, 15, true};
     for (int64_t ib = 0; ib < n / 256; ++ib, x += 256) {
+        // NaN and ±Inf would go through nearest_int as garbage codes: refused, see finite.hpp.
+        check_finite_block(x, 256, ib, q2_K::name);
         q2_K& b = y[ib];
         uint8_t L[256];
         float weights[16], scales[16], mins[16];

@@ -13,6 +13,7 @@
 
 #include "llmrt/core/error.hpp"
 #include "llmrt/core/float_convert.hpp"
+#include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/q8_K.hpp"
 #include "llmrt/quant/rounding.hpp"
 #include "llmrt/quant/traits.hpp"
@@ -106,6 +107,8 @@ inline float make_q3_quants(int n, int nmax, const float* x, int8_t* L) {
 // sub-scale (a sub-block whose product is 0 keeps its make_q3_quants codes).
 inline void quantize_row(const float* x, q3_K* y, int64_t n) {
     for (int64_t ib = 0; ib < n / 256; ++ib, x += 256) {
+        // NaN and ±Inf would go through nearest_int as garbage codes: refused, see finite.hpp.
+        check_finite_block(x, 256, ib, q3_K::name);
         q3_K& b = y[ib];
         int8_t L[256];
         float scales[16];

@@ -12,6 +12,7 @@
 
 #include "llmrt/core/error.hpp"
 #include "llmrt/core/float_convert.hpp"
+#include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/kquant_search.hpp"
 #include "llmrt/quant/q8_K.hpp"
 #include "llmrt/quant/rounding.hpp"
@@ -113,6 +114,8 @@ inline void quantize_row(const float* x, q4_K* y, int64_t n) {
     check_superblock_row(n, q4_K::name, "quantize_row");
     constexpr qkx2_search search{15, -1.0f, 0.1f, 20, false};
     for (int64_t ib = 0; ib < n / 256; ++ib, x += 256) {
+        // NaN and ±Inf would go through nearest_int as garbage codes: refused, see finite.hpp.
+        check_finite_block(x, 256, ib, q4_K::name);
         q4_K& b = y[ib];
         uint8_t L[256];
         quantize_k4_superblock(x, search, b.d, b.dmin, b.scales, L);

@@ -11,6 +11,7 @@
 
 #include "llmrt/core/error.hpp"
 #include "llmrt/core/float_convert.hpp"
+#include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/kquant_search.hpp"
 #include "llmrt/quant/q4_K.hpp"
 #include "llmrt/quant/q8_K.hpp"
@@ -54,6 +55,8 @@ inline void quantize_row(const float* x, q5_K* y, int64_t n) {
     check_superblock_row(n, q5_K::name, "quantize_row");
     constexpr qkx2_search search{31, -0.5f, 0.1f, 15, false};
     for (int64_t ib = 0; ib < n / 256; ++ib, x += 256) {
+        // NaN and ±Inf would go through nearest_int as garbage codes: refused, see finite.hpp.
+        check_finite_block(x, 256, ib, q5_K::name);
         q5_K& b = y[ib];
         uint8_t L[256];
         quantize_k4_superblock(x, search, b.d, b.dmin, b.scales, L);

@@ -14,6 +14,7 @@
 
 #include "llmrt/core/error.hpp"
 #include "llmrt/core/float_convert.hpp"
+#include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/q8_K.hpp"
 #include "llmrt/quant/rounding.hpp"
 #include "llmrt/quant/traits.hpp"
@@ -96,6 +97,8 @@ inline float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
 // A block whose sub-scales are all below 1e-15 in magnitude is all zero bytes.
 inline void quantize_row(const float* x, q6_K* y, int64_t n) {
     for (int64_t ib = 0; ib < n / 256; ++ib, x += 256) {
+        // NaN and ±Inf would go through nearest_int as garbage codes: refused, see finite.hpp.
+        check_finite_block(x, 256, ib, q6_K::name);
         q6_K& b = y[ib];
         int8_t L[256];
         float scales[16];

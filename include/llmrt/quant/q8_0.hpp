@@ -6,9 +6,11 @@
 // | 2      | qs[32] i8 | x[e] = d * qs[e]        |
 #pragma once
 
+#include <cfloat>
 #include <cmath>
 
 #include "llmrt/core/float_convert.hpp"
+#include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/rounding.hpp"
 #include "llmrt/quant/traits.hpp"
 
@@ -33,16 +35,31 @@ LLMRT_HOST_DEVICE void dequantize_block(const q8_0& b, float* y) {
 namespace detail {
 // ggml's symmetric 8-bit rounding of one block of 32 (quantize_row_q8_0_ref and _q8_1_ref):
 // d = amax/127, q = roundf(x / d) computed as x * (1/d), ties away from zero. Returns d.
-inline float quantize_q8_block(const float* x, int8_t* qs) {
+//
+// Two inputs leave ggml's formula undefined, and llmrt defines them:
+//  - a NaN or ±Inf value: an invalid_argument error naming it (llmrt/quant/finite.hpp);
+//  - amax below 127/FLT_MAX (about 3.7e-37, all values tiny or subnormal): 1/d overflows to Inf
+//    and x·Inf (or 0·Inf = NaN) would be converted to int8. Such a block gets q = 0. Its d
+//    rounds to fp16 zero anyway, so the block dequantizes to zeros as ggml's would. The zero
+//    quants are also what ggml's scalar reference typically stores when built for x86: its
+//    cvttss2si turns an out-of-range float into 0x80000000, whose low byte is 0.
+// Every other finite block gets ggml's bytes.
+inline float quantize_q8_block(const float* x, int8_t* qs, int64_t block_index, const char* type_name) {
+    check_finite_block(x, 32, block_index, type_name);
     const float d = max_abs(x, 32) / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    if (id > FLT_MAX) [[unlikely]] {
+        for (int i = 0; i < 32; ++i) qs[i] = 0;
+        return d;
+    }
     for (int i = 0; i < 32; ++i) qs[i] = int8_t(std::roundf(x[i] * id));
     return d;
 }
 }  // namespace detail
 
 inline void quantize_row(const float* x, q8_0* y, int64_t n) {
-    for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) y[ib].d = fp32_to_fp16(detail::quantize_q8_block(x, y[ib].qs));
+    for (int64_t ib = 0; ib < n / 32; ++ib, x += 32)
+        y[ib].d = fp32_to_fp16(detail::quantize_q8_block(x, y[ib].qs, ib, q8_0::name));
 }
 
 // Σ_blocks Σ qx·qy · (dx·dy), ggml's q8_0 x q8_0 CPU dot.

@@ -33,10 +33,12 @@ LLMRT_HOST_DEVICE void dequantize_block(const q8_1& b, float* y) {
 }
 
 // ggml's quantize_row_q8_1_ref: as q8_0, plus s = fp16(Σq · d) with the unrounded d.
-// llmrt's CUDA and Vulkan activation quantizers produce these same bytes.
+// llmrt's CUDA and Vulkan activation quantizers produce these same bytes. A NaN or ±Inf value is
+// an invalid_argument error, and a block whose 1/d overflows gets zero quants (see
+// detail::quantize_q8_block).
 inline void quantize_row(const float* x, q8_1* y, int64_t n) {
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
-        const float d = detail::quantize_q8_block(x, y[ib].qs);
+        const float d = detail::quantize_q8_block(x, y[ib].qs, ib, q8_1::name);
         int sum = 0;
         for (int i = 0; i < 32; ++i) sum += y[ib].qs[i];
         y[ib].d = fp32_to_fp16(d);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/rounding.hpp"
 #include "llmrt/quant/traits.hpp"
 
@@ -35,6 +36,8 @@ LLMRT_HOST_DEVICE void dequantize_block(const q8_K& b, float* y) {
 // them so that the bytes are deterministic.
 inline void quantize_row(const float* x, q8_K* y, int64_t n) {
     for (int64_t ib = 0; ib < n / 256; ++ib, x += 256) {
+        // NaN and ±Inf would go through nearest_int as garbage codes: refused, see finite.hpp.
+        check_finite_block(x, 256, ib, q8_K::name);
         const float max = signed_max_abs(x, 256);
         if (max == 0.0f) {
             std::memset(&y[ib], 0, sizeof(q8_K));

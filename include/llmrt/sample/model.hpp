@@ -30,7 +30,8 @@ struct vocabulary {
 //       row i predicting the token after tokens[i]; logits_out is tokens.size() × vocab_size()
 //       floats, or empty when the caller needs no logits (prefill).
 //   truncate(n):           drops the cache back to its first n tokens (n ≤ cache_length()).
-// Bad calls raise llmrt::error. The llama model and the test doubles satisfy it.
+// Bad calls raise llmrt::error and leave the cache as it was (an eval that does not fit the
+// context commits none of its tokens). The llama model and the test doubles satisfy it.
 template <class M>
 concept causal_model = requires(M& m, const M& cm, std::span<const int32_t> tokens, int32_t position,
                                 std::span<float> logits_out, int32_t n) {
