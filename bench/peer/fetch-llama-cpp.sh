@@ -13,6 +13,7 @@
 #   vocab/ggml-vocab-llama-bpe.gguf   the Llama 3 tokenizer (128256 tokens), no weights
 #   LLAMA_CPP_COMMIT      the llama.cpp commit the sdist vendors
 #
+# Running it again replaces llama.cpp/ and vocab/ only (builds and models in .peer/ stay).
 # Environment: LLAMA_CPP_PYTHON_VERSION (another sdist; its checksum is then not checked),
 # PEER_DIR (default: .peer at the root of the checkout).
 set -euo pipefail
@@ -47,19 +48,16 @@ fi
 
 # The sdist carries the submodule's git data: read the commit before the tree moves.
 commit=unknown
-if command -v git > /dev/null; then
+if [ -e "$vendored/.git" ] && command -v git > /dev/null; then
     commit=$(git -C "$vendored" rev-parse HEAD 2> /dev/null || echo unknown)
 fi
 if [ "$version" = "$default_version" ] && [ "$commit" != unknown ] && [ "$commit" != "$expected_commit" ]; then
     echo "warning: expected llama.cpp $expected_commit, the sdist has $commit" >&2
 fi
 
-# Replace an earlier fetch, never a folder this script did not make.
-if [ -e "$peer" ] && [ ! -f "$peer/LLAMA_CPP_COMMIT" ] && [ -n "$(ls -A "$peer")" ]; then
-    echo "$peer exists and was not made by this script; set PEER_DIR or move it" >&2
-    exit 1
-fi
-rm -rf "${peer:?}"
+# Replace an earlier fetch's sources; builds, binaries, models and results in $peer stay.
+mkdir -p "$peer"
+rm -rf "${peer:?}/llama.cpp" "${peer:?}/vocab"
 mkdir -p "$peer/vocab"
 mv "$vendored" "$peer/llama.cpp"
 echo "$commit" > "$peer/LLAMA_CPP_COMMIT"
