@@ -85,15 +85,13 @@ TEST_CASE("a llama layer lowers to norm, matvec, rope_cache, attention, matvec, 
     CHECK(p.steps[1].rounded_for == 2);
     CHECK(p.steps[8].rounded_for == 9);  // swiglu rounds for the down projection
     CHECK(p.steps[4].rounded_for == 5);  // attention for the output projection
-    // Q/K/V carries the rope_cache after it, gate/up the swiglu: a backend may finish them in
-    // the mat-vec's epilogue.
-    CHECK(qkv.carries == 3);
-    CHECK(p.steps[3].carried_by == 2);
+    // Gate/up carries the swiglu after it: a backend may finish it in the mat-vec's epilogue.
     CHECK(p.steps[7].carries == 8);
     CHECK(p.steps[8].carried_by == 7);
+    CHECK(qkv.carries == -1);  // Q/K/V does not carry the rope_cache
     CHECK(p.steps[5].carries == -1);  // the output projection has one product: nothing stacked
-    // Written by the carrier: q after rope is placed (and lives) from the Q/K/V step on.
-    CHECK(p.first_step[std::size_t(named("blk.0.q_rope"))] == 2);
+    // Written by the carrier: the swiglu's records are placed (and live) from the gate/up step on.
+    CHECK(p.first_step[std::size_t(named("blk.0.ffn_swiglu"))] == 7);
     // What is never written: the norms before their products, the products only mat-vecs read,
     // k after rope (only its cache write reads it), attention's and swiglu's results.
     for (const char* n : {"blk.0.attn_norm", "blk.0.ffn_norm", "blk.0.k_rope", "blk.0.attn", "blk.0.ffn_swiglu"})
@@ -106,11 +104,11 @@ TEST_CASE("a llama layer lowers to norm, matvec, rope_cache, attention, matvec, 
     CHECK(p.offset[std::size_t(named("blk.0.k"))] == p.offset[std::size_t(named("blk.0.q"))] + 256 * 4);
 }
 
-TEST_CASE("without epilogues no matvec step carries another, and the steps are the same") {
+TEST_CASE("without carrying no matvec step carries another, and the steps are the same") {
     small_llama m(qtype::q4_K, 4, 1);
     cpu::backend cpu_backend;
     graph::lower_options o;
-    o.epilogues = false;
+    o.carry_swiglu = false;
     const auto with = graph::make_plan(m.built.g, cpu_sizes(m.built.g, cpu_backend), {}, graph::lower_options{});
     const auto without = graph::make_plan(m.built.g, cpu_sizes(m.built.g, cpu_backend), {}, o);
     CHECK(kinds(with) == kinds(without));

@@ -595,18 +595,6 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
         for (int s = 1; s < shares; ++s) sum = __fadd_rn(sum, share_partial(s, idx));
         return sum;
     };
-    if (p.epilogue.kind == mmvq_finish::rope_cache) {  // by pairs of rows (the launch's rows are even)
-        constexpr int pairs = mmvq_tile_rows / 2;
-        for (int idx = warp * 32 + lane; idx < NCols * pairs; idx += 32 * split) {
-            const int c = idx / pairs, r = 2 * (idx % pairs);
-            if (row0 + r >= p.rows) continue;
-            const float s0 = row_sum(c * mmvq_tile_rows + r), s1 = row_sum(c * mmvq_tile_rows + r + 1);
-            y[c * p.y_col_stride + row0 + r] = s0;
-            y[c * p.y_col_stride + row0 + r + 1] = s1;
-            finish_rope_pair(p.epilogue, c, row0 + r, s0, s1);
-        }
-        return;
-    }
     for (int idx = warp * 32 + lane; idx < NCols * mmvq_tile_rows; idx += 32 * split) {
         const int c = idx / mmvq_tile_rows, r = idx % mmvq_tile_rows;
         if (row0 + r >= p.rows) continue;

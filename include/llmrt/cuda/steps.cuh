@@ -8,7 +8,7 @@
 //               chunk of 8 columns when the products' weights lie side by side (stacked steps
 //               whose weights the program uploaded as one matrix), else one per product, the
 //               launches after the first reading the records at once (activation_order::shared);
-//               a step that carries the next one finishes it in the launches' epilogue
+//               gate/up carrying the swiglu finishes it in the launches' epilogue
 //               (mmvq_epilogue.cuh), and the carried step launches nothing
 //   rope_cache  rope_cache: q rotated, k rotated into the K cache, v into the V cache
 //   attention   split_attention (or the one-block-per-head kernel, then the records)
@@ -104,44 +104,24 @@ inline void norm(const context& cx, const resolved& r, int64_t n) {
                           r.rounded, /*w_is_constant=*/true);  // the lowering fuses a product with a weight only
 }
 
-// The epilogue that finishes the carried step r.carried for the columns from c0 on of a launch
+// The epilogue that finishes the carried swiglu r.carried for the columns from c0 on of a launch
 // whose rows start at row_offset of the stack.
 inline mmvq_epilogue carried_epilogue(const context& cx, const resolved& r, int64_t c0, int64_t row_offset) {
     const graph::step& st = *r.st;
-    const graph::step& next = *r.carried->st;
+    const graph::node& sw = cx.node(r.carried->st->node);
+    const columns_at stack = cx.columns(st.nodes[0]);  // gate starts the stack
+    const int64_t slot_bytes = (sw.ne0 / 32) * activation_record_bytes(8);
     mmvq_epilogue e;
+    e.kind = mmvq_finish::swiglu_round;
     e.row_offset = int32_t(row_offset);
-    const columns_at stack = cx.columns(st.nodes[0]);  // the first product starts the stack
-    if (next.kind == graph::step_kind::rope_cache) {
-        const graph::node& qr = cx.node(next.q_rope);
-        const graph::node& kc = cx.node(next.k_write);
-        e.kind = mmvq_finish::rope_cache;
-        e.q_rows = int32_t(qr.ne0);
-        e.kv_rows = int32_t(kc.ne0);
-        e.head_dim = qr.rope.head_dim;
-        e.n_rot = qr.rope.n_rot;
-        e.theta_scale = ops::detail::rope_theta_scale(qr.rope);
-        e.q_out = cx.f(next.q_rope) + c0 * qr.ne0;
-        e.k_cache = cx.at(next.k_write);
-        e.v_cache = cx.at(next.v_write);
-        check(kc.type == qtype::f16 || kc.type == qtype::f32, errc::unsupported_type,
-              [&] { return std::string("cuda backend: rope_cache: caches are f32 or f16, not ") + name(kc.type); });
-        e.kv_half = kc.type == qtype::f16;
-        e.n_ctx = kc.ne1;
-        e.pos = reinterpret_cast<const int32_t*>(cx.at(qr.src[1])) + c0;
-    } else {
-        const graph::node& sw = cx.node(next.node);
-        const int64_t slot_bytes = (sw.ne0 / 32) * activation_record_bytes(8);
-        e.kind = mmvq_finish::swiglu_round;
-        e.half = int32_t(sw.ne0);
-        e.stack = stack.f(c0);
-        e.stack_stride = stack.stride;
-        e.h = cx.kept(next.node) ? cx.f(next.node) + c0 * sw.ne0 : nullptr;
-        e.records = r.carried->rounded ? reinterpret_cast<uint8_t*>(r.carried->rounded) + (c0 / 8) * slot_bytes : nullptr;
-        e.counters = cx.counters;
-        check(cx.counter_bytes >= std::size_t(sw.ne0 / 32) * sizeof(int32_t), errc::invalid_argument,
-              "cuda backend: a matvec step carrying swiglu without room for its counters");
-    }
+    e.half = int32_t(sw.ne0);
+    e.stack = stack.f(c0);
+    e.stack_stride = stack.stride;
+    e.h = cx.kept(r.carried->st->node) ? cx.f(r.carried->st->node) + c0 * sw.ne0 : nullptr;
+    e.records = r.carried->rounded ? reinterpret_cast<uint8_t*>(r.carried->rounded) + (c0 / 8) * slot_bytes : nullptr;
+    e.counters = cx.counters;
+    check(cx.counter_bytes >= std::size_t(sw.ne0 / 32) * sizeof(int32_t), errc::invalid_argument,
+          "cuda backend: a matvec step carrying swiglu without room for its counters");
     return e;
 }
 

@@ -23,12 +23,10 @@
 //                that takes q, k and v; the swiglu that takes gate and up) writes them as one
 //                block: column c of product i at block + c·rows_total + row_offset_i (floats),
 //                which a backend may fill with one launch over the products' weights side by side
-//   carries      a stacked matvec step whose reader is the very next step, in a form that the
-//                mat-vec kernel can finish where its sums are (its epilogue): rope_cache in
-//                normal order (a pair 2i, 2i+1 is two neighbouring rows of the stack), swiglu of
-//                a length that is whole Q8_1 blocks (gate and up rows 32g .. 32g + 31 make block
-//                g of the result). A backend may run the carried step inside the matvec step's
-//                launches; the plan places the carried step's results with the matvec step's,
+//   carries      a stacked gate/up matvec step whose swiglu is the very next step, of a length
+//                that is whole Q8_1 blocks (gate and up rows 32g .. 32g + 31 make block g of the
+//                result): a backend may finish the swiglu in the mat-vec kernel's epilogue, where
+//                the sums are; the plan places the carried step's results with the matvec step's,
 //                so they never share bytes with what the matvec step reads
 //
 // The pass also collects the index checks every backend makes before a run (ids of get_rows,
@@ -67,7 +65,7 @@ struct lower_options {
     bool fused_ops = true;        // attention and swiglu as steps of their own kind (rounding, stacks)
     bool round_in_producer = true;  // norm, attention and swiglu steps write x's Q8_1 rounding for the matvec step
     bool stack_products = true;   // matvec products read by one later step are stacked
-    bool epilogues = true;        // a stacked matvec step carries the step after it (see above)
+    bool carry_swiglu = true;     // the gate/up matvec step carries the swiglu after it (see above)
 
     static lower_options unfused() { return {false, false, false, false, false, false, false}; }
 };
@@ -369,25 +367,16 @@ private:
             }
     }
 
-    // Which stacked matvec steps carry the step after them, and in which order their products
-    // must stand: q, k, v (the rope_cache's sources) or gate, up (the swiglu's).
+    // Which stacked matvec steps carry the swiglu after them: products gate, up in that order.
+    // (Q/K/V carrying the rope_cache was measured slower on the H100: bench/RESULTS.md.)
     void link_epilogues() {
-        if (!o_.epilogues) return;
+        if (!o_.carry_swiglu) return;
         for (std::size_t i = 0; i + 1 < out_.steps.size(); ++i) {
             step& s = out_.steps[i];
             step& next = out_.steps[i + 1];
-            if (s.kind != step_kind::matvec || !s.stacked) continue;
-            bool carried = false;
-            if (next.kind == step_kind::rope_cache) {
-                const node& qr = nd(next.q_rope);
-                const node& kr = nd(next.k_rope);
-                const std::vector<int32_t> sources{qr.src[0], kr.src[0], nd(next.v_write).src[1]};
-                carried = s.nodes == sources && qr.rope.order == rope_order::normal && qr.rope.head_dim % 2 == 0;
-            } else if (next.kind == step_kind::swiglu) {
-                const node& sw = nd(next.node);
-                carried = s.nodes == std::vector<int32_t>{sw.src[0], sw.src[1]} && sw.ne0 % 32 == 0;
-            }
-            if (!carried) continue;
+            if (s.kind != step_kind::matvec || !s.stacked || next.kind != step_kind::swiglu) continue;
+            const node& sw = nd(next.node);
+            if (s.nodes != std::vector<int32_t>{sw.src[0], sw.src[1]} || sw.ne0 % 32 != 0) continue;
             s.carries = int32_t(i + 1);
             next.carried_by = int32_t(i);
         }
