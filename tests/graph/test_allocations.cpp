@@ -41,7 +41,7 @@ TEST_CASE("running a planned graph with every op kind allocates nothing") {
     auto q = g.rope(h, pos, {4, 16, 16, 10000.0f, graph::rope_order::normal});
     auto kr = g.rope(h, pos, {4, 16, 16, 10000.0f, graph::rope_order::neox});
     auto kc = g.set_rows(g.state("k", qtype::f16, k, n_ctx), kr, pos);
-    auto vc = g.set_rows(g.state("v", qtype::f32, k, n_ctx), h, pos);
+    auto vc = g.set_rows(g.state("v", qtype::f16, k, n_ctx), h, pos);
     auto a = g.add(g.attention(q, kc, vc, pos, {4, 4, 16, 0.25f}), e);
     auto m = g.mul_mat(g.weight("w", qtype::q8_0, k, rows, w.data()), g.swiglu(a, g.silu(a)));
     auto logits = g.softmax(m);

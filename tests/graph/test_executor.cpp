@@ -149,6 +149,17 @@ TEST_CASE("mismatched shapes raise llmrt::error naming the tensors") {
     CHECK_THROWS_AS(g.weight("w", qtype::q8_0, 33, 1, w.data()), llmrt::error);
 }
 
+TEST_CASE("an attention over K and V caches of different types raises llmrt::error naming both") {
+    graph::graph g(1);
+    auto q = g.input("q", qtype::f32, 16);
+    auto pos = g.input("pos", graph::i32_type, 1);
+    auto kc = g.state("k_cache", qtype::f16, 16, 8);
+    auto vc = g.state("v_cache", qtype::f32, 16, 8);
+    CHECK_THROWS_WITH_AS(g.attention(q, kc, vc, pos, {1, 1, 16, 0.25f}),
+                         doctest::Contains("the K cache 'k_cache'"), llmrt::error);
+    CHECK_THROWS_WITH_AS(g.attention(q, kc, vc, pos, {1, 1, 16, 0.25f}), doctest::Contains("v_cache"), llmrt::error);
+}
+
 TEST_CASE("reading a tensor whose memory is reused raises llmrt::error, unless the plan keeps every tensor") {
     small_net net;
     const auto hidden = net.g.nodes()[std::size_t(net.y.id)].src[1];

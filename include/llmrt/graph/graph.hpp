@@ -230,6 +230,11 @@ public:
                              std::to_string(p.n_head_kv) + " x head_dim " + std::to_string(p.head_dim) +
                              " per column, k and v with the same context length";
                   });
+        // Every backend reads both caches with one element type (the K cache's).
+        check(kn.type == vn.type, errc::unsupported_type, [&] {
+            return "attention: the K cache " + describe(kn) + " and the V cache " + describe(vn) +
+                   " must have the same type";
+        });
         node n = derived(op::attention, qtype::f32, qn.ne0, qn, {q.id, k_cache.id, v_cache.id, positions.id});
         n.attention = p;
         return push(std::move(n));
