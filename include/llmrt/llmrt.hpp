@@ -2,6 +2,8 @@
 // This umbrella includes everything that needs no GPU toolchain.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/core/error.hpp"
 #include "llmrt/core/float_convert.hpp"
 #include "llmrt/core/qtype.hpp"

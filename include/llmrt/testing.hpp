@@ -3,6 +3,8 @@
 // (llmrt/testing/doctest.hpp) and the CUDA helpers (llmrt/testing/cuda.hpp) are included apart.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/testing/generate.hpp"
 #include "llmrt/testing/measures.hpp"
 #include "llmrt/testing/poison.hpp"

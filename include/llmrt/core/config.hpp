@@ -1,6 +1,8 @@
 // Portability macros shared by host and device code.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 #include <cstring>
 

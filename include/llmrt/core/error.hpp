@@ -1,6 +1,8 @@
 // llmrt::error: the one exception type the library throws.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <exception>
 #include <string>
 #include <utility>

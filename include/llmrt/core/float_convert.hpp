@@ -7,6 +7,8 @@
 // | E8M0   | e8 (2^(e-127))  | e = 0 -> 2^-127 (no subnormal 0) | not needed (quantizers pick e)  |
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/core/config.hpp"
 
 namespace llmrt {

@@ -1,6 +1,8 @@
 // Runtime element types; the values are GGUF/ggml type ids.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 
 namespace llmrt {

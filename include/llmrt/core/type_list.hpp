@@ -1,6 +1,8 @@
 // Compile-time lists of types and a tag to carry a type through a generic lambda.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <type_traits>
 

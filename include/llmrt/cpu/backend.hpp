@@ -7,6 +7,8 @@
 // against each other.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <cstring>
 #include <string>

@@ -5,6 +5,8 @@
 // column c at x + c·ldx; Y holds ncols columns of `rows` floats, column c at y + c·ldy.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <string>
 #include <tuple>

@@ -4,6 +4,8 @@
 // so both give identical bits, and a column's result does not depend on ncols.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <string>
 

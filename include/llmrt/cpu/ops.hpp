@@ -13,6 +13,8 @@
 //              s_j = scale · q_h · k_g[j] for j = 0..p,  out_h = Σ_j softmax(s)_j · v_g[j]
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

@@ -19,6 +19,8 @@
 // Batches follow each other, batch (i2, i3) at (i3·batch2 + i2)·(k/32)·48·ncols bytes.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -33,6 +33,8 @@
 // (errc::device_error, out_of_memory for allocations) naming the call; the device never asserts.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>

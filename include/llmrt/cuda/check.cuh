@@ -2,6 +2,8 @@
 // expression, its file and line. Host code only; device code never throws.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <string>

@@ -25,6 +25,8 @@
 // accumulator 1; each type's comment says what it adds per 32-block and per step.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>

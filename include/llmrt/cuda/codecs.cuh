@@ -2,6 +2,8 @@
 // A type added to the list without its codec/<type>.cuh fails to compile at device_codec<B>.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/cuda/codec.cuh"
 #include "llmrt/cuda/codec/mxfp4.cuh"
 #include "llmrt/cuda/codec/q2_K.cuh"

@@ -32,6 +32,8 @@
 // in shared memory in a fixed order. No atomics.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda.h>  // CUtensorMap (a header-only use: the encoder is reached through the runtime)
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>

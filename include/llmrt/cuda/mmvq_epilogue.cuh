@@ -13,6 +13,8 @@
 // Not kept: Q/K/V finishing the rope_cache the same way (bench/RESULTS.md, Decode).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>

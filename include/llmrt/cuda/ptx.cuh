@@ -4,6 +4,8 @@
 // sm_90 (griddepcontrol is a no-op below it); llmrt's launchers refuse older devices on the host.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 

@@ -15,6 +15,8 @@
 //   swiglu      swiglu_round
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -2,6 +2,8 @@
 // strides, owning nothing. Every size is in elements except where a comment says bytes.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 #include <string>
 

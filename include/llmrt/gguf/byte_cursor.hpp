@@ -3,6 +3,8 @@
 // overflow) and otherwise raises llmrt::error (errc::corrupt_file) naming the file and the offset.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -10,6 +10,8 @@
 // a u64 count and the elements. Everything is little-endian.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <bit>
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,8 @@
 // GGUF v3 files: the reader (llmrt::gguf::file) and the writer (llmrt::gguf::writer).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/gguf/format.hpp"
 #include "llmrt/gguf/metadata.hpp"
 #include "llmrt/gguf/reader.hpp"

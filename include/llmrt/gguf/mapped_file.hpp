@@ -2,6 +2,8 @@
 // Move-only; the mapped address does not change when the object moves.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>

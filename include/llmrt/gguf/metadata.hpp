@@ -8,6 +8,8 @@
 // the key, the type asked for and the type the value has.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <map>
 #include <string>

@@ -11,6 +11,8 @@
 // is not in llmrt's type list raises errc::unsupported_type naming the tensor and the type id.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstddef>

@@ -9,6 +9,8 @@
 //   type_of(v) == value_type::uint32;  describe(tokens) == "array of string"
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>

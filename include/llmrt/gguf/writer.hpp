@@ -13,6 +13,8 @@
 // (as ggml writes them). Bad input raises llmrt::error when it is added, not when it is written.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cerrno>

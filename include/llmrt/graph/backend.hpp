@@ -22,6 +22,8 @@
 // node); they are the only host <-> device traffic.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <concepts>
 #include <cstddef>
 #include <cstdint>

@@ -14,6 +14,8 @@
 // plan_options::fuse = false to see every node).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

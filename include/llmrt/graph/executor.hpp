@@ -6,6 +6,8 @@
 //   ex.read(logits, out);
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <cstring>
 #include <limits>

@@ -8,6 +8,8 @@
 //   g.mark_output(g.argmax(g.mul_mat(w, g.rms_norm(x, 1e-5f))));
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <initializer_list>
 #include <string>

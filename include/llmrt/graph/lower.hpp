@@ -33,6 +33,8 @@
 // positions of rope, set_rows and attention), so that bad ids are an llmrt::error everywhere.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>

@@ -7,6 +7,8 @@
 // live (1 <= n_tokens <= ne1).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <array>
 #include <cstdint>
 #include <string>

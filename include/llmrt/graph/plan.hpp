@@ -20,6 +20,8 @@
 // a set_rows result is its cache: none of these take arena memory.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

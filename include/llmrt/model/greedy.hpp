@@ -3,6 +3,8 @@
 // token leaves the backend).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>

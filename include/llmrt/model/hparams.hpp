@@ -13,6 +13,8 @@
 //   llama.rope.dimension_count              n_rot (optional; head_dim)
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cfloat>
 #include <cmath>
 #include <cstdint>

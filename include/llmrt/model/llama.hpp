@@ -14,6 +14,8 @@
 // state reproduces the next logits bit for bit. forward allocates nothing.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstddef>

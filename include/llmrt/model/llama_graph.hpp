@@ -13,6 +13,8 @@
 // can say where two backends part ways.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 #include <string>
 #include <vector>

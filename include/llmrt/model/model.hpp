@@ -2,6 +2,8 @@
 // greedy generation and the random model generator.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/model/greedy.hpp"
 #include "llmrt/model/hparams.hpp"
 #include "llmrt/model/llama.hpp"

@@ -10,6 +10,8 @@
 // 1/k (activations keep their scale through a layer), norms 1 ± 0.1, embeddings variance 1.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

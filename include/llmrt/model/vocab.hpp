@@ -4,6 +4,8 @@
 // "<0xNN>" for the byte NN, so multi-byte characters split over byte tokens come back whole.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 #include <span>
 #include <string>

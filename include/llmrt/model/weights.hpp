@@ -15,6 +15,8 @@
 // stay where the file holds them; nothing is copied except norms stored in 16 bits.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <array>
 #include <cstddef>
 #include <string>

@@ -1,6 +1,8 @@
 // Row-level codecs built on each type's block functions, and the runtime-typed public API.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <string>
 

@@ -1,6 +1,8 @@
 // From a runtime qtype to the compile-time block type: the one dispatch helper.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <string>
 
 #include "llmrt/core/error.hpp"

@@ -7,6 +7,8 @@
 // not, so such a row is reported instead of being silently quantized to garbage.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cfloat>
 #include <cmath>
 #include <cstdint>

@@ -9,6 +9,8 @@
 // fused multiply-add (the llmrt target builds with -ffp-contract=off).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <string>

@@ -9,6 +9,8 @@
 // is half the E8M0 value (ggml's convention, which keeps the table integral for dp4a).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 
 #include "llmrt/core/float_convert.hpp"

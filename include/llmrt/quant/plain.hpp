@@ -7,6 +7,8 @@
 // | bf16 | 2     | bfloat16 (upper half of f32)  |
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/core/float_convert.hpp"
 #include "llmrt/quant/traits.hpp"
 

@@ -8,6 +8,8 @@
 // | 82     | dmin (fp16)  | super-block min scale                                          |
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 
 #include "llmrt/core/error.hpp"

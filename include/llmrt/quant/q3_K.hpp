@@ -8,6 +8,8 @@
 // | 108    | d (fp16)    | super-block scale                                                  |
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 #include <cstdint>
 

@@ -8,6 +8,8 @@
 // | 16     | qs[128]      | 4-bit q of element e at qs[32(e/64) + e%32], high nibble if (e/32) odd |
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 
 #include "llmrt/core/error.hpp"

@@ -9,6 +9,8 @@
 // | 48     | qs[128]      | low 4 bits, packed as in Q4_K                         |
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/core/error.hpp"
 #include "llmrt/core/float_convert.hpp"
 #include "llmrt/quant/finite.hpp"

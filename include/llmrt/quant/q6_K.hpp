@@ -8,6 +8,8 @@
 // | 208    | d (fp16)     | super-block scale; q = (low | high << 4) − 32 in [−32, 31]          |
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>

@@ -6,6 +6,8 @@
 // | 2      | qs[32] i8 | x[e] = d * qs[e]        |
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cfloat>
 #include <cmath>
 

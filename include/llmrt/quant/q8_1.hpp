@@ -7,6 +7,8 @@
 // | 4      | qs[32] i8 | quants                                     |
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 
 #include "llmrt/core/float_convert.hpp"

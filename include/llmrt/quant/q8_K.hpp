@@ -7,6 +7,8 @@
 // | 260    | bsums[16] i16  | Σ qs over each group of 16           |
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 #include <cstring>
 

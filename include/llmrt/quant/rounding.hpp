@@ -1,6 +1,8 @@
 // Rounding primitives whose exact behaviour decides byte equality with ggml.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 
 #include "llmrt/core/config.hpp"

@@ -1,6 +1,8 @@
 // The contract every quant block type fulfils, and the traits read from it.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <concepts>
 #include <cstddef>
 #include <cstdint>

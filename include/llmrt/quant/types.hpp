@@ -2,6 +2,8 @@
 // SPIR-V variants, tests and benches all follow from these lists.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/core/type_list.hpp"
 #include "llmrt/quant/mxfp4.hpp"
 #include "llmrt/quant/plain.hpp"

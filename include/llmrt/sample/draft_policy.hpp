@@ -1,6 +1,8 @@
 // Every default of speculative decoding, in one place. Change them here, and say why.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <string>

@@ -1,6 +1,8 @@
 // The drafter interface: something that proposes the next tokens of a sequence.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 #include <span>
 #include <string_view>

@@ -8,6 +8,8 @@
 // accepted part afterwards.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>

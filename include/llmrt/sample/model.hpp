@@ -1,6 +1,8 @@
 // What the speculative layer needs from a model, and the vocabulary check for draft models.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <concepts>
 #include <cstdint>

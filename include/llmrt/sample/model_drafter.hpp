@@ -3,6 +3,8 @@
 // distribution), for lossless speculative sampling.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -3,6 +3,8 @@
 // followed are proposed as a point-mass draft.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <span>

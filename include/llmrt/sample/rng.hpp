@@ -3,6 +3,8 @@
 // accepted draft needs no RNG state at all (the position is the counter).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <array>
 #include <cstdint>
 

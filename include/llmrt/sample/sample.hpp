@@ -1,6 +1,8 @@
 // llmrt's sampler layer: sampler chain, counter-based RNG, drafters, lossless verification.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/sample/draft_policy.hpp"
 #include "llmrt/sample/drafter.hpp"
 #include "llmrt/sample/generator.hpp"

@@ -6,6 +6,8 @@
 // history shrinks back, and the RNG "rewinds" with it because the position is its counter.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <span>

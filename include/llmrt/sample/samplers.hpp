@@ -2,6 +2,8 @@
 // their logits; the chain turns the survivors into a token_distribution at the end.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

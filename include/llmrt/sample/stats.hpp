@@ -6,6 +6,8 @@
 //                               (with a fixed draft length this is vLLM's accepted_per_pos / drafts)
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 #include <string>
 #include <string_view>

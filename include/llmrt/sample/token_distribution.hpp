@@ -2,6 +2,8 @@
 // q for a sampling drafter) and the input of verification.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -40,7 +42,10 @@ public:
         if (!std::is_sorted(weights.begin(), weights.end(), by_id)) std::sort(weights.begin(), weights.end(), by_id);
         double total = 0.0;
         for (size_t i = 0; i < weights.size(); ++i) {
-            const auto [id, w] = weights[i];
+            // Plain variables, not a structured binding: the lambdas below capture them, which
+            // clang before 16 refuses for bindings.
+            const int32_t id = weights[i].first;
+            const double w = weights[i].second;
             check(id >= 0 && std::isfinite(w) && w >= 0.0, errc::invalid_argument, [&] {
                 return "token_distribution: token " + std::to_string(id) + " has weight " + std::to_string(w) +
                        " (need a non-negative id and a finite weight >= 0)";

@@ -8,6 +8,8 @@
 // partially accepted draft leaves it exactly where plain decoding would be.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <concepts>
 #include <cstdint>

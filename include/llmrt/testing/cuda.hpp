@@ -12,6 +12,8 @@
 // A failed CUDA runtime call raises llmrt::error (errc::device_error) naming the call.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -11,6 +11,8 @@
 // callers that report in their own way. Include <doctest/doctest.h> first, or let this header do it.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <string>

@@ -11,6 +11,8 @@
 //                 2^-32, bounded to ±6σ (a 6σ tail has probability 2e-9, rarer than any test meets)
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -6,6 +6,8 @@
 //   ulp_distance  = how many representable floats lie between a and b
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -6,6 +6,8 @@
 // written NaN is not mistaken for a skipped element, and a skipped one fails any NaN check too.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 #include <cstring>
 #include <string>

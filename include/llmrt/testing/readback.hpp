@@ -4,6 +4,8 @@
 // (llmrt/testing/cuda.hpp, the Vulkan one) copy the buffer back and hand it to compare_readback.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 #include <string>
 #include <utility>

@@ -3,6 +3,8 @@
 // plus two conveniences that return whole matrices and results as vectors.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -11,6 +11,8 @@
 // Needs the llmrt::vulkan CMake target. Failures raise llmrt::error.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -31,6 +31,8 @@
 // queue from two threads at once. The backend must outlive its programs.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstddef>

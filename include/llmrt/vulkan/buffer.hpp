@@ -8,6 +8,8 @@
 // 16-byte units and may touch the last unit of a matrix whose size is not a multiple of 16.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

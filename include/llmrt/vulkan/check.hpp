@@ -3,6 +3,8 @@
 // the expression, the file and line, and the Vulkan result.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <string>
 #include <type_traits>
 #include <utility>

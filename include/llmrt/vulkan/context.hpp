@@ -12,6 +12,8 @@
 // messages() returns them, so tests can fail on any. The library itself never prints.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>

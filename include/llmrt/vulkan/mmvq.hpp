@@ -14,6 +14,8 @@
 // batch b uses W matrix b / (batch / w_batch). Column c of Y is bit-identical for every ncols.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -3,6 +3,8 @@
 // subgroup size with full subgroups, and a pipeline cache whose data can be saved and restored.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 #include <span>
 #include <string>

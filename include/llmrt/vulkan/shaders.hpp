@@ -3,6 +3,8 @@
 // generated headers hold the blobs.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <string>
 #include <string_view>
 

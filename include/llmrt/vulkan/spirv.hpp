@@ -4,6 +4,8 @@
 // without the host restating them.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 #include <map>
 #include <optional>

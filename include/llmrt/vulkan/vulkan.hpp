@@ -2,6 +2,8 @@
 // the quantized mat-vec dispatches. Needs the llmrt::vulkan CMake target.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/vulkan/buffer.hpp"
 #include "llmrt/vulkan/check.hpp"
 #include "llmrt/vulkan/context.hpp"

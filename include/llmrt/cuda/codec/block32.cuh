@@ -4,6 +4,8 @@
 // Canonical order, per 32-block b with I = Σ value·qx:  acc = fma(scale·dx, I, acc).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/cuda/codec.cuh"
 
 namespace llmrt::cuda::detail {

@@ -5,6 +5,8 @@
 // Canonical order, per 32-block with I = Σ value·qx:  acc = fma(de·dx, I, acc), de = 2^(e-128).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/cuda/codec/block32.cuh"
 #include "llmrt/quant/mxfp4.hpp"
 

@@ -8,6 +8,8 @@
 //   acc = fma(−dmin, sm, acc), sd = sm = 0.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/cuda/codec.cuh"
 #include "llmrt/quant/q2_K.hpp"
 

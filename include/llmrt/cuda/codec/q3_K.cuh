@@ -7,6 +7,8 @@
 // Both mmvq forms compute it with 4·I and d/4 (scale_words_times4): the same bits.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/cuda/codec.cuh"
 #include "llmrt/quant/q3_K.hpp"
 

@@ -3,6 +3,8 @@
 // codec and its canonical order are those of codec/scale_min.cuh.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/cuda/codec/scale_min.cuh"
 #include "llmrt/quant/q5_K.hpp"
 

@@ -7,6 +7,8 @@
 //   sd = fma(dx, I, sd); after each 4 blocks: acc = fma(d, sd, acc), sd = 0.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/cuda/codec.cuh"
 #include "llmrt/quant/q6_K.hpp"
 

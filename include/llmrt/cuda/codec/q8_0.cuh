@@ -3,6 +3,8 @@
 // Canonical order, per 32-block b with I = Σ qs·qx:  acc = fma(dw·dx, I, acc).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/cuda/codec/block32.cuh"
 #include "llmrt/quant/q8_0.hpp"
 

@@ -8,6 +8,8 @@
 //   after each 4 blocks: acc = fma(d, sd, acc), acc = fma(−dmin, sm, acc), sd = sm = 0.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include "llmrt/cuda/codec.cuh"
 #include "llmrt/quant/q4_K.hpp"
 

@@ -5,6 +5,8 @@
 // larger value and, on a tie, the smaller index.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -11,6 +11,8 @@
 // on the CPU) gives NaN for that column.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -5,6 +5,8 @@
 // no atomics).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>

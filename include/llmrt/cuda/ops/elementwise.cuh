@@ -8,6 +8,8 @@
 // not (only exp differs from the host's libm, by an ulp or so).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -11,6 +11,8 @@
 //                       activations, as the CPU backend's float path takes them.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -13,6 +13,8 @@
 // depend on the run or on the other columns.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -5,6 +5,8 @@
 // the batch writes exactly what quantize_activations would have written for each chunk.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>

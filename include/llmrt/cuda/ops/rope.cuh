@@ -6,6 +6,8 @@
 // copied. A negative position (the CPU raises an error for it) gives a column of NaN.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cmath>

@@ -10,6 +10,8 @@
 // raises an error for both; llama_model checks them on the host before every run).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>

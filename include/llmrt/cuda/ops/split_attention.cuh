@@ -19,6 +19,8 @@
 // block combines.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 

@@ -5,6 +5,8 @@
 // second dispatch ranks.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -6,6 +6,8 @@
 // the formulas and summation orders of the CPU reference (cpu/ops.hpp).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>

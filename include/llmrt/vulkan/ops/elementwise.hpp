@@ -3,6 +3,8 @@
 //   silu    y = a · σ(a)       swiglu  y = silu(a) ⊙ b
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 #include <string>
 

@@ -8,6 +8,8 @@
 // CMake target (which links llmrt::vulkan_ops, whose generated headers hold the blobs).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 #include <map>
 #include <memory>

@@ -15,6 +15,8 @@
 // can share one quantization (activation_cache).
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -3,6 +3,8 @@
 //   softmax   y = exp(x − max) / Σ exp(x − max)        (shaders/ops/softmax.comp)
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 #include <string>
 

@@ -7,6 +7,8 @@
 // dispatches (the q, k and v projections; gate and up) run without one between them.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

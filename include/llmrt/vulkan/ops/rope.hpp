@@ -3,6 +3,8 @@
 // reference computes it, and the shader steps θ by the same float multiplications.
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <string>

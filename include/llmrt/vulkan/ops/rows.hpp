@@ -4,6 +4,8 @@
 //   set_rows  cache[:, pos[t]] = src[:, t], f32 or f16 (shaders/ops/set_rows.comp)
 #pragma once
 
+#include "llmrt/core/cxx20.hpp"
+
 #include <cstdint>
 #include <string>
 
