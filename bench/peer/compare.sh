@@ -172,44 +172,42 @@ step_decode() {
     done
 }
 
-step_depth() {
+# llama-bench against llmrt-bench-decode on the long model, each with its own extra arguments
+# (words without spaces), as one table: $1 names the logs, $2 is the field of llmrt's JSON to
+# compare, $3 the title, $4 the row's label.
+compare_long_model() {
+    local name=$1 field=$2 title=$3 row=$4 llama_args=$5 llmrt_args=$6
     need "$llama_bench" "$llmrt_bench_decode"
     need_model "$long_model"
     local f log_a log_b a b
     f=$(model_file "$long_model")
-    log_a=$results/depth-${long_model/:/-}-llama.cpp.log
-    log_b=$results/depth-${long_model/:/-}-llmrt.log
-    "$llama_bench" -m "$f" -p 0 -n 128 -d "$depth" -fa 1 -ngl "$ngl" -r "$repetitions" -o jsonl > "$log_a" 2>&1 || true
-    "$llmrt_bench_decode" --backend "$backend" --model "$f" --depth "$depth" --tokens 128 --warmup 8 \
+    log_a=$results/$name-${long_model/:/-}-llama.cpp.log
+    log_b=$results/$name-${long_model/:/-}-llmrt.log
+    # shellcheck disable=SC2086  # the extra arguments are split into words on purpose
+    "$llama_bench" -m "$f" $llama_args -fa 1 -ngl "$ngl" -r "$repetitions" -o jsonl > "$log_a" 2>&1 || true
+    # shellcheck disable=SC2086
+    "$llmrt_bench_decode" --backend "$backend" --model "$f" $llmrt_args --tokens 128 --warmup 8 \
         --json "$log_b.json" > "$log_b" 2>&1 || true
     a=$(llama_bench_ts "$log_a")
-    b=$(json_field "$log_b.json" tokens_per_s)
+    b=$(json_field "$log_b.json" "$field")
     echo
-    echo "Decoding with $depth tokens in the cache (llama-bench -d $depth tg128; llmrt-bench-decode --depth $depth --tokens 128)"
+    echo "$title"
     echo
     echo "| model | llama.cpp tokens/s | llmrt tokens/s | llmrt / llama.cpp |"
     echo "|---|---|---|---|"
-    echo "| $long_model at depth $depth | $a | $b | $(ratio "$b" "$a") |"
+    echo "| $row | $a | $b | $(ratio "$b" "$a") |"
+}
+
+step_depth() {
+    compare_long_model depth tokens_per_s \
+        "Decoding with $depth tokens in the cache (llama-bench -d $depth tg128; llmrt-bench-decode --depth $depth --tokens 128)" \
+        "$long_model at depth $depth" "-p 0 -n 128 -d $depth" "--depth $depth"
 }
 
 step_prompt() {
-    need "$llama_bench" "$llmrt_bench_decode"
-    need_model "$long_model"
-    local f log_a log_b a b
-    f=$(model_file "$long_model")
-    log_a=$results/prompt-${long_model/:/-}-llama.cpp.log
-    log_b=$results/prompt-${long_model/:/-}-llmrt.log
-    "$llama_bench" -m "$f" -p "$prompt_tokens" -n 0 -fa 1 -ngl "$ngl" -r "$repetitions" -o jsonl > "$log_a" 2>&1 || true
-    "$llmrt_bench_decode" --backend "$backend" --model "$f" --prompt "$prompt_tokens" --tokens 128 --warmup 8 \
-        --json "$log_b.json" > "$log_b" 2>&1 || true
-    a=$(llama_bench_ts "$log_a")
-    b=$(json_field "$log_b.json" prompt_tokens_per_s)
-    echo
-    echo "Processing a $prompt_tokens-token prompt (llama-bench pp$prompt_tokens; llmrt-bench-decode --prompt $prompt_tokens)"
-    echo
-    echo "| model | llama.cpp tokens/s | llmrt tokens/s | llmrt / llama.cpp |"
-    echo "|---|---|---|---|"
-    echo "| $long_model | $a | $b | $(ratio "$b" "$a") |"
+    compare_long_model prompt prompt_tokens_per_s \
+        "Processing a $prompt_tokens-token prompt (llama-bench pp$prompt_tokens; llmrt-bench-decode --prompt $prompt_tokens)" \
+        "$long_model" "-p $prompt_tokens -n 0" "--prompt $prompt_tokens"
 }
 
 step_matvec() {
