@@ -112,7 +112,7 @@ inline mmvq_epilogue carried_epilogue(const context& cx, const resolved& r, int6
     const graph::step& st = *r.st;
     const graph::node& sw = cx.node(r.carried->st->node);
     const columns_at stack = cx.columns(st.nodes[0]);  // gate starts the stack
-    const int64_t slot_bytes = (sw.ne0 / 32) * activation_record_bytes(8);
+    const int64_t slot_bytes = activation_batch_bytes(sw.ne0, 8);  // a chunk of 8 columns (ops/records.cuh)
     mmvq_epilogue e;
     e.kind = mmvq_finish::swiglu_round;
     e.row_offset = int32_t(row_offset);
