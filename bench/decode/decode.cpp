@@ -27,7 +27,7 @@
 // The floor is the bytes of every weight one token reads (all matrices and norms, one embedding
 // row) over the H100's measured 3.1 TB/s read bandwidth: the most tokens/s that reading the
 // weights once per token allows.
-// Breakdown (CUDA): the device time of one decode forward by step kind (graph/lower.hpp), each
+// Breakdown (CUDA, Vulkan): the device time of one decode forward by step kind (graph/lower.hpp), each
 // kind's share found by telescoping: the forward made of the mat-vec steps alone is replayed and
 // timed, then with the norm steps added, and so on; a kind's time is what adding it cost. The
 // kinds' times add up to the whole forward's device time; "host" is the rest of the measured
@@ -243,6 +243,7 @@ struct result {
     std::size_t weight_bytes = 0, steps = 0;
     double floor_tokens_per_s = 0, tokens_per_s = 0, ms_per_token = 0, prepare_s = 0;
     double prompt_tokens_per_s = 0;
+    double first_half_tokens_per_s = 0, second_half_tokens_per_s = 0;  // of the timed tokens
     double device_ms = 0;  // the whole decode forward's device time (CUDA)
     double launch_read_ms = 0, back_to_back_ms = 0;  // per token: no writes; queued with one read
     double isolated_ms = 0;  // device time of a forward launched on an idle device (CUDA)
@@ -306,8 +307,14 @@ result decode(Backend& backend, const model_shape& s, const bench_model& m, cons
     };
     for (int32_t i = 0; i < a.warmup; ++i) step();
     const auto start = std::chrono::steady_clock::now();
-    for (int32_t i = 0; i < a.tokens; ++i) step();
+    double half_seconds = 0;  // the first half of the timed tokens (warm-up shows as a slower first half)
+    for (int32_t i = 0; i < a.tokens; ++i) {
+        if (i == a.tokens / 2) half_seconds = seconds_since(start);
+        step();
+    }
     const double seconds = seconds_since(start);
+    r.first_half_tokens_per_s = (a.tokens / 2) / std::max(half_seconds, 1e-9);
+    r.second_half_tokens_per_s = (a.tokens - a.tokens / 2) / std::max(seconds - half_seconds, 1e-9);
     // Where the host's share goes: the same forwards without the writes (launch, read the id),
     // and queued back to back with one read at the end (the same position each time).
     --pos;
@@ -373,6 +380,11 @@ void print(const std::vector<result>& results, const std::string& backend, const
                     r.weight_type.c_str(), r.n_layer, double(r.weight_bytes) / 1e6, r.floor_tokens_per_s,
                     r.prompt_tokens_per_s, r.tokens_per_s, r.ms_per_token, 100.0 * r.tokens_per_s / r.floor_tokens_per_s,
                     r.steps);
+    std::printf("\n");
+    for (const auto& r : results)
+        std::printf("%s: the first %d timed tokens at %.1f tokens/s, the next %d at %.1f (%+.1f%%)\n", r.model.c_str(),
+                    a.tokens / 2, r.first_half_tokens_per_s, a.tokens - a.tokens / 2, r.second_half_tokens_per_s,
+                    100.0 * (r.second_half_tokens_per_s / r.first_half_tokens_per_s - 1.0));
     for (const auto& r : results) {
         if (r.breakdown.empty()) continue;
         std::printf("\nwhere a token's %.3f ms go (%s; device time by step kind, telescoped; \"alone\": the kind's steps "
@@ -410,12 +422,13 @@ void write_json(const std::vector<result>& results, const std::string& backend, 
         std::snprintf(buf, sizeof buf,
                       "%s\n    {\"model\": \"%s\", \"weight_type\": \"%s\", \"n_embd\": %d, \"n_layer\": %d, \"n_ff\": %d, "
                       "\"n_vocab\": %d, \"depth\": %d, \"weight_bytes_per_token\": %zu, \"floor_tokens_per_s\": %.1f, "
-                      "\"prompt_tokens_per_s\": %.2f, \"tokens_per_s\": %.2f, \"ms_per_token\": %.4f, "
+                      "\"prompt_tokens_per_s\": %.2f, \"first_half_tokens_per_s\": %.2f, \"second_half_tokens_per_s\": %.2f, \"tokens_per_s\": %.2f, \"ms_per_token\": %.4f, "
                       "\"fraction_of_floor\": %.4f, \"device_ms_per_token\": %.4f, \"launch_read_ms\": %.4f, "
                       "\"back_to_back_ms\": %.4f, \"steps\": %zu, \"prepare_s\": %.2f, "
                       "\"breakdown_ms\": {",
                       i ? "," : "", json_escape(r.model).c_str(), r.weight_type.c_str(), r.n_embd, r.n_layer, r.n_ff,
-                      r.n_vocab, r.depth, r.weight_bytes, r.floor_tokens_per_s, r.prompt_tokens_per_s, r.tokens_per_s,
+                      r.n_vocab, r.depth, r.weight_bytes, r.floor_tokens_per_s, r.prompt_tokens_per_s, r.first_half_tokens_per_s,
+                      r.second_half_tokens_per_s, r.tokens_per_s,
                       r.ms_per_token, r.tokens_per_s / r.floor_tokens_per_s, r.device_ms, r.launch_read_ms, r.back_to_back_ms,
                       r.steps, r.prepare_s);
         j += buf;

@@ -23,8 +23,6 @@ layout(push_constant) uniform llmrt_elementwise_params {
     uint unused;       // pads the block to the C++ struct's size
 } p;
 
-float silu(float v) { return v / (1.0 + exp(-v)); }
-
 void main() {
     const uint i = gl_GlobalInvocationID.x, t = gl_WorkGroupID.y;
     if (i >= p.ne0) return;
@@ -32,12 +30,12 @@ void main() {
     const float a = llmrt_op_f32(p.a).v[at];
     float result;
     if (p.op == OP_SILU) {
-        result = silu(a);
+        result = llmrt_silu(a);
     } else {
         const float b = llmrt_op_f32(p.b).v[p.broadcast_b != 0u ? i : at];
         if (p.op == OP_MUL) result = a * b;
         else if (p.op == OP_ADD) result = a + b;
-        else result = silu(a) * b;
+        else result = llmrt_silu(a) * b;
     }
     llmrt_op_f32(p.y).v[at] = result;
 }

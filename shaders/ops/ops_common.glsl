@@ -31,6 +31,35 @@ float llmrt_cache_at(uint64_t column, uint i, uint f16) {
     return llmrt_op_f32(column).v[i];
 }
 
+// silu(v) = v · σ(v), one expression for every shader that computes it (elementwise.comp and the
+// fused swiglu step), so both give the same bits.
+float llmrt_silu(float v) { return v / (1.0 + exp(-v)); }
+
+// Rotary embedding of element `first ? a : b` of the pair (x0, x1) = (x[a], x[b]) at `position`,
+// pair index `pair`: θ = position · theta_scale^pair, stepped by `pair` float multiplications as
+// the CPU reference steps it, so θ has the reference's bits; θ is reduced to [−π, π] in double
+// before cos and sin, whose accuracy Vulkan only bounds on that range. rope.comp and the fused
+// rope_cache step both rotate through it.
+float llmrt_rope_rotate(float x0, float x1, bool first, int position, uint pair, float theta_scale) {
+    precise float theta = float(position);
+    for (uint i = 0u; i < pair; ++i) theta *= theta_scale;
+    const double two_pi = 6.283185307179586476925286766559;
+    const double turns = round(double(theta) / two_pi);
+    const float reduced = float(double(theta) - turns * two_pi);
+    const float cs = cos(reduced), sn = sin(reduced);
+    precise float result = first ? x0 * cs - x1 * sn : x0 * sn + x1 * cs;
+    return result;
+}
+
+// Where the partner of element r (< n_rot) of a head lies: pair i is (2i, 2i+1) in normal order,
+// (i, i + n_rot/2) in NeoX order. Returns the offsets of both elements of the pair in the head.
+uvec2 llmrt_rope_pair(uint r, uint n_rot, uint neox, out uint pair, out bool first) {
+    const uint half_rot = n_rot / 2u;
+    pair = neox != 0u ? r % half_rot : r / 2u;
+    first = neox != 0u ? r < half_rot : (r & 1u) == 0u;
+    return neox != 0u ? uvec2(pair, pair + half_rot) : uvec2(2u * pair, 2u * pair + 1u);
+}
+
 // The linear index of this work-group in a grid of x · z groups (x is capped by the device's
 // limit, so long dimensions spill into z).
 uint llmrt_group_index() { return gl_WorkGroupID.z * gl_NumWorkGroups.x + gl_WorkGroupID.x; }

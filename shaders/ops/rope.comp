@@ -2,9 +2,8 @@
 // rope: rotary position embedding, one invocation per element of a column of n_head heads of
 // head_dim values. Pair i (< n_rot/2) of a head is (2i, 2i+1) in normal order, (i, i + n_rot/2) in
 // NeoX order; it turns by θ = pos · theta_scale^i, theta_scale = base^(−2/n_rot) (computed on the
-// host as the CPU reference does), stepped by i float multiplications as the reference steps it,
-// so θ has the reference's bits. θ is reduced to [−π, π] in double before cos and sin, whose
-// accuracy Vulkan only bounds on that range. Elements past n_rot pass through.
+// host as the CPU reference does), through llmrt_rope_rotate (ops_common.glsl). Elements past
+// n_rot pass through.
 #extension GL_GOOGLE_include_directive : require
 #include "ops_common.glsl"
 
@@ -32,21 +31,9 @@ void main() {
         llmrt_op_f32(p.y).v[at] = x.v[at];
         return;
     }
-    const uint half_rot = p.n_rot / 2u;
-    const uint pair = p.neox != 0u ? r % half_rot : r / 2u;
-    const bool first = p.neox != 0u ? r < half_rot : (r & 1u) == 0u;
-    const uint head_start = e - r;
-    const uint a = head_start + (p.neox != 0u ? pair : 2u * pair);
-    const uint b = head_start + (p.neox != 0u ? pair + half_rot : 2u * pair + 1u);
-
-    precise float theta = float(llmrt_op_i32(p.positions).v[t]);
-    for (uint i = 0u; i < pair; ++i) theta *= p.theta_scale;
-    const double two_pi = 6.283185307179586476925286766559;
-    const double turns = round(double(theta) / two_pi);
-    const float reduced = float(double(theta) - turns * two_pi);
-    const float cs = cos(reduced), sn = sin(reduced);
-
-    const float x0 = x.v[t * p.ne0 + a], x1 = x.v[t * p.ne0 + b];
-    precise float result = first ? x0 * cs - x1 * sn : x0 * sn + x1 * cs;
-    llmrt_op_f32(p.y).v[at] = result;
+    uint pair;
+    bool first;
+    const uvec2 ab = (e - r) + llmrt_rope_pair(r, p.n_rot, p.neox, pair, first);
+    const float x0 = x.v[t * p.ne0 + ab.x], x1 = x.v[t * p.ne0 + ab.y];
+    llmrt_op_f32(p.y).v[at] = llmrt_rope_rotate(x0, x1, first, llmrt_op_i32(p.positions).v[t], pair, p.theta_scale);
 }

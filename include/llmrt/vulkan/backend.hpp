@@ -21,11 +21,16 @@
 //   others    states, weights and (in a plan without memory reuse) every node go through the
 //             staging buffer, one submission per chunk
 //
-// Ops: quantized mul_mat through llmrt's mmvq on Q8_1 activations (ops/mul_mat.hpp), every other
-// op through the shaders of shaders/ops/ (ops/*.hpp), each with the CPU reference's formula and
-// summation order, deterministic (fixed reduction orders, no atomics) and column by column, so a
-// token's results do not depend on the batch it runs in. Errors are llmrt::error: an op, type or
-// shape the backend cannot run is refused when the graph is prepared, naming the node.
+// Steps: the plan's lowering (graph/lower.hpp) with every fusion but stacked products and carried
+// steps: norm, rope_cache, attention and swiglu steps are one dispatch each (steps.hpp,
+// ops/fused.hpp), producers write the Q8_1 rounding the next mat-vecs read, and the mat-vecs of
+// one activation run without a barrier between them. Op steps (and every node of a plan made with
+// fuse = false): quantized mul_mat through llmrt's mmvq on Q8_1 activations (ops/mul_mat.hpp),
+// every other op through the shaders of shaders/ops/ (ops/*.hpp), each with the CPU reference's
+// formula and summation order. Every step is deterministic (fixed reduction orders; the attention
+// step's atomic counter only picks which work-group combines, in a fixed order) and column by
+// column, so a token's results do not depend on the batch it runs in. Errors are llmrt::error: an
+// op, type or shape the backend cannot run is refused when the graph is prepared, naming the node.
 //
 // A program submits to the context's queue from the calling thread; do not use one context's
 // queue from two threads at once. The backend must outlive its programs.
@@ -38,6 +43,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -63,6 +69,7 @@
 #include "llmrt/vulkan/ops/recorder.hpp"
 #include "llmrt/vulkan/ops/rope.hpp"
 #include "llmrt/vulkan/ops/rows.hpp"
+#include "llmrt/vulkan/steps.hpp"
 
 namespace llmrt::vulkan {
 
@@ -116,6 +123,7 @@ public:
         fence_ = LLMRT_VK_CHECK(vk::raii::Fence(ctx.device(), vk::FenceCreateInfo()));
         check_supported();
         place_tensors(options);
+        make_step_context();
         zero_and_upload();
         stats_.resize(std::size_t(max_batch_));
         for (int64_t n = 1; n <= max_batch_; ++n) record_forward(n);
@@ -155,6 +163,45 @@ public:
         return stats_[std::size_t(n - 1)];
     }
     std::size_t device_bytes() const noexcept { return device_bytes_; }
+
+    // Device milliseconds of the forward of n tokens made of the steps `include` accepts (the
+    // inputs' and outputs' copies left out), between timestamps: `replays` forwards recorded back
+    // to back after one untimed, or (isolated) each submitted alone, the mean.
+    double device_ms(int64_t n, const std::function<bool(const graph::step&)>& include, int replays, bool isolated) {
+        check(n >= 1 && n <= max_batch_ && replays >= 1, errc::invalid_argument, [&] {
+            return "vulkan backend: device_ms of " + std::to_string(n) + " tokens, " + std::to_string(replays) + " replays";
+        });
+        vk::raii::CommandBuffers cbs = LLMRT_VK_CHECK(
+            vk::raii::CommandBuffers(ctx_->device(), vk::CommandBufferAllocateInfo(*pool_, vk::CommandBufferLevel::ePrimary, 1)));
+        vk::raii::QueryPool queries = LLMRT_VK_CHECK(
+            vk::raii::QueryPool(ctx_->device(), vk::QueryPoolCreateInfo({}, vk::QueryType::eTimestamp, 2)));
+        vk::CommandBuffer cmd = *cbs.front();
+        auto forwards = [&](int count, int timed_from) {
+            LLMRT_VK_CHECK(cmd.reset());
+            LLMRT_VK_CHECK(cmd.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit)));
+            cmd.resetQueryPool(*queries, 0, 2);
+            for (int i = 0; i < count; ++i) {
+                ops::recorder r(cmd);
+                ops::activation_cache quantized;
+                r.barrier();  // after the previous forward
+                if (i == timed_from) cmd.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *queries, 0);
+                for (std::size_t step = 0; step < plan_->steps.size(); ++step)
+                    if (include(plan_->steps[step])) record_step(r, quantized, step, n);
+            }
+            ops::compute_to_compute_barrier(cmd);
+            cmd.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *queries, 1);
+            LLMRT_VK_CHECK(cmd.end());
+            submit(cmd);
+            const auto [result, stamps] = queries.getResults<uint64_t>(0, 2, 2 * sizeof(uint64_t), sizeof(uint64_t),
+                                                                       vk::QueryResultFlagBits::e64 | vk::QueryResultFlagBits::eWait);
+            check(result == vk::Result::eSuccess, errc::device_error, "vulkan backend: timestamps not ready");
+            return double(stamps[1] - stamps[0]) * double(ctx_->info().timestamp_period_ns) * 1e-6;
+        };
+        if (!isolated) return forwards(replays + 1, 1) / replays;
+        double total = 0.0;
+        for (int i = 0; i < replays; ++i) total += forwards(1, 0);
+        return total / replays;
+    }
 
 private:
     static constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
@@ -283,9 +330,37 @@ private:
                    : otherwise;
     }
 
-    // The backend runs no fused steps (lowering()): every step is one node.
+    void make_step_context() {
+        std::size_t counter_bytes = 16;
+        for (int32_t id : plan_->order)
+            if (node(id).op == graph::op::attention)
+                counter_bytes = std::max(counter_bytes, ops::attention_step_counter_bytes(node(id).ne1, node(id).attention.n_head));
+        counters_ = &new_buffer(counter_bytes, memory::device_local);
+        steps_.g = graph_;
+        steps_.p = plan_;
+        steps_.kernels = ops_;
+        steps_.mmvq = mmvq_;
+        steps_.max_batch = max_batch_;
+        steps_.operand_of = [this](int32_t id) { return operand_of(id); };
+        steps_.scratch_of = [this](std::size_t s) { return scratch_of(s, ops::operand{}); };
+        steps_.rounded_of = [this](std::size_t s) {
+            return ops::operand::of(*arena_, plan_->rounded_offset[s], plan_->rounded_bytes[s]);
+        };
+        steps_.counters = ops::operand::of(*counters_);
+    }
+
+    // A fused step (steps.hpp), or one node.
     void record_step(ops::recorder& r, ops::activation_cache& quantized, std::size_t step, int64_t n) {
-        const int32_t id = plan_->steps[step].node;
+        const graph::step& st = plan_->steps[step];
+        switch (st.kind) {
+            case graph::step_kind::op: break;
+            case graph::step_kind::norm: steps::norm(steps_, r, step, n); return;
+            case graph::step_kind::matvec: steps::matvec(steps_, r, step, n); return;
+            case graph::step_kind::rope_cache: steps::rope_cache(steps_, r, step, n); return;
+            case graph::step_kind::attention: steps::attention(steps_, r, step, n); return;
+            case graph::step_kind::swiglu: steps::swiglu(steps_, r, step, n); return;
+        }
+        const int32_t id = st.node;
         const graph::node& nd = node(id);
         const int64_t cols = nd.batched ? n : nd.ne1;
         auto src = [&](int i) -> const graph::node& { return node(nd.src[std::size_t(i)]); };
@@ -441,6 +516,8 @@ private:
     std::vector<std::size_t> host_copy_;  // per node: offset of its host copy, or none
     std::vector<host_copy> inputs_, outputs_;
     std::vector<forward_stats> stats_;
+    buffer* counters_ = nullptr;  // the attention steps' (zero between dispatches)
+    steps::context steps_;
     vk::raii::CommandPool pool_{nullptr};
     vk::raii::CommandBuffers forward_{nullptr};
     vk::raii::CommandBuffers transfer_{nullptr};
@@ -461,10 +538,15 @@ public:
 
     std::string_view name() const noexcept { return "vulkan"; }
 
-    // No fused steps yet: one step per node (the mul_mats of one activation still share its
-    // quantization, see ops::activation_cache).
-    graph::lower_options lowering() const noexcept { return graph::lower_options::unfused(); }
-    std::size_t rounded_bytes(int64_t, int64_t) const noexcept { return 0; }
+    // Every fusion but stacked products and carried steps (steps.hpp records each kind); the
+    // Q8_1 roundings producers write are in the layout of ops/mul_mat.hpp's scratch.
+    graph::lower_options lowering() const noexcept {
+        graph::lower_options o;
+        o.stack_products = false;
+        o.carry_swiglu = false;
+        return o;
+    }
+    std::size_t rounded_bytes(int64_t k, int64_t cols) const { return ops::detail::activation_scratch_bytes(k, cols); }
     const context& device() const noexcept { return *ctx_; }
     const backend_options& options() const noexcept { return options_; }
     mmvq& mmvq_kernels() noexcept { return *mmvq_; }
@@ -481,8 +563,9 @@ public:
             });
             return ops::mul_mat_scratch_bytes(w.type, w.ne0, nd.ne1);
         }
-        if (nd.op == graph::op::attention)
-            return ops::attention_scratch_bytes(nd.ne1, nd.attention.n_head, g.nodes()[std::size_t(nd.src[1])].ne1);
+        if (nd.op == graph::op::attention)  // as one node (ops/attention.hpp) or as a fused step (steps.hpp)
+            return std::max(ops::attention_scratch_bytes(nd.ne1, nd.attention.n_head, g.nodes()[std::size_t(nd.src[1])].ne1),
+                            steps::attention_scratch_bytes(g, nd));
         if (nd.op == graph::op::argmax) return ops::argmax_scratch_bytes(g.nodes()[std::size_t(nd.src[0])].ne0, nd.ne1);
         return 0;
     }
@@ -508,6 +591,12 @@ public:
     const forward_stats& stats(int64_t n_tokens) const { return state_->stats(n_tokens); }
     // Device-local bytes the program allocated (arena, weights, states).
     std::size_t device_bytes() const noexcept { return state_->device_bytes(); }
+    // Device time of the forward of n tokens made of the steps `include` accepts (the values it
+    // computes are garbage when steps are left out: for timing only).
+    double device_ms(int64_t n_tokens, const std::function<bool(const graph::step&)>& include, int replays = 20,
+                     bool isolated = false) {
+        return state_->device_ms(n_tokens, include, replays, isolated);
+    }
 
 private:
     friend class backend;

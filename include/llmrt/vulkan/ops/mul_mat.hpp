@@ -70,17 +70,52 @@ struct q8_1_activations {
     std::size_t written_at = 0;  // the recorder's write count once they were written
 };
 
-inline q8_1_activations record_quantize_activations(mmvq& k_mmvq, recorder& r, const operand& x, int64_t k, int64_t cols,
-                                                    const operand& scratch, int64_t max_cols) {
-    require_bytes(scratch, detail::activation_scratch_bytes(k, max_cols), "vulkan::ops::mul_mat", "the scratch");
+// Where `cols` columns of k Q8_1 activations (of at most max_cols) lie in `scratch`: the batches
+// of 8 columns in region A, the rest in region B.
+inline q8_1_activations q8_1_regions(const operand& x, int64_t k, int64_t cols, const operand& scratch, int64_t max_cols) {
+    require_bytes(scratch, detail::activation_scratch_bytes(k, max_cols), "vulkan::ops::mul_mat", "the Q8_1 scratch");
     const int64_t batches = cols / mmvq_max_columns, rest = cols % mmvq_max_columns, done = batches * mmvq_max_columns;
-    const std::size_t a_offset = 0, b_offset = detail::batched_activation_bytes(k, max_cols);
     q8_1_activations a;
-    a.x = x.part(0, uint64_t(k * cols) * 4);
+    a.x = x.bytes ? x.part(0, uint64_t(k * cols) * 4) : x;
     a.k = k;
     a.cols = cols;
-    a.region_a = scratch.part(a_offset, batches ? q8_1_activation_layout(k, done).bytes : 0);
-    a.region_b = scratch.part(b_offset, rest ? q8_1_activation_layout(k, rest).bytes : 0);
+    a.region_a = scratch.part(0, batches ? q8_1_activation_layout(k, done).bytes : 0);
+    a.region_b = scratch.part(detail::batched_activation_bytes(k, max_cols), rest ? q8_1_activation_layout(k, rest).bytes : 0);
+    return a;
+}
+
+// The addresses a fused shader writes Q8_1 activations to (shaders/ops/norm_step.comp): columns
+// below `split` in region A, the others in region B.
+struct q8_1_target {
+    uint64_t qs_a = 0, records_a = 0, qs_b = 0, records_b = 0;
+    uint32_t split = 0;
+};
+
+inline q8_1_target q8_1_target_of(const q8_1_activations& a) {
+    const int64_t done = a.cols / mmvq_max_columns * mmvq_max_columns, rest = a.cols - done;
+    q8_1_target t;
+    t.split = uint32_t(done);
+    if (done) {
+        const q8_1_layout l = q8_1_activation_layout(a.k, done);
+        t.qs_a = a.region_a.address + l.qs_offset;
+        t.records_a = a.region_a.address + l.records_offset;
+    }
+    if (rest) {
+        const q8_1_layout l = q8_1_activation_layout(a.k, rest);
+        t.qs_b = a.region_b.address + l.qs_offset;
+        t.records_b = a.region_b.address + l.records_offset;
+    }
+    if (!t.qs_a) {  // the shaders take "no rounding" from qs_a == 0: point A at B (no column goes there)
+        t.qs_a = t.qs_b;
+        t.records_a = t.records_b;
+    }
+    return t;
+}
+
+inline q8_1_activations record_quantize_activations(mmvq& k_mmvq, recorder& r, const operand& x, int64_t k, int64_t cols,
+                                                    const operand& scratch, int64_t max_cols) {
+    q8_1_activations a = q8_1_regions(x, k, cols, scratch, max_cols);
+    const int64_t batches = cols / mmvq_max_columns, rest = cols % mmvq_max_columns, done = batches * mmvq_max_columns;
     vk::CommandBuffer cmd = r.command_buffer();
     if (batches) {
         const operand x_a = x.part(0, uint64_t(k * done) * 4);
@@ -123,6 +158,30 @@ private:
     std::vector<q8_1_activations> entries_;
 };
 
+// The mmvq dispatches of y = W · x on activations already quantized (a), for W of a weight type.
+// w: W's placement (mmvq reads whole 16-byte units, so it may need room past W's bytes).
+inline void record_mmvq_prepared(mmvq& k_mmvq, recorder& r, qtype t, const operand& w, int64_t rows, int64_t k,
+                                 const q8_1_activations& a, const operand& y, int64_t cols) {
+    require_bytes(y, uint64_t(rows * cols) * 4, "vulkan::ops::mul_mat", "y");
+    require_bytes(w, row_size(t, k) * uint64_t(rows), "vulkan::ops::mul_mat", "W");
+    const operand w_used = w.part(0, row_size(t, k) * uint64_t(rows));
+    const int64_t batches = cols / mmvq_max_columns, rest = cols % mmvq_max_columns, done = batches * mmvq_max_columns;
+    vk::CommandBuffer cmd = r.command_buffer();
+    if (batches) {
+        const operand y_a = y.part(0, uint64_t(rows * done) * 4);
+        r.access({w_used, a.region_a}, {y_a});
+        k_mmvq.record_mmvq(cmd, t, {.rows = rows, .k = k, .ncols = mmvq_max_columns, .batch = batches}, w.span(),
+                           a.region_a.span(), y_a.span());
+        r.count_dispatch();
+    }
+    if (rest) {
+        const operand y_b = y.part(uint64_t(rows * done) * 4, uint64_t(rows * rest) * 4);
+        r.access({w_used, a.region_b}, {y_b});
+        k_mmvq.record_mmvq(cmd, t, {.rows = rows, .k = k, .ncols = rest}, w.span(), a.region_b.span(), y_b.span());
+        r.count_dispatch();
+    }
+}
+
 // W: rows × k of type t (row r at r · row_size(t, k)); x: cols columns of k floats; y: cols
 // columns of rows floats. With a cache, quantized W reuses activations an earlier mul_mat left.
 inline void record_mul_mat(kernels& k_ops, mmvq& k_mmvq, recorder& r, qtype t, const operand& w, int64_t rows, int64_t k,
@@ -162,22 +221,7 @@ inline void record_mul_mat(kernels& k_ops, mmvq& k_mmvq, recorder& r, qtype t, c
         if (cache) cache->add(fresh);
         found = &fresh;
     }
-    const q8_1_activations a = *found;
-    const int64_t batches = cols / mmvq_max_columns, rest = cols % mmvq_max_columns, done = batches * mmvq_max_columns;
-    vk::CommandBuffer cmd = r.command_buffer();
-    if (batches) {
-        const operand y_a = y.part(0, uint64_t(rows * done) * 4);
-        r.access({w_used, a.region_a}, {y_a});
-        k_mmvq.record_mmvq(cmd, t, {.rows = rows, .k = k, .ncols = mmvq_max_columns, .batch = batches}, w.span(),
-                           a.region_a.span(), y_a.span());
-        r.count_dispatch();
-    }
-    if (rest) {
-        const operand y_b = y.part(uint64_t(rows * done) * 4, uint64_t(rows * rest) * 4);
-        r.access({w_used, a.region_b}, {y_b});
-        k_mmvq.record_mmvq(cmd, t, {.rows = rows, .k = k, .ncols = rest}, w.span(), a.region_b.span(), y_b.span());
-        r.count_dispatch();
-    }
+    record_mmvq_prepared(k_mmvq, r, t, w, rows, k, *found, y, cols);
 }
 
 }  // namespace llmrt::vulkan::ops

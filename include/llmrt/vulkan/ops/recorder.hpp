@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -96,7 +97,7 @@ public:
 
     // Declares the next dispatch's operands; records a barrier first when they conflict with what
     // ran since the last one.
-    void access(std::initializer_list<operand> reads, std::initializer_list<operand> writes) {
+    void access(std::span<const operand> reads, std::span<const operand> writes) {
         bool hazard = false;
         for (const operand& r : reads) hazard = hazard || touches(written_, r);
         for (const operand& w : writes) hazard = hazard || touches(written_, w) || touches(read_, w);
@@ -108,6 +109,9 @@ public:
                 written_.push_back(w);
                 history_.push_back(w);
             }
+    }
+    void access(std::initializer_list<operand> reads, std::initializer_list<operand> writes) {
+        access(std::span<const operand>(reads.begin(), reads.size()), std::span<const operand>(writes.begin(), writes.size()));
     }
 
     // Writes declared so far, and whether any of those after the first `mark` touched `o`: what

@@ -1,0 +1,194 @@
+#version 460
+// The attention step of the lowering (graph/lower.hpp): causal attention of query head h of token
+// t over cache positions 0 .. pos[t], split over the cache and combined in one dispatch.
+//
+// Grid (max_groups, n_head, tokens). The keys 0 .. pos are cut into tiles of 128; `groups` =
+// ⌈tiles / ⌈tiles / min(max_groups, tiles)⌉⌉ work-groups take consecutive runs of tiles (the
+// others return at once). Over its tiles a work-group keeps the running maximum m, the sum
+// l = Σ exp(s_j − m) and o = Σ exp(s_j − m) · v_j (flash decoding): per tile, one subgroup per key
+// computes s_j = scale · q · k_j, then the tile's maximum, its exponentials and their values.
+// It writes (m, l, o) to `partials` and counts itself done on the (token, head)'s counter; the
+// last one to finish combines all groups in group order,
+//   M = max m_g,  out = Σ_g exp(m_g − M) · o_g / Σ_g exp(m_g − M) · l_g,
+// so the result does not depend on which group finished last, nor on the batch the token runs
+// in, and resets the counter for the next dispatch. With a Q8_1 target (head_dim a multiple of
+// 32) it also writes the rounding of its head's blocks for the matvec step that reads `out`.
+// A position outside the cache gives NaN (the host checks positions before a run).
+//
+// The sums run in float in tile order, not in the CPU reference's order: the result agrees with
+// the reference to rounding, as the CUDA backend's split attention does.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "ops_common.glsl"
+#include "llmrt/q8_1_round.glsl"
+
+layout(local_size_x = LLMRT_OPS_WG) in;
+
+#define TILE LLMRT_OPS_WG
+#define MAX_HEAD_DIM 256u
+
+// Partials and counters pass between work-groups: coherent, so the last group reads what the
+// others wrote before they counted themselves done.
+layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer llmrt_shared_f32 { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer llmrt_shared_u32 { uint v[]; };
+
+layout(push_constant) uniform llmrt_attention_step_params {
+    uint64_t q;          // n_head · head_dim floats per token, q_stride floats apart
+    uint64_t k;          // n_ctx columns of n_head_kv · head_dim (f32 or f16)
+    uint64_t v;
+    uint64_t positions;  // int32 per token
+    uint64_t out_;       // n_head · head_dim floats per token; 0: not kept
+    uint64_t partials;   // (head_dim + 2) floats per (token, head, group)
+    uint64_t counters;   // one uint per (token, head), zero between dispatches
+    uint64_t qs_a;       // 0: no rounding
+    uint64_t records_a;
+    uint64_t qs_b;
+    uint64_t records_b;
+    uint n_head;
+    uint n_head_kv;
+    uint head_dim;
+    uint n_ctx;
+    uint kv_f16;
+    float scale;
+    uint max_groups;
+    uint split;          // Q8_1 columns below it in region A, the rest in region B
+    uint q_stride;
+    uint unused;
+} p;
+
+shared float q_head[MAX_HEAD_DIM];
+shared float tile[TILE];
+shared float reduce_slot[LLMRT_OPS_WG];
+shared float head_out[MAX_HEAD_DIM];
+shared float part_sum[LLMRT_OPS_WG];
+shared bool is_last;
+
+float group_max(float x) {
+    x = subgroupMax(x);
+    if (subgroupElect()) reduce_slot[gl_SubgroupID] = x;
+    barrier();
+    float r = reduce_slot[0];
+    for (uint s = 1u; s < gl_NumSubgroups; ++s) r = max(r, reduce_slot[s]);
+    barrier();
+    return r;
+}
+
+float group_sum(float x) {
+    x = subgroupAdd(x);
+    if (subgroupElect()) reduce_slot[gl_SubgroupID] = x;
+    barrier();
+    float r = 0.0;
+    for (uint s = 0u; s < gl_NumSubgroups; ++s) r += reduce_slot[s];
+    barrier();
+    return r;
+}
+
+void main() {
+    const uint g = gl_WorkGroupID.x, h = gl_WorkGroupID.y, t = gl_WorkGroupID.z, lane = gl_LocalInvocationID.x;
+    const uint hd = p.head_dim;
+    const uint q_ne0 = p.n_head * hd, kv_ne0 = p.n_head_kv * hd;
+    const int position = llmrt_op_i32(p.positions).v[t];
+    if (position < 0 || uint(position) >= p.n_ctx) {
+        if (g == 0u && p.out_ != 0ul)
+            for (uint i = lane; i < hd; i += LLMRT_OPS_WG) llmrt_op_f32(p.out_).v[t * q_ne0 + h * hd + i] = LLMRT_NAN;
+        return;
+    }
+    const uint n_keys = uint(position) + 1u;
+    const uint tiles = (n_keys + TILE - 1u) / TILE;
+    const uint tiles_per_group = (tiles + min(p.max_groups, tiles) - 1u) / min(p.max_groups, tiles);
+    const uint groups = (tiles + tiles_per_group - 1u) / tiles_per_group;
+    if (g >= groups) return;
+    const uint begin = g * tiles_per_group * TILE, end = min(n_keys, begin + tiles_per_group * TILE);
+
+    for (uint i = lane; i < hd; i += LLMRT_OPS_WG) q_head[i] = llmrt_op_f32(p.q).v[t * p.q_stride + h * hd + i];
+    barrier();
+    const uint kv_head = h / (p.n_head / p.n_head_kv);
+    const uint element_bytes = p.kv_f16 != 0u ? 2u : 4u;
+    const uint64_t k0 = p.k + uint64_t(kv_head) * hd * element_bytes;
+    const uint64_t v0 = p.v + uint64_t(kv_head) * hd * element_bytes;
+    const uint64_t row_bytes = uint64_t(kv_ne0) * element_bytes;
+
+    // This invocation's share of the values: element i of part `part` (parts split a tile's keys
+    // when the head is shorter than the work-group), and element i + WG when it is longer.
+    const uint parts = hd <= LLMRT_OPS_WG ? LLMRT_OPS_WG / hd : 1u;
+    const uint part = hd <= LLMRT_OPS_WG ? lane / hd : 0u;
+    const uint i0 = hd <= LLMRT_OPS_WG ? lane % hd : lane;
+    const bool has0 = part < parts && i0 < hd, has1 = lane + LLMRT_OPS_WG < hd;
+
+    float m = uintBitsToFloat(0xff800000u);  // -inf
+    float l = 0.0, o0 = 0.0, o1 = 0.0;
+    for (uint first = begin; first < end; first += TILE) {
+        const uint n = min(TILE, end - first);
+        for (uint key = gl_SubgroupID; key < n; key += gl_NumSubgroups) {
+            const uint64_t row = k0 + uint64_t(first + key) * row_bytes;
+            float dot = 0.0;
+            for (uint i = gl_SubgroupInvocationID; i < hd; i += gl_SubgroupSize)
+                dot += q_head[i] * llmrt_cache_at(row, i, p.kv_f16);
+            dot = subgroupAdd(dot);
+            if (subgroupElect()) tile[key] = dot * p.scale;
+        }
+        barrier();
+        const float s = lane < n ? tile[lane] : uintBitsToFloat(0xff800000u);
+        const float m_new = max(m, group_max(s));
+        const float carry = exp(m - m_new);
+        const float e = lane < n ? exp(s - m_new) : 0.0;
+        tile[lane] = e;  // every invocation read its score in group_max's barriers
+        l = l * carry + group_sum(e);
+        float acc0 = 0.0, acc1 = 0.0;
+        for (uint key = part; key < n; key += parts) {
+            const uint64_t row = v0 + uint64_t(first + key) * row_bytes;
+            if (has0) acc0 += tile[key] * llmrt_cache_at(row, i0, p.kv_f16);
+            if (has1) acc1 += tile[key] * llmrt_cache_at(row, i0 + LLMRT_OPS_WG, p.kv_f16);
+        }
+        o0 = o0 * carry + acc0;
+        o1 = o1 * carry + acc1;
+        m = m_new;
+        barrier();  // the tile is read before the next one overwrites it
+    }
+    // The parts of element i0 add up in part order.
+    part_sum[lane] = o0;
+    barrier();
+    llmrt_shared_f32 partial = llmrt_shared_f32(p.partials + 4ul * uint64_t((t * p.n_head + h) * p.max_groups + g) * (hd + 2u));
+    if (part == 0u && i0 < hd) {
+        float o = 0.0;
+        for (uint q = 0u; q < parts; ++q) o += part_sum[q * hd + i0];
+        partial.v[2u + i0] = o;
+        if (has1) partial.v[2u + i0 + LLMRT_OPS_WG] = o1;
+    }
+    if (lane == 0u) {
+        partial.v[0] = m;
+        partial.v[1] = l;
+    }
+    memoryBarrierBuffer();
+    barrier();
+    llmrt_shared_u32 counters = llmrt_shared_u32(p.counters);
+    if (lane == 0u) is_last = atomicAdd(counters.v[t * p.n_head + h], 1u) == groups - 1u;
+    barrier();
+    if (!is_last) return;
+    memoryBarrierBuffer();
+    if (lane == 0u) counters.v[t * p.n_head + h] = 0u;
+
+    llmrt_shared_f32 all = llmrt_shared_f32(p.partials + 4ul * uint64_t((t * p.n_head + h) * p.max_groups) * (hd + 2u));
+    float m_all = uintBitsToFloat(0xff800000u);
+    for (uint q = 0u; q < groups; ++q) m_all = max(m_all, all.v[q * (hd + 2u)]);
+    float l_all = 0.0;
+    for (uint q = 0u; q < groups; ++q) l_all += exp(all.v[q * (hd + 2u)] - m_all) * all.v[q * (hd + 2u) + 1u];
+    for (uint i = lane; i < hd; i += LLMRT_OPS_WG) {
+        float o = 0.0;
+        for (uint q = 0u; q < groups; ++q) o += exp(all.v[q * (hd + 2u)] - m_all) * all.v[q * (hd + 2u) + 2u + i];
+        const float result = o / l_all;
+        if (p.out_ != 0ul) llmrt_op_f32(p.out_).v[t * q_ne0 + h * hd + i] = result;
+        head_out[i] = result;
+    }
+    if (p.qs_a == 0ul) return;
+    barrier();
+    const bool in_a = t < p.split;
+    const uint q_column = in_a ? t : t - p.split;
+    for (uint b = lane; b < hd / 32u; b += LLMRT_OPS_WG) {
+        float values[32];
+        for (uint j = 0u; j < 32u; ++j) values[j] = head_out[32u * b + j];
+        llmrt_q8_1_round_block(values, (in_a ? p.qs_a : p.qs_b) + uint64_t(q_column) * q_ne0,
+                               (in_a ? p.records_a : p.records_b) + uint64_t(q_column) * (q_ne0 / 4u), h * hd / 32u + b);
+    }
+}

@@ -1,0 +1,88 @@
+#version 460
+// The norm step of the lowering (graph/lower.hpp), one work-group per column:
+//   s = a + b  (or s = a)       n = s · 1/sqrt(Σs²/ne0 + eps)       p = n ⊙ w  (w: one column)
+// writing each of s, n and p that is kept (address not 0) and, when asked, the Q8_1 rounding of
+// the last one (p, or n without a product) for the matvec step that reads it. Every value has the
+// bits of the add, rms_norm and mul shaders run one by one: the same float operations, the sum
+// of squares in double in rms_norm.comp's order (each invocation over i ≡ its index mod the
+// work-group size, then the same tree), and the rounding through llmrt/q8_1_round.glsl.
+//
+// Q8_1 output: columns below `split` go to region A (qs_a, records_a), the rest to region B,
+// column c − split there (the batches-of-8 and remainder regions of vulkan/ops/mul_mat.hpp).
+#extension GL_GOOGLE_include_directive : require
+#include "ops_common.glsl"
+#include "llmrt/q8_1_round.glsl"
+
+layout(local_size_x = LLMRT_OPS_WG) in;
+
+layout(push_constant) uniform llmrt_norm_step_params {
+    uint64_t a;
+    uint64_t b;            // 0: no residual add
+    uint64_t sum_out;      // 0: s is not kept
+    uint64_t norm_out;     // 0: n is not kept
+    uint64_t w;            // 0: no product
+    uint64_t product_out;  // 0: p is not kept
+    uint64_t qs_a;         // 0: no rounding
+    uint64_t records_a;
+    uint64_t qs_b;
+    uint64_t records_b;
+    uint ne0;
+    float eps;
+    uint split;
+    uint unused;
+} p;
+
+shared double partial[LLMRT_OPS_WG];
+
+float sum_at(uint64_t column, uint i) {
+    const float a = llmrt_op_f32(p.a + column).v[i];
+    return p.b != 0ul ? a + llmrt_op_f32(p.b + column).v[i] : a;
+}
+
+void main() {
+    const uint t = gl_WorkGroupID.y, lane = gl_LocalInvocationID.x;
+    const uint64_t column = uint64_t(t) * p.ne0 * 4u;  // byte offset of column t in every operand
+    double sum = 0.0;
+    for (uint i = lane; i < p.ne0; i += LLMRT_OPS_WG) {
+        const float s = sum_at(column, i);
+        if (p.sum_out != 0ul) llmrt_op_f32(p.sum_out + column).v[i] = s;
+        sum += double(s) * double(s);
+    }
+    partial[lane] = sum;
+    barrier();
+    for (uint half_size = LLMRT_OPS_WG / 2u; half_size > 0u; half_size >>= 1u) {
+        if (lane < half_size) partial[lane] += partial[lane + half_size];
+        barrier();
+    }
+    const float mean = float(partial[0] / double(p.ne0));
+    const float scale = 1.0 / sqrt(mean + p.eps);
+
+    if (p.qs_a == 0ul) {
+        for (uint i = lane; i < p.ne0; i += LLMRT_OPS_WG) {
+            const float n = sum_at(column, i) * scale;
+            if (p.norm_out != 0ul) llmrt_op_f32(p.norm_out + column).v[i] = n;
+            if (p.w != 0ul && p.product_out != 0ul) llmrt_op_f32(p.product_out + column).v[i] = n * llmrt_op_f32(p.w).v[i];
+        }
+        return;
+    }
+    // With the rounding: one invocation per block of 32 values (ne0 is a multiple of 32).
+    const bool in_a = t < p.split;
+    const uint q_column = in_a ? t : t - p.split;
+    const uint64_t qs = (in_a ? p.qs_a : p.qs_b) + uint64_t(q_column) * p.ne0;
+    const uint64_t records = (in_a ? p.records_a : p.records_b) + uint64_t(q_column) * (p.ne0 / 4u);
+    for (uint block = lane; block < p.ne0 / 32u; block += LLMRT_OPS_WG) {
+        float values[32];
+        for (uint j = 0u; j < 32u; ++j) {
+            const uint i = 32u * block + j;
+            const float n = sum_at(column, i) * scale;
+            if (p.norm_out != 0ul) llmrt_op_f32(p.norm_out + column).v[i] = n;
+            float v = n;
+            if (p.w != 0ul) {
+                v = n * llmrt_op_f32(p.w).v[i];
+                if (p.product_out != 0ul) llmrt_op_f32(p.product_out + column).v[i] = v;
+            }
+            values[j] = v;
+        }
+        llmrt_q8_1_round_block(values, qs, records, block);
+    }
+}

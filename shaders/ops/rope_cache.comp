@@ -1,0 +1,82 @@
+#version 460
+// The rope_cache step of the lowering (graph/lower.hpp) for one layer's attention inputs:
+//   q' = rope(q)              written to q_out
+//   K[pos] = rope(k)          (and to k_out when kept, address not 0)
+//   V[pos] = v
+// One invocation per element of a column's q, k and v (n_head·head_dim + 2·n_head_kv·head_dim of
+// them), grid y = column. The rotation is llmrt_rope_rotate (ops_common.glsl), as rope.comp does
+// it, and the cache writes follow set_rows.comp: converted to the cache's type by
+// llmrt/half.glsl, the later of two tokens at one position wins, and a position outside the
+// cache writes nothing (the host checks the positions before a run). q, k and v columns lie
+// q_stride, k_stride and v_stride floats apart.
+#extension GL_GOOGLE_include_directive : require
+#include "ops_common.glsl"
+#include "llmrt/half.glsl"
+
+layout(local_size_x = LLMRT_OPS_WG) in;
+
+layout(push_constant) uniform llmrt_rope_cache_params {
+    uint64_t q;
+    uint64_t k;
+    uint64_t v;
+    uint64_t q_out;
+    uint64_t k_out;      // 0: rope(k) is not kept
+    uint64_t k_cache;
+    uint64_t v_cache;
+    uint64_t positions;  // int32 per token
+    uint q_stride;
+    uint k_stride;
+    uint v_stride;
+    uint n_head;
+    uint n_head_kv;
+    uint head_dim;
+    uint n_rot;
+    uint neox;           // 0: normal pair order, 1: NeoX
+    float theta_scale;
+    uint n_ctx;
+    uint tokens;         // live columns
+    uint cache_f16;      // bit 0: K cache f16, bit 1: V cache f16
+} p;
+
+void store_cache(uint64_t cache, bool f16, uint64_t at, float value) {
+    if (f16) llmrt_op_u16(cache + at * 2u).v[0] = uint16_t(llmrt_fp16_bits(value));
+    else llmrt_op_f32(cache + at * 4u).v[0] = value;
+}
+
+void main() {
+    const uint e = gl_GlobalInvocationID.x, t = gl_WorkGroupID.y;
+    const uint q_ne0 = p.n_head * p.head_dim, kv_ne0 = p.n_head_kv * p.head_dim;
+    if (e >= q_ne0 + 2u * kv_ne0) return;
+    llmrt_op_i32 positions = llmrt_op_i32(p.positions);
+    const int position = positions.v[t];
+
+    if (e >= q_ne0 + kv_ne0) {  // v: a copy into the cache
+        const uint i = e - q_ne0 - kv_ne0;
+        if (position < 0 || uint(position) >= p.n_ctx) return;
+        for (uint later = t + 1u; later < p.tokens; ++later)
+            if (positions.v[later] == position) return;
+        store_cache(p.v_cache, (p.cache_f16 & 2u) != 0u, uint64_t(position) * kv_ne0 + i,
+                    llmrt_op_f32(p.v + uint64_t(t) * p.v_stride * 4u).v[i]);
+        return;
+    }
+    const bool is_q = e < q_ne0;
+    const uint i = is_q ? e : e - q_ne0;  // the element in its vector
+    llmrt_op_f32 x = llmrt_op_f32(is_q ? p.q + uint64_t(t) * p.q_stride * 4u : p.k + uint64_t(t) * p.k_stride * 4u);
+    const uint r = i % p.head_dim;
+    float value = x.v[i];
+    if (r < p.n_rot) {
+        uint pair;
+        bool first;
+        const uvec2 ab = (i - r) + llmrt_rope_pair(r, p.n_rot, p.neox, pair, first);
+        value = llmrt_rope_rotate(x.v[ab.x], x.v[ab.y], first, position, pair, p.theta_scale);
+    }
+    if (is_q) {
+        llmrt_op_f32(p.q_out + uint64_t(t) * q_ne0 * 4u).v[i] = value;
+        return;
+    }
+    if (p.k_out != 0ul) llmrt_op_f32(p.k_out + uint64_t(t) * kv_ne0 * 4u).v[i] = value;
+    if (position < 0 || uint(position) >= p.n_ctx) return;
+    for (uint later = t + 1u; later < p.tokens; ++later)
+        if (positions.v[later] == position) return;
+    store_cache(p.k_cache, (p.cache_f16 & 1u) != 0u, uint64_t(position) * kv_ne0 + i, value);
+}
