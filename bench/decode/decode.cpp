@@ -85,7 +85,7 @@ arguments parse(int argc, char** argv) {
         const std::string& o = cl.option();
         if (o == "--backend") a.backend = cl.value();
         else if (o == "--tokens") a.tokens = cl.int_value(1, 1000000);
-        else if (o == "--warmup") a.warmup = cl.int_value(1, 1000000);
+        else if (o == "--warmup") a.warmup = cl.int_value(0, 1000000);
         else if (o == "--ctx") a.n_ctx = cl.int_value(1, 1000000);
         else if (o == "--depth") a.depth = cl.int_value(0, 1000000);
         else if (o == "--prompt") {

@@ -5,8 +5,11 @@
 // Grid (max_groups, n_head, tokens). The keys 0 .. pos are cut into tiles of 128; `groups` =
 // ⌈tiles / ⌈tiles / min(max_groups, tiles)⌉⌉ work-groups take consecutive runs of tiles (the
 // others return at once). Over its tiles a work-group keeps the running maximum m, the sum
-// l = Σ exp(s_j − m) and o = Σ exp(s_j − m) · v_j (flash decoding): per tile, one subgroup per key
-// computes s_j = scale · q · k_j, then the tile's maximum, its exponentials and their values.
+// l = Σ exp(s_j − m) and o = Σ exp(s_j − m) · v_j (flash decoding): per tile, one invocation per
+// key computes s_j = scale · q · k_j, then come the tile's maximum and exponentials, and the
+// values, each invocation summing a 16-byte unit of the heads of every (WG / units)-th key, the
+// units' partial sums added in shared memory in a fixed order. Heads that are no whole number of
+// 16-byte units take a scalar path.
 // It writes (m, l, o) to `partials` and counts itself done on the (token, head)'s counter; the
 // last one to finish combines all groups in group order,
 //   M = max m_g,  out = Σ_g exp(m_g − M) · o_g / Σ_g exp(m_g − M) · l_g,
@@ -61,8 +64,10 @@ shared float q_head[MAX_HEAD_DIM];
 shared float tile[TILE];
 shared float reduce_slot[LLMRT_OPS_WG];
 shared float head_out[MAX_HEAD_DIM];
-shared float part_sum[LLMRT_OPS_WG];
+shared float unit_sums[LLMRT_OPS_WG * 8u];  // per (key group, element): a tile's partial values
 shared bool is_last;
+
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer llmrt_cache_u128 { uvec4 v[]; };
 
 float group_max(float x) {
     x = subgroupMax(x);
@@ -84,6 +89,20 @@ float group_sum(float x) {
     return r;
 }
 
+// The 8 (f16) or 4 (f32) values of one 16-byte unit.
+void unpack_unit(uvec4 u, bool f16, out float x[8]) {
+    if (f16) {
+        for (uint w = 0u; w < 4u; ++w) {
+            const vec2 h = unpackHalf2x16(u[w]);
+            x[2u * w] = h.x;
+            x[2u * w + 1u] = h.y;
+        }
+    } else {
+        for (uint w = 0u; w < 4u; ++w) x[w] = uintBitsToFloat(u[w]);
+        for (uint w = 4u; w < 8u; ++w) x[w] = 0.0;
+    }
+}
+
 void main() {
     const uint g = gl_WorkGroupID.x, h = gl_WorkGroupID.y, t = gl_WorkGroupID.z, lane = gl_LocalInvocationID.x;
     const uint hd = p.head_dim;
@@ -103,59 +122,79 @@ void main() {
 
     for (uint i = lane; i < hd; i += LLMRT_OPS_WG) q_head[i] = llmrt_op_f32(p.q).v[t * p.q_stride + h * hd + i];
     barrier();
+    const bool f16 = p.kv_f16 != 0u;
+    const uint element_bytes = f16 ? 2u : 4u;
     const uint kv_head = h / (p.n_head / p.n_head_kv);
-    const uint element_bytes = p.kv_f16 != 0u ? 2u : 4u;
     const uint64_t k0 = p.k + uint64_t(kv_head) * hd * element_bytes;
     const uint64_t v0 = p.v + uint64_t(kv_head) * hd * element_bytes;
     const uint64_t row_bytes = uint64_t(kv_ne0) * element_bytes;
-
-    // This invocation's share of the values: element i of part `part` (parts split a tile's keys
-    // when the head is shorter than the work-group), and element i + WG when it is longer.
-    const uint parts = hd <= LLMRT_OPS_WG ? LLMRT_OPS_WG / hd : 1u;
-    const uint part = hd <= LLMRT_OPS_WG ? lane / hd : 0u;
-    const uint i0 = hd <= LLMRT_OPS_WG ? lane % hd : lane;
-    const bool has0 = part < parts && i0 < hd, has1 = lane + LLMRT_OPS_WG < hd;
+    // The vector path: a head is a whole number of 16-byte units (so every head starts 16-aligned).
+    const uint unit_values = 16u / element_bytes;
+    const bool vector = hd % unit_values == 0u;
+    const uint units = hd / unit_values;
+    const uint key_groups = vector ? LLMRT_OPS_WG / units : 1u;
+    const uint unit = lane % units, key_group = lane / units;
 
     float m = uintBitsToFloat(0xff800000u);  // -inf
-    float l = 0.0, o0 = 0.0, o1 = 0.0;
+    float l = 0.0, o0 = 0.0, o1 = 0.0;       // o0, o1: elements lane and lane + WG of the head
     for (uint first = begin; first < end; first += TILE) {
         const uint n = min(TILE, end - first);
-        for (uint key = gl_SubgroupID; key < n; key += gl_NumSubgroups) {
-            const uint64_t row = k0 + uint64_t(first + key) * row_bytes;
+        float s = uintBitsToFloat(0xff800000u);
+        if (lane < n) {
+            const uint64_t row = k0 + uint64_t(first + lane) * row_bytes;
             float dot = 0.0;
-            for (uint i = gl_SubgroupInvocationID; i < hd; i += gl_SubgroupSize)
-                dot += q_head[i] * llmrt_cache_at(row, i, p.kv_f16);
-            dot = subgroupAdd(dot);
-            if (subgroupElect()) tile[key] = dot * p.scale;
+            if (vector) {
+                llmrt_cache_u128 r = llmrt_cache_u128(row);
+                for (uint u = 0u; u < units; ++u) {
+                    float x[8];
+                    unpack_unit(r.v[u], f16, x);
+                    for (uint e = 0u; e < unit_values; ++e) dot += q_head[u * unit_values + e] * x[e];
+                }
+            } else {
+                for (uint i = 0u; i < hd; ++i) dot += q_head[i] * llmrt_cache_at(row, i, p.kv_f16);
+            }
+            s = dot * p.scale;
         }
-        barrier();
-        const float s = lane < n ? tile[lane] : uintBitsToFloat(0xff800000u);
         const float m_new = max(m, group_max(s));
         const float carry = exp(m - m_new);
         const float e = lane < n ? exp(s - m_new) : 0.0;
-        tile[lane] = e;  // every invocation read its score in group_max's barriers
-        l = l * carry + group_sum(e);
-        float acc0 = 0.0, acc1 = 0.0;
-        for (uint key = part; key < n; key += parts) {
-            const uint64_t row = v0 + uint64_t(first + key) * row_bytes;
-            if (has0) acc0 += tile[key] * llmrt_cache_at(row, i0, p.kv_f16);
-            if (has1) acc1 += tile[key] * llmrt_cache_at(row, i0 + LLMRT_OPS_WG, p.kv_f16);
+        tile[lane] = e;
+        l = l * carry + group_sum(e);  // its barriers make `tile` visible
+        if (vector) {
+            float acc[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+            if (key_group < key_groups)
+                for (uint key = key_group; key < n; key += key_groups) {
+                    float x[8];
+                    unpack_unit(llmrt_cache_u128(v0 + uint64_t(first + key) * row_bytes).v[unit], f16, x);
+                    const float pk = tile[key];
+                    for (uint j = 0u; j < unit_values; ++j) acc[j] += pk * x[j];
+                }
+            if (key_group < key_groups)
+                for (uint j = 0u; j < unit_values; ++j) unit_sums[key_group * hd + unit * unit_values + j] = acc[j];
+            barrier();
+            float t0 = 0.0, t1 = 0.0;
+            for (uint q = 0u; q < key_groups; ++q) {
+                if (lane < hd) t0 += unit_sums[q * hd + lane];
+                if (lane + LLMRT_OPS_WG < hd) t1 += unit_sums[q * hd + lane + LLMRT_OPS_WG];
+            }
+            o0 = o0 * carry + t0;
+            o1 = o1 * carry + t1;
+        } else {
+            float t0 = 0.0, t1 = 0.0;
+            for (uint key = 0u; key < n; ++key) {
+                const uint64_t row = v0 + uint64_t(first + key) * row_bytes;
+                if (lane < hd) t0 += tile[key] * llmrt_cache_at(row, lane, p.kv_f16);
+                if (lane + LLMRT_OPS_WG < hd) t1 += tile[key] * llmrt_cache_at(row, lane + LLMRT_OPS_WG, p.kv_f16);
+            }
+            o0 = o0 * carry + t0;
+            o1 = o1 * carry + t1;
         }
-        o0 = o0 * carry + acc0;
-        o1 = o1 * carry + acc1;
         m = m_new;
-        barrier();  // the tile is read before the next one overwrites it
+        barrier();  // `tile` and `unit_sums` are read before the next tile overwrites them
     }
-    // The parts of element i0 add up in part order.
-    part_sum[lane] = o0;
-    barrier();
     llmrt_shared_f32 partial = llmrt_shared_f32(p.partials + 4ul * uint64_t((t * p.n_head + h) * p.max_groups + g) * (hd + 2u));
-    if (part == 0u && i0 < hd) {
-        float o = 0.0;
-        for (uint q = 0u; q < parts; ++q) o += part_sum[q * hd + i0];
-        partial.v[2u + i0] = o;
-        if (has1) partial.v[2u + i0 + LLMRT_OPS_WG] = o1;
-    }
+    if (lane < hd) partial.v[2u + lane] = o0;
+    if (lane + LLMRT_OPS_WG < hd) partial.v[2u + lane + LLMRT_OPS_WG] = o1;
     if (lane == 0u) {
         partial.v[0] = m;
         partial.v[1] = l;

@@ -1,5 +1,5 @@
 #version 460
-// The norm step of the lowering (graph/lower.hpp), one work-group per column:
+// The norm step of the lowering (graph/lower.hpp):
 //   s = a + b  (or s = a)       n = s · 1/sqrt(Σs²/ne0 + eps)       p = n ⊙ w  (w: one column)
 // writing each of s, n and p that is kept (address not 0) and, when asked, the Q8_1 rounding of
 // the last one (p, or n without a product) for the matvec step that reads it. Every value has the
@@ -33,19 +33,23 @@ layout(push_constant) uniform llmrt_norm_step_params {
 } p;
 
 shared double partial[LLMRT_OPS_WG];
+shared float staged[LLMRT_OPS_WG];
 
 float sum_at(uint64_t column, uint i) {
     const float a = llmrt_op_f32(p.a + column).v[i];
     return p.b != 0ul ? a + llmrt_op_f32(p.b + column).v[i] : a;
 }
 
+// Grid (⌈ne0 / WG⌉, columns): every work-group sums the squares of its whole column (the same
+// sum, so the same scale, in each), then finishes the WG consecutive values it owns: one per
+// invocation, staged in shared memory, where the first WG/32 invocations round a block each.
 void main() {
     const uint t = gl_WorkGroupID.y, lane = gl_LocalInvocationID.x;
     const uint64_t column = uint64_t(t) * p.ne0 * 4u;  // byte offset of column t in every operand
+    const uint i = gl_WorkGroupID.x * LLMRT_OPS_WG + lane;
     double sum = 0.0;
-    for (uint i = lane; i < p.ne0; i += LLMRT_OPS_WG) {
-        const float s = sum_at(column, i);
-        if (p.sum_out != 0ul) llmrt_op_f32(p.sum_out + column).v[i] = s;
+    for (uint j = lane; j < p.ne0; j += LLMRT_OPS_WG) {
+        const float s = sum_at(column, j);
         sum += double(s) * double(s);
     }
     partial[lane] = sum;
@@ -57,32 +61,27 @@ void main() {
     const float mean = float(partial[0] / double(p.ne0));
     const float scale = 1.0 / sqrt(mean + p.eps);
 
-    if (p.qs_a == 0ul) {
-        for (uint i = lane; i < p.ne0; i += LLMRT_OPS_WG) {
-            const float n = sum_at(column, i) * scale;
-            if (p.norm_out != 0ul) llmrt_op_f32(p.norm_out + column).v[i] = n;
-            if (p.w != 0ul && p.product_out != 0ul) llmrt_op_f32(p.product_out + column).v[i] = n * llmrt_op_f32(p.w).v[i];
+    if (i < p.ne0) {
+        const float s = sum_at(column, i);
+        if (p.sum_out != 0ul) llmrt_op_f32(p.sum_out + column).v[i] = s;
+        const float n = s * scale;
+        if (p.norm_out != 0ul) llmrt_op_f32(p.norm_out + column).v[i] = n;
+        float v = n;
+        if (p.w != 0ul) {
+            v = n * llmrt_op_f32(p.w).v[i];
+            if (p.product_out != 0ul) llmrt_op_f32(p.product_out + column).v[i] = v;
         }
-        return;
+        staged[lane] = v;
     }
-    // With the rounding: one invocation per block of 32 values (ne0 is a multiple of 32).
+    if (p.qs_a == 0ul) return;
+    // The rounding (ne0 is a multiple of 32, and so is every work-group's first value).
+    barrier();
+    const uint block = (gl_WorkGroupID.x * LLMRT_OPS_WG) / 32u + lane;
+    if (lane >= LLMRT_OPS_WG / 32u || block >= p.ne0 / 32u) return;
+    float values[32];
+    for (uint j = 0u; j < 32u; ++j) values[j] = staged[32u * lane + j];
     const bool in_a = t < p.split;
     const uint q_column = in_a ? t : t - p.split;
-    const uint64_t qs = (in_a ? p.qs_a : p.qs_b) + uint64_t(q_column) * p.ne0;
-    const uint64_t records = (in_a ? p.records_a : p.records_b) + uint64_t(q_column) * (p.ne0 / 4u);
-    for (uint block = lane; block < p.ne0 / 32u; block += LLMRT_OPS_WG) {
-        float values[32];
-        for (uint j = 0u; j < 32u; ++j) {
-            const uint i = 32u * block + j;
-            const float n = sum_at(column, i) * scale;
-            if (p.norm_out != 0ul) llmrt_op_f32(p.norm_out + column).v[i] = n;
-            float v = n;
-            if (p.w != 0ul) {
-                v = n * llmrt_op_f32(p.w).v[i];
-                if (p.product_out != 0ul) llmrt_op_f32(p.product_out + column).v[i] = v;
-            }
-            values[j] = v;
-        }
-        llmrt_q8_1_round_block(values, qs, records, block);
-    }
+    llmrt_q8_1_round_block(values, (in_a ? p.qs_a : p.qs_b) + uint64_t(q_column) * p.ne0,
+                           (in_a ? p.records_a : p.records_b) + uint64_t(q_column) * (p.ne0 / 4u), block);
 }

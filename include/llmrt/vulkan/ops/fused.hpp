@@ -112,7 +112,8 @@ inline void record_norm_step(kernels& k, recorder& r, const operand& a, const op
                                       detail::address_or_0(norm_out), detail::address_or_0(w),
                                       w.bytes ? detail::address_or_0(product_out) : 0, q.qs_a, q.records_a, q.qs_b,
                                       q.records_b, uint32_t(ne0), eps, q.split, 0};
-    const grid g = make_grid(k.device().info(), 1, uint64_t(cols), name);
+    const grid g = make_grid(k.device().info(), (uint64_t(ne0) + workgroup_size - 1) / workgroup_size, uint64_t(cols), name);
+    check(g.z == 1, errc::shape_mismatch, [&] { return std::string(name) + ": columns too long"; });
     r.access(reads, writes);
     r.dispatch(k.pipeline("norm_step", sizeof push), push, g);
 }
@@ -138,7 +139,8 @@ inline void record_swiglu_round(kernels& k, recorder& r, const operand& gate, in
     const q8_1_target q = q8_1_target_of(rounding);
     const detail::swiglu_round_push push{gate.address, up.address, detail::address_or_0(y), q.qs_a, q.records_a, q.qs_b,
                                          q.records_b, uint32_t(ne0), q.split, uint32_t(gate_stride), uint32_t(up_stride)};
-    const grid g = make_grid(k.device().info(), (uint64_t(ne0 / 32) + workgroup_size - 1) / workgroup_size, uint64_t(cols), name);
+    const grid g = make_grid(k.device().info(), (uint64_t(ne0) + workgroup_size - 1) / workgroup_size, uint64_t(cols), name);
+    check(g.z == 1, errc::shape_mismatch, [&] { return std::string(name) + ": columns too long"; });
     const std::vector<operand> reads{gate.part(0, span_gate), up.part(0, span_up)};
     r.access(reads, writes);
     r.dispatch(k.pipeline("swiglu_round", sizeof push), push, g);
