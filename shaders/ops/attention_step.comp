@@ -66,6 +66,7 @@ shared float reduce_slot[LLMRT_OPS_WG];
 shared float head_out[MAX_HEAD_DIM];
 shared float unit_sums[LLMRT_OPS_WG * 8u];  // per (key group, element): a tile's partial values
 shared bool is_last;
+shared float group_m[32], group_l[32];  // the combine: per group m (then its weight) and l; max_groups <= 32
 
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer llmrt_cache_u128 { uvec4 v[]; };
 
@@ -209,13 +210,32 @@ void main() {
     if (lane == 0u) counters.v[t * p.n_head + h] = 0u;
 
     llmrt_shared_f32 all = llmrt_shared_f32(p.partials + 4ul * uint64_t((t * p.n_head + h) * p.max_groups) * (hd + 2u));
+    // Each group's m and l once into shared memory, then its weight exp(m_g − M).
+    if (lane < groups) {
+        group_m[lane] = all.v[lane * (hd + 2u)];
+        group_l[lane] = all.v[lane * (hd + 2u) + 1u];
+    }
+    barrier();
     float m_all = uintBitsToFloat(0xff800000u);
-    for (uint q = 0u; q < groups; ++q) m_all = max(m_all, all.v[q * (hd + 2u)]);
+    for (uint q = 0u; q < groups; ++q) m_all = max(m_all, group_m[q]);
+    barrier();
+    if (lane < groups) group_m[lane] = exp(group_m[lane] - m_all);
+    barrier();
     float l_all = 0.0;
-    for (uint q = 0u; q < groups; ++q) l_all += exp(all.v[q * (hd + 2u)] - m_all) * all.v[q * (hd + 2u) + 1u];
+    for (uint q = 0u; q < groups; ++q) l_all += group_m[q] * group_l[q];
     for (uint i = lane; i < hd; i += LLMRT_OPS_WG) {
+        // The groups' values in batches of 4 loads, added in group order.
         float o = 0.0;
-        for (uint q = 0u; q < groups; ++q) o += exp(all.v[q * (hd + 2u)] - m_all) * all.v[q * (hd + 2u) + 2u + i];
+        uint q = 0u;
+        for (; q + 4u <= groups; q += 4u) {
+            const float a0 = all.v[q * (hd + 2u) + 2u + i], a1 = all.v[(q + 1u) * (hd + 2u) + 2u + i];
+            const float a2 = all.v[(q + 2u) * (hd + 2u) + 2u + i], a3 = all.v[(q + 3u) * (hd + 2u) + 2u + i];
+            o += group_m[q] * a0;
+            o += group_m[q + 1u] * a1;
+            o += group_m[q + 2u] * a2;
+            o += group_m[q + 3u] * a3;
+        }
+        for (; q < groups; ++q) o += group_m[q] * all.v[q * (hd + 2u) + 2u + i];
         const float result = o / l_all;
         if (p.out_ != 0ul) llmrt_op_f32(p.out_).v[t * q_ne0 + h * hd + i] = result;
         head_out[i] = result;

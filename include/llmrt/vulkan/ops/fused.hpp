@@ -72,7 +72,7 @@ inline void add_rounding(std::vector<operand>& writes, const q8_1_activations* r
 
 // Keys per tile of the attention step and the most work-groups one (token, head) is split over.
 inline constexpr int64_t attention_tile = 128;
-inline constexpr int64_t attention_max_groups = 32;
+inline constexpr int64_t attention_max_groups = 32;  // shaders/ops/attention_step.comp holds 32 groups' m and l
 
 inline uint32_t attention_groups(int64_t n_ctx) {
     return uint32_t(std::min<int64_t>(attention_max_groups, (n_ctx + attention_tile - 1) / attention_tile));
