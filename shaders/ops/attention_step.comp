@@ -90,17 +90,14 @@ float group_sum(float x) {
     return r;
 }
 
-// The 8 (f16) or 4 (f32) values of one 16-byte unit.
-void unpack_unit(uvec4 u, bool f16, out float x[8]) {
-    if (f16) {
-        for (uint w = 0u; w < 4u; ++w) {
-            const vec2 h = unpackHalf2x16(u[w]);
-            x[2u * w] = h.x;
-            x[2u * w + 1u] = h.y;
-        }
-    } else {
-        for (uint w = 0u; w < 4u; ++w) x[w] = uintBitsToFloat(u[w]);
-        for (uint w = 4u; w < 8u; ++w) x[w] = 0.0;
+// One 16-byte unit of a cache row as 8 (f16) or 4 (f32) floats: every index below is a constant
+// once the loops over a unit's 4 words unroll, so nothing is indexed at run time (which would put
+// the arrays in local memory).
+void unit_values_f16(uvec4 u, out float x[8]) {
+    for (uint w = 0u; w < 4u; ++w) {
+        const vec2 h = unpackHalf2x16(u[w]);
+        x[2u * w] = h.x;
+        x[2u * w + 1u] = h.y;
     }
 }
 
@@ -146,10 +143,17 @@ void main() {
             float dot = 0.0;
             if (vector) {
                 llmrt_cache_u128 r = llmrt_cache_u128(row);
-                for (uint u = 0u; u < units; ++u) {
-                    float x[8];
-                    unpack_unit(r.v[u], f16, x);
-                    for (uint e = 0u; e < unit_values; ++e) dot += q_head[u * unit_values + e] * x[e];
+                if (f16) {
+                    for (uint u = 0u; u < units; ++u) {
+                        float x[8];
+                        unit_values_f16(r.v[u], x);
+                        for (uint e = 0u; e < 8u; ++e) dot += q_head[8u * u + e] * x[e];
+                    }
+                } else {
+                    for (uint u = 0u; u < units; ++u) {
+                        const uvec4 w = r.v[u];
+                        for (uint e = 0u; e < 4u; ++e) dot += q_head[4u * u + e] * uintBitsToFloat(w[e]);
+                    }
                 }
             } else {
                 for (uint i = 0u; i < hd; ++i) dot += q_head[i] * llmrt_cache_at(row, i, p.kv_f16);
@@ -163,15 +167,24 @@ void main() {
         l = l * carry + group_sum(e);  // its barriers make `tile` visible
         if (vector) {
             float acc[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-            if (key_group < key_groups)
-                for (uint key = key_group; key < n; key += key_groups) {
-                    float x[8];
-                    unpack_unit(llmrt_cache_u128(v0 + uint64_t(first + key) * row_bytes).v[unit], f16, x);
-                    const float pk = tile[key];
-                    for (uint j = 0u; j < unit_values; ++j) acc[j] += pk * x[j];
+            if (key_group < key_groups) {
+                if (f16) {
+                    for (uint key = key_group; key < n; key += key_groups) {
+                        float x[8];
+                        unit_values_f16(llmrt_cache_u128(v0 + uint64_t(first + key) * row_bytes).v[unit], x);
+                        const float pk = tile[key];
+                        for (uint j = 0u; j < 8u; ++j) acc[j] += pk * x[j];
+                    }
+                    for (uint j = 0u; j < 8u; ++j) unit_sums[key_group * hd + 8u * unit + j] = acc[j];
+                } else {
+                    for (uint key = key_group; key < n; key += key_groups) {
+                        const uvec4 w = llmrt_cache_u128(v0 + uint64_t(first + key) * row_bytes).v[unit];
+                        const float pk = tile[key];
+                        for (uint j = 0u; j < 4u; ++j) acc[j] += pk * uintBitsToFloat(w[j]);
+                    }
+                    for (uint j = 0u; j < 4u; ++j) unit_sums[key_group * hd + 4u * unit + j] = acc[j];
                 }
-            if (key_group < key_groups)
-                for (uint j = 0u; j < unit_values; ++j) unit_sums[key_group * hd + unit * unit_values + j] = acc[j];
+            }
             barrier();
             float t0 = 0.0, t1 = 0.0;
             for (uint q = 0u; q < key_groups; ++q) {

@@ -40,6 +40,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -80,6 +81,8 @@ struct backend_options {
     // Weights and states are packed into device buffers of up to this many bytes (a larger tensor
     // gets a buffer of its own).
     std::size_t pool_bytes = std::size_t(256) << 20;
+    // How long run() polls for the forward to finish before it blocks (0: block at once).
+    uint32_t spin_wait_us = 20000;
 };
 
 // What one recorded forward holds.
@@ -113,7 +116,8 @@ class program_state {
 public:
     program_state(const context& ctx, ops::kernels& op_kernels, mmvq& mmvq_kernels, const backend_options& options,
                   const graph::graph& g, const graph::plan& p)
-        : ctx_(&ctx), ops_(&op_kernels), mmvq_(&mmvq_kernels), graph_(&g), plan_(&p), max_batch_(g.max_batch()) {
+        : ctx_(&ctx), ops_(&op_kernels), mmvq_(&mmvq_kernels), graph_(&g), plan_(&p), max_batch_(g.max_batch()),
+          spin_wait_us_(options.spin_wait_us) {
         pool_ = LLMRT_VK_CHECK(vk::raii::CommandPool(
             ctx.device(), vk::CommandPoolCreateInfo(vk::CommandPoolCreateFlagBits::eResetCommandBuffer, ctx.queue_family())));
         forward_ = LLMRT_VK_CHECK(vk::raii::CommandBuffers(
@@ -458,6 +462,20 @@ private:
         LLMRT_VK_CHECK(ctx_->device().resetFences(*fence_));
         const vk::SubmitInfo info({}, {}, cmd);
         LLMRT_VK_CHECK(ctx_->queue().submit(info, *fence_));
+        // Poll first: a decoding step takes about a millisecond, and a blocking wait adds the
+        // thread's wake-up to every one. Then block.
+        const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_wait_us_);
+        while (std::chrono::steady_clock::now() < spin_until) {
+            vk::Result status = vk::Result::eNotReady;
+            try {
+                status = fence_.getStatus();
+            } catch (const vk::SystemError& e) {
+                throw error(errc::device_error, std::string("vulkan backend: a submission's fence: ") + e.what());
+            }
+            if (status == vk::Result::eSuccess) return;
+            check(status == vk::Result::eNotReady, errc::device_error,
+                  [&] { return "vulkan backend: a submission's fence gave " + vk::to_string(status); });
+        }
         const vk::Result waited = LLMRT_VK_CHECK(ctx_->device().waitForFences(*fence_, VK_TRUE, UINT64_MAX));
         check(waited == vk::Result::eSuccess, errc::device_error,
               [&] { return "vulkan backend: waiting for a submission gave " + vk::to_string(waited); });
@@ -507,6 +525,7 @@ private:
     const graph::graph* graph_;
     const graph::plan* plan_;
     int64_t max_batch_;
+    uint32_t spin_wait_us_;
     std::vector<std::unique_ptr<buffer>> buffers_;
     buffer* arena_ = nullptr;
     buffer* io_ = nullptr;
