@@ -143,16 +143,20 @@ void main() {
             float dot = 0.0;
             if (vector) {
                 llmrt_cache_u128 r = llmrt_cache_u128(row);
-                if (f16) {
-                    for (uint u = 0u; u < units; ++u) {
-                        float x[8];
-                        unit_values_f16(r.v[u], x);
-                        for (uint e = 0u; e < 8u; ++e) dot += q_head[8u * u + e] * x[e];
-                    }
-                } else {
-                    for (uint u = 0u; u < units; ++u) {
-                        const uvec4 w = r.v[u];
-                        for (uint e = 0u; e < 4u; ++e) dot += q_head[4u * u + e] * uintBitsToFloat(w[e]);
+                // Eight units' loads in flight at a time (a load's wait would otherwise come once
+                // per unit).
+                for (uint u0 = 0u; u0 < units; u0 += 8u) {
+                    uvec4 w[8];
+                    for (uint c = 0u; c < 8u; ++c) w[c] = u0 + c < units ? r.v[u0 + c] : uvec4(0u);
+                    for (uint c = 0u; c < 8u; ++c) {
+                        if (u0 + c >= units) break;
+                        if (f16) {
+                            float x[8];
+                            unit_values_f16(w[c], x);
+                            for (uint e = 0u; e < 8u; ++e) dot += q_head[8u * (u0 + c) + e] * x[e];
+                        } else {
+                            for (uint e = 0u; e < 4u; ++e) dot += q_head[4u * (u0 + c) + e] * uintBitsToFloat(w[c][e]);
+                        }
                     }
                 }
             } else {
@@ -168,22 +172,30 @@ void main() {
         if (vector) {
             float acc[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
             if (key_group < key_groups) {
-                if (f16) {
-                    for (uint key = key_group; key < n; key += key_groups) {
-                        float x[8];
-                        unit_values_f16(llmrt_cache_u128(v0 + uint64_t(first + key) * row_bytes).v[unit], x);
-                        const float pk = tile[key];
-                        for (uint j = 0u; j < 8u; ++j) acc[j] += pk * x[j];
+                // Eight keys' loads in flight at a time, summed in key order.
+                for (uint key0 = key_group; key0 < n; key0 += 8u * key_groups) {
+                    uvec4 w[8];
+                    for (uint c = 0u; c < 8u; ++c) {
+                        const uint key = key0 + c * key_groups;
+                        w[c] = key < n ? llmrt_cache_u128(v0 + uint64_t(first + key) * row_bytes).v[unit] : uvec4(0u);
                     }
-                    for (uint j = 0u; j < 8u; ++j) unit_sums[key_group * hd + 8u * unit + j] = acc[j];
-                } else {
-                    for (uint key = key_group; key < n; key += key_groups) {
-                        const uvec4 w = llmrt_cache_u128(v0 + uint64_t(first + key) * row_bytes).v[unit];
+                    for (uint c = 0u; c < 8u; ++c) {
+                        const uint key = key0 + c * key_groups;
+                        if (key >= n) break;
                         const float pk = tile[key];
-                        for (uint j = 0u; j < 4u; ++j) acc[j] += pk * uintBitsToFloat(w[j]);
+                        if (f16) {
+                            float x[8];
+                            unit_values_f16(w[c], x);
+                            for (uint j = 0u; j < 8u; ++j) acc[j] += pk * x[j];
+                        } else {
+                            for (uint j = 0u; j < 4u; ++j) acc[j] += pk * uintBitsToFloat(w[c][j]);
+                        }
                     }
-                    for (uint j = 0u; j < 4u; ++j) unit_sums[key_group * hd + 4u * unit + j] = acc[j];
                 }
+                if (f16)
+                    for (uint j = 0u; j < 8u; ++j) unit_sums[key_group * hd + 8u * unit + j] = acc[j];
+                else
+                    for (uint j = 0u; j < 4u; ++j) unit_sums[key_group * hd + 4u * unit + j] = acc[j];
             }
             barrier();
             float t0 = 0.0, t1 = 0.0;
