@@ -47,16 +47,21 @@ void main() {
     const uint t = gl_WorkGroupID.y, lane = gl_LocalInvocationID.x;
     const uint64_t column = uint64_t(t) * p.ne0 * 4u;  // byte offset of column t in every operand
     const uint i = gl_WorkGroupID.x * LLMRT_OPS_WG + lane;
-    // The loads eight at a time (all in flight together: a load's wait would otherwise come once
-    // per element), the additions in rms_norm.comp's order.
+    // The loads four at a time (in flight together), the additions in rms_norm.comp's order.
+    // (Eight at a time measured slower on the H100: 0.70 against 0.38 ms per 8B token.)
     double sum = 0.0;
-    for (uint j0 = lane; j0 < p.ne0; j0 += 8u * LLMRT_OPS_WG) {
-        float s[8];
-        for (uint c = 0u; c < 8u; ++c) {
-            const uint j = j0 + c * LLMRT_OPS_WG;
-            s[c] = j < p.ne0 ? sum_at(column, j) : 0.0;  // adding 0² to the sum changes no bit
-        }
-        for (uint c = 0u; c < 8u; ++c) sum += double(s[c]) * double(s[c]);
+    uint j = lane;
+    for (; j + 3u * LLMRT_OPS_WG < p.ne0; j += 4u * LLMRT_OPS_WG) {
+        const float s0 = sum_at(column, j), s1 = sum_at(column, j + LLMRT_OPS_WG);
+        const float s2 = sum_at(column, j + 2u * LLMRT_OPS_WG), s3 = sum_at(column, j + 3u * LLMRT_OPS_WG);
+        sum += double(s0) * double(s0);
+        sum += double(s1) * double(s1);
+        sum += double(s2) * double(s2);
+        sum += double(s3) * double(s3);
+    }
+    for (; j < p.ne0; j += LLMRT_OPS_WG) {
+        const float s = sum_at(column, j);
+        sum += double(s) * double(s);
     }
     partial[lane] = sum;
     barrier();
