@@ -40,7 +40,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -71,6 +70,7 @@
 #include "llmrt/vulkan/ops/rope.hpp"
 #include "llmrt/vulkan/ops/rows.hpp"
 #include "llmrt/vulkan/steps.hpp"
+#include "llmrt/vulkan/submission.hpp"
 
 namespace llmrt::vulkan {
 
@@ -116,15 +116,12 @@ class program_state {
 public:
     program_state(const context& ctx, ops::kernels& op_kernels, mmvq& mmvq_kernels, const backend_options& options,
                   const graph::graph& g, const graph::plan& p)
-        : ctx_(&ctx), ops_(&op_kernels), mmvq_(&mmvq_kernels), graph_(&g), plan_(&p), max_batch_(g.max_batch()),
-          spin_wait_us_(options.spin_wait_us) {
+        : ctx_(&ctx), ops_(&op_kernels), mmvq_(&mmvq_kernels), graph_(&g), plan_(&p), max_batch_(g.max_batch()) {
         pool_ = LLMRT_VK_CHECK(vk::raii::CommandPool(
             ctx.device(), vk::CommandPoolCreateInfo(vk::CommandPoolCreateFlagBits::eResetCommandBuffer, ctx.queue_family())));
         forward_ = LLMRT_VK_CHECK(vk::raii::CommandBuffers(
             ctx.device(), vk::CommandBufferAllocateInfo(*pool_, vk::CommandBufferLevel::ePrimary, uint32_t(max_batch_))));
-        transfer_ = LLMRT_VK_CHECK(vk::raii::CommandBuffers(
-            ctx.device(), vk::CommandBufferAllocateInfo(*pool_, vk::CommandBufferLevel::ePrimary, 1)));
-        fence_ = LLMRT_VK_CHECK(vk::raii::Fence(ctx.device(), vk::FenceCreateInfo()));
+        submit_ = std::make_unique<submission>(ctx, pool_, options.spin_wait_us);
         check_supported();
         place_tensors(options);
         make_step_context();
@@ -138,7 +135,7 @@ public:
             return "vulkan backend: run of " + std::to_string(n) + " tokens, the graph was planned for 1.." +
                    std::to_string(max_batch_);
         });
-        submit(*forward_[std::size_t(n - 1)]);
+        submit_->submit(*forward_[std::size_t(n - 1)]);
     }
 
     // Inputs: the host copy, which each run copies to the device. Outputs: the device memory and
@@ -148,7 +145,7 @@ public:
         const placement& at = located(t.id);
         const std::size_t copy = host_copy_[std::size_t(t.id)];
         if (copy != none) std::memcpy(static_cast<std::byte*>(io_->mapped()) + copy + offset, src, bytes);
-        if (node(t.id).op != graph::op::input) copy_to_device(*at.buf, at.offset + offset, src, bytes);
+        if (node(t.id).op != graph::op::input) submit_->copy_to_device(*at.buf, at.offset + offset, src, bytes);
     }
 
     void read(graph::tensor t, std::size_t offset, void* dst, std::size_t bytes) {
@@ -158,7 +155,7 @@ public:
         if (copy != none)
             std::memcpy(dst, static_cast<const std::byte*>(io_->mapped()) + copy + offset, bytes);
         else
-            copy_to_host(*at.buf, at.offset + offset, dst, bytes);
+            submit_->copy_to_host(*at.buf, at.offset + offset, dst, bytes);
     }
 
     const forward_stats& stats(int64_t n) const {
@@ -195,7 +192,7 @@ public:
             ops::compute_to_compute_barrier(cmd);
             cmd.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *queries, 1);
             LLMRT_VK_CHECK(cmd.end());
-            submit(cmd);
+            submit_->submit(cmd);
             const auto [result, stamps] = queries.getResults<uint64_t>(0, 2, 2 * sizeof(uint64_t), sizeof(uint64_t),
                                                                        vk::QueryResultFlagBits::e64 | vk::QueryResultFlagBits::eWait);
             check(result == vk::Result::eSuccess, errc::device_error, "vulkan backend: timestamps not ready");
@@ -309,18 +306,18 @@ private:
         for (int32_t id : plan_->order)
             if (plan_->where[std::size_t(id)] == graph::storage::alias)
                 place_[std::size_t(id)] = place_[std::size_t(plan_->alias_of[std::size_t(id)])];
-        staging_ = &new_buffer(std::min(options.staging_bytes, largest_staged), memory::host_visible);
+        submit_->set_staging(new_buffer(std::min(options.staging_bytes, largest_staged), memory::host_visible));
     }
 
     void zero_and_upload() {
-        record_transfer([&](vk::CommandBuffer cmd) {
+        submit_->record_transfer([&](vk::CommandBuffer cmd) {
             for (const auto& b : buffers_)
                 if (b->kind() == memory::device_local) cmd.fillBuffer(b->handle(), 0, VK_WHOLE_SIZE, 0);
         });
         for (int32_t id : plan_->order)
             if (plan_->where[std::size_t(id)] == graph::storage::weight) {
                 const placement& at = place_[std::size_t(id)];
-                copy_to_device(*at.buf, at.offset, node(id).data, plan_->bytes[std::size_t(id)]);
+                submit_->copy_to_device(*at.buf, at.offset, node(id).data, plan_->bytes[std::size_t(id)]);
             }
     }
 
@@ -456,80 +453,15 @@ private:
         return regions;
     }
 
-    // ---- Submission and staged copies ----
-
-    void submit(vk::CommandBuffer cmd) {
-        LLMRT_VK_CHECK(ctx_->device().resetFences(*fence_));
-        const vk::SubmitInfo info({}, {}, cmd);
-        LLMRT_VK_CHECK(ctx_->queue().submit(info, *fence_));
-        // Poll first: a decoding step takes about a millisecond, and a blocking wait adds the
-        // thread's wake-up to every one. Then block.
-        const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_wait_us_);
-        while (std::chrono::steady_clock::now() < spin_until) {
-            vk::Result status = vk::Result::eNotReady;
-            try {
-                status = fence_.getStatus();
-            } catch (const vk::SystemError& e) {
-                throw error(errc::device_error, std::string("vulkan backend: a submission's fence: ") + e.what());
-            }
-            if (status == vk::Result::eSuccess) return;
-            check(status == vk::Result::eNotReady, errc::device_error,
-                  [&] { return "vulkan backend: a submission's fence gave " + vk::to_string(status); });
-        }
-        const vk::Result waited = LLMRT_VK_CHECK(ctx_->device().waitForFences(*fence_, VK_TRUE, UINT64_MAX));
-        check(waited == vk::Result::eSuccess, errc::device_error,
-              [&] { return "vulkan backend: waiting for a submission gave " + vk::to_string(waited); });
-    }
-
-    template <class Record>
-    void record_transfer(Record&& record) {
-        vk::CommandBuffer cmd = *transfer_.front();
-        LLMRT_VK_CHECK(cmd.reset());
-        LLMRT_VK_CHECK(cmd.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit)));
-        const vk::MemoryBarrier before(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eTransferWrite,
-                                       vk::AccessFlagBits::eTransferRead | vk::AccessFlagBits::eTransferWrite);
-        cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader | vk::PipelineStageFlagBits::eTransfer,
-                            vk::PipelineStageFlagBits::eTransfer, {}, before, {}, {});
-        record(cmd);
-        const vk::MemoryBarrier after(vk::AccessFlagBits::eTransferWrite, vk::AccessFlagBits::eHostRead);
-        cmd.pipelineBarrier(vk::PipelineStageFlagBits::eTransfer, vk::PipelineStageFlagBits::eHost, {}, after, {}, {});
-        LLMRT_VK_CHECK(cmd.end());
-        submit(cmd);
-    }
-
-    void copy_to_device(const buffer& dst, std::size_t offset, const void* src, std::size_t bytes) {
-        for (std::size_t done = 0; done < bytes;) {
-            const std::size_t chunk = std::min(bytes - done, staging_->size());
-            std::memcpy(staging_->mapped(), static_cast<const std::byte*>(src) + done, chunk);
-            record_transfer([&](vk::CommandBuffer cmd) {
-                cmd.copyBuffer(staging_->handle(), dst.handle(), vk::BufferCopy(0, offset + done, chunk));
-            });
-            done += chunk;
-        }
-    }
-
-    void copy_to_host(const buffer& src, std::size_t offset, void* dst, std::size_t bytes) {
-        for (std::size_t done = 0; done < bytes;) {
-            const std::size_t chunk = std::min(bytes - done, staging_->size());
-            record_transfer([&](vk::CommandBuffer cmd) {
-                cmd.copyBuffer(src.handle(), staging_->handle(), vk::BufferCopy(offset + done, 0, chunk));
-            });
-            std::memcpy(static_cast<std::byte*>(dst) + done, staging_->mapped(), chunk);
-            done += chunk;
-        }
-    }
-
     const context* ctx_;
     ops::kernels* ops_;
     mmvq* mmvq_;
     const graph::graph* graph_;
     const graph::plan* plan_;
     int64_t max_batch_;
-    uint32_t spin_wait_us_;
     std::vector<std::unique_ptr<buffer>> buffers_;
     buffer* arena_ = nullptr;
     buffer* io_ = nullptr;
-    buffer* staging_ = nullptr;
     std::size_t device_bytes_ = 0;
     std::vector<placement> place_;
     std::vector<std::size_t> host_copy_;  // per node: offset of its host copy, or none
@@ -539,8 +471,7 @@ private:
     steps::context steps_;
     vk::raii::CommandPool pool_{nullptr};
     vk::raii::CommandBuffers forward_{nullptr};
-    vk::raii::CommandBuffers transfer_{nullptr};
-    vk::raii::Fence fence_{nullptr};
+    std::unique_ptr<submission> submit_;  // submissions and staged copies
 };
 
 }  // namespace detail
