@@ -4,18 +4,35 @@
 //   llmrt-quickstart [rows] [k]
 #include <llmrt/llmrt.hpp>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <random>
+#include <string>
 #include <vector>
 
-int main(int argc, char** argv) {
-    const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 512;
-    const int64_t k = argc > 2 ? std::atoll(argv[2]) : 4096;
-    const int64_t ncols = 4;
+// A whole number in [1, max] with nothing after it, or an llmrt::error naming the argument.
+static int64_t positive(const char* text, const char* what, int64_t max) {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(text, &end, 10);
+    if (end == text || *end != '\0' || errno != 0 || v < 1 || v > max)
+        throw llmrt::error(llmrt::errc::invalid_argument, std::string(what) + " must be a whole number in [1, " +
+                                                              std::to_string(max) + "], got '" + text + "'");
+    return v;
+}
 
+int main(int argc, char** argv) {
+    const int64_t ncols = 4;
     try {
+        if (argc > 3) throw llmrt::error(llmrt::errc::invalid_argument, "usage: llmrt-quickstart [rows] [k]");
+        const int64_t rows = argc > 1 ? positive(argv[1], "rows", 65536) : 512;
+        const int64_t k = argc > 2 ? positive(argv[2], "k", 65536) : 4096;
+        if (k % 256 != 0)  // the K-quants' block
+            throw llmrt::error(llmrt::errc::invalid_argument, "k must be a multiple of 256, got " + std::to_string(k));
+
         std::mt19937 rng(42);
         std::normal_distribution<float> normal(0.0f, 1.0f);
         std::vector<float> w(std::size_t(rows * k)), x(std::size_t(k * ncols));
@@ -46,8 +63,8 @@ int main(int argc, char** argv) {
                         100.0 * std::sqrt(err / ref_power));
         });
         std::printf("\n(f32 would take %zu bytes)\n", llmrt::row_size(llmrt::qtype::f32, k) * std::size_t(rows));
-    } catch (const llmrt::error& e) {
-        std::fprintf(stderr, "%s\n", e.what());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s\n", e.what());  // llmrt::error's message starts "llmrt: "
         return 1;
     }
     return 0;

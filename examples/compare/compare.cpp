@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
         });
         return status;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "llmrt-compare: %s\n", e.what());
+        std::fprintf(stderr, "llmrt-compare: %s\n", llmrt_examples::message_of(e));
         return 1;
     }
 }

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <exception>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -17,6 +19,13 @@
 #include <llmrt/core/error.hpp>
 
 namespace llmrt_examples {
+
+// An exception's message for a program's "program: message" line, without llmrt::error's own
+// "llmrt: " prefix (which would say the program's name twice over).
+inline const char* message_of(const std::exception& e) {
+    const char* what = e.what();
+    return std::strncmp(what, "llmrt: ", 7) == 0 ? what + 7 : what;
+}
 
 [[noreturn]] inline void bad_argument(const std::string& message) {
     throw llmrt::error(llmrt::errc::invalid_argument, message);

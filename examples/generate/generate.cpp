@@ -101,6 +101,12 @@ void run(Backend& backend, const std::string& backend_description, std::shared_p
         const auto h = model::load_llama_weights(*file).hparams;
         n_ctx = std::min<int32_t>(h.n_ctx_train, 2048);
     }
+    // The prompt and every new token but the last take a position: refuse before anything runs.
+    const int64_t positions = int64_t(a.prompt.size()) + std::max(a.n_new - 1, 0);
+    check(positions <= n_ctx, errc::invalid_argument, [&] {
+        return "the prompt (" + std::to_string(a.prompt.size()) + " tokens) and -n " + std::to_string(a.n_new) + " need " +
+               std::to_string(positions) + " positions; the cache holds " + std::to_string(n_ctx) + " (--ctx)";
+    });
     model::llama_model<Backend> m(backend, file, {.n_ctx = n_ctx, .max_batch = a.max_batch});
     const auto& h = m.hparams();
     std::printf("model:   %s\n         llama, %d layers, n_embd %d, %d heads (%d kv), n_ff %d, vocab %d, cache %d\n",
@@ -157,7 +163,7 @@ int main(int argc, char** argv) {
         llmrt_examples::with_backend(backend, [&](auto& b, const std::string& description) { run(b, description, file, a); });
         return 0;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "llmrt-generate: %s\n", e.what());
+        std::fprintf(stderr, "llmrt-generate: %s\n", llmrt_examples::message_of(e));
         return 1;
     }
 }

@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
         });
         return status;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "llmrt-speculative: %s\n", e.what());
+        std::fprintf(stderr, "llmrt-speculative: %s\n", llmrt_examples::message_of(e));
         return 1;
     }
 }
