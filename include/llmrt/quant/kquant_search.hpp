@@ -17,6 +17,9 @@
 
 #include "llmrt/core/error.hpp"
 #include "llmrt/quant/rounding.hpp"
+#include "llmrt/quant/strict_fp.hpp"
+
+LLMRT_STRICT_FP_BEGIN
 
 namespace llmrt {
 
@@ -115,3 +118,5 @@ inline void check_superblock_row(int64_t n, const char* type_name, const char* o
 }
 
 }  // namespace llmrt
+
+LLMRT_STRICT_FP_END

@@ -17,6 +17,9 @@
 #include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/q8_0.hpp"
 #include "llmrt/quant/traits.hpp"
+#include "llmrt/quant/strict_fp.hpp"
+
+LLMRT_STRICT_FP_BEGIN
 
 namespace llmrt {
 
@@ -104,3 +107,5 @@ inline float vec_dot(const mxfp4* x, const q8_0* y, int64_t n) {
 }
 
 }  // namespace llmrt
+
+LLMRT_STRICT_FP_END

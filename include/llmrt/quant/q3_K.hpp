@@ -19,6 +19,9 @@
 #include "llmrt/quant/q8_K.hpp"
 #include "llmrt/quant/rounding.hpp"
 #include "llmrt/quant/traits.hpp"
+#include "llmrt/quant/strict_fp.hpp"
+
+LLMRT_STRICT_FP_BEGIN
 
 namespace llmrt {
 
@@ -184,3 +187,5 @@ inline float vec_dot(const q3_K* x, const q8_K* y, int64_t n) {
 }
 
 }  // namespace llmrt
+
+LLMRT_STRICT_FP_END

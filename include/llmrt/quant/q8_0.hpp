@@ -15,6 +15,9 @@
 #include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/rounding.hpp"
 #include "llmrt/quant/traits.hpp"
+#include "llmrt/quant/strict_fp.hpp"
+
+LLMRT_STRICT_FP_BEGIN
 
 namespace llmrt {
 
@@ -76,3 +79,5 @@ inline float vec_dot(const q8_0* x, const q8_0* y, int64_t n) {
 }
 
 }  // namespace llmrt
+
+LLMRT_STRICT_FP_END

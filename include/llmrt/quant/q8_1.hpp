@@ -15,6 +15,9 @@
 #include "llmrt/quant/q8_0.hpp"
 #include "llmrt/quant/rounding.hpp"
 #include "llmrt/quant/traits.hpp"
+#include "llmrt/quant/strict_fp.hpp"
+
+LLMRT_STRICT_FP_BEGIN
 
 namespace llmrt {
 
@@ -49,3 +52,5 @@ inline void quantize_row(const float* x, q8_1* y, int64_t n) {
 }
 
 }  // namespace llmrt
+
+LLMRT_STRICT_FP_END

@@ -6,6 +6,9 @@
 #include <cmath>
 
 #include "llmrt/core/config.hpp"
+#include "llmrt/quant/strict_fp.hpp"
+
+LLMRT_STRICT_FP_BEGIN
 
 namespace llmrt {
 
@@ -56,3 +59,5 @@ LLMRT_HOST_DEVICE float mul_sub(float a, float b, float c) {
 }
 
 }  // namespace llmrt
+
+LLMRT_STRICT_FP_END
