@@ -2,7 +2,8 @@
 // memory floor, and where does the time go?
 //
 //   llmrt-bench-decode [--backend cuda|vulkan|cpu] [--model 1b|8b|both|tiny|FILE.gguf] [--tokens N]
-//                      [--warmup N] [--depth N] [--prompt N] [--ctx N] [--unfused] [--json PATH|-]
+//                      [--warmup N] [--depth N] [--prompt N] [--ctx N] [--unfused] [--replays N]
+//                      [--json PATH|-]
 //
 // Models: a llama GGUF file (any weight type llmrt reads), or synthetic llama shapes in Q4_K made
 // in memory with model::make_random_llama:
@@ -27,11 +28,12 @@
 // The floor is the bytes of every weight one token reads (all matrices and norms, one embedding
 // row) over the H100's measured 3.1 TB/s read bandwidth: the most tokens/s that reading the
 // weights once per token allows.
-// Breakdown (CUDA, Vulkan): the device time of one decode forward by step kind (graph/lower.hpp), each
-// kind's share found by telescoping: the forward made of the mat-vec steps alone is replayed and
-// timed, then with the norm steps added, and so on; a kind's time is what adding it cost. The
-// kinds' times add up to the whole forward's device time; "host" is the rest of the measured
-// ms/token (the token's write, the launch, the id's read).
+// Breakdown (CUDA, Vulkan; each figure --replays forwards, default 20): the device time of one
+// decode forward by step kind (graph/lower.hpp), each kind's share found by telescoping: the
+// forward made of the mat-vec steps alone is replayed and timed, then with the norm steps added,
+// and so on; a kind's time is what adding it cost. The kinds' times add up to the whole forward's
+// device time; "host" is the rest of the measured ms/token (the token's write, the launch, the id's
+// read).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -75,6 +77,7 @@ struct arguments {
     std::string backend, json;
     std::vector<model_shape> models{shape_1b, shape_8b};
     int32_t tokens = 128, warmup = 16, n_ctx = 0, depth = 0, prompt = 512;
+    int32_t replays = 20;  // forwards each breakdown figure replays
     bool unfused = false;
 };
 
@@ -92,6 +95,7 @@ arguments parse(int argc, char** argv) {
             a.prompt = cl.int_value(0, 1000000);
             prompt_given = true;
         } else if (o == "--unfused") a.unfused = true;
+        else if (o == "--replays") a.replays = cl.int_value(1, 10000);
         else if (o == "--json") a.json = cl.value();
         else if (o == "--model") {
             const std::string m = cl.value();
@@ -103,7 +107,8 @@ arguments parse(int argc, char** argv) {
             else throw error(errc::invalid_argument, "--model takes 1b, 8b, both, tiny or a FILE.gguf, not '" + m + "'");
         } else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-bench-decode [--backend cuda|vulkan|cpu] [--model 1b|8b|both|tiny|FILE.gguf] [--tokens N]\n"
-                      "                          [--warmup N] [--depth N] [--prompt N] [--ctx N] [--unfused] [--json PATH|-]");
+                      "                          [--warmup N] [--depth N] [--prompt N] [--ctx N] [--unfused] [--replays N]\n"
+                      "                          [--json PATH|-]");
             std::exit(0);
         } else {
             cl.reject();
@@ -340,16 +345,15 @@ result decode(Backend& backend, const model_shape& s, const bench_model& m, cons
         double before = 0;
         for (graph::step_kind k : breakdown_order) {
             kinds.push_back(k);
-            const double ms = ex.program().device_ms(1, [&](const graph::step& st) {
-                return std::find(kinds.begin(), kinds.end(), st.kind) != kinds.end();
-            });
-            const double alone = ex.program().device_ms(1, [&](const graph::step& st) { return st.kind == k; });
+            const double ms = ex.program().device_ms(
+                1, [&](const graph::step& st) { return std::find(kinds.begin(), kinds.end(), st.kind) != kinds.end(); },
+                a.replays);
+            const double alone = ex.program().device_ms(1, [&](const graph::step& st) { return st.kind == k; }, a.replays);
             r.breakdown.push_back({kind_label(k), ms - before, alone});
             before = ms;
         }
         r.device_ms = before;
-        r.isolated_ms = ex.program().device_ms(1, [](const graph::step&) { return true; }, 20, true);
-
+        r.isolated_ms = ex.program().device_ms(1, [](const graph::step&) { return true; }, a.replays, true);
     }
     r.model = s.name;
     r.weight_type = m.weight_type;

@@ -81,7 +81,8 @@ struct backend_options {
     // Weights and states are packed into device buffers of up to this many bytes (a larger tensor
     // gets a buffer of its own).
     std::size_t pool_bytes = std::size_t(256) << 20;
-    // How long run() polls for the forward to finish before it blocks (0: block at once).
+    // How long run() polls for the forward to finish before it blocks (0: block at once). A device
+    // that is the CPU itself (lavapipe) never polls: the polling thread would take a core from it.
     uint32_t spin_wait_us = 20000;
 };
 
@@ -121,7 +122,8 @@ public:
             ctx.device(), vk::CommandPoolCreateInfo(vk::CommandPoolCreateFlagBits::eResetCommandBuffer, ctx.queue_family())));
         forward_ = LLMRT_VK_CHECK(vk::raii::CommandBuffers(
             ctx.device(), vk::CommandBufferAllocateInfo(*pool_, vk::CommandBufferLevel::ePrimary, uint32_t(max_batch_))));
-        submit_ = std::make_unique<submission>(ctx, pool_, options.spin_wait_us);
+        submit_ = std::make_unique<submission>(ctx, pool_,
+                                               ctx.info().type == vk::PhysicalDeviceType::eCpu ? 0 : options.spin_wait_us);
         check_supported();
         place_tensors(options);
         make_step_context();
