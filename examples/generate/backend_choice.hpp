@@ -106,8 +106,16 @@ void with_backend(const std::string& spec, F&& f) {
         return;
     }
 #endif
-    throw llmrt::error(llmrt::errc::missing_feature, "backend '" + spec + "' is not available in this build (available: " +
-                                                         joined(backends_by_preference()) + ")");
+    // A backend llmrt has but this program was built without, or a name llmrt does not know.
+    const std::string available = "; available here: " + joined(backends_by_preference());
+    if (kind == "cuda")
+        throw llmrt::error(llmrt::errc::missing_feature, "backend '" + spec + "': this program was built without CUDA (CMake "
+                                                         "builds it when nvcc is found, or with -DLLMRT_CUDA=ON)" + available);
+    if (kind == "vulkan")
+        throw llmrt::error(llmrt::errc::missing_feature, "backend '" + spec + "': this program was built without Vulkan (it "
+                                                         "needs the Vulkan headers, glslangValidator and spirv-val)" + available);
+    throw llmrt::error(llmrt::errc::invalid_argument,
+                       "no backend called '" + spec + "' (llmrt's are cpu, cuda and vulkan)" + available);
 }
 
 }  // namespace llmrt_examples
