@@ -33,5 +33,6 @@ void main() {
 
     float values[32];
     for (uint i = 0u; i < 32u; ++i) values[i] = x.v[i];
-    llmrt_q8_1_round_block(values, p.qs + uint64_t(column) * p.k, p.records + 8ul * uint64_t(column) * (p.k / 32u), block);
+    const llmrt_q8_1_column c = llmrt_q8_1_column_at(p.qs, p.records, p.k, column);
+    llmrt_q8_1_round_block(values, c.qs, c.records, block);
 }

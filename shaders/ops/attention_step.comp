@@ -267,12 +267,9 @@ void main() {
     }
     if (p.qs_a == 0ul) return;
     barrier();
-    const bool in_a = t < p.split;
-    const uint q_column = in_a ? t : t - p.split;
     for (uint b = lane; b < hd / 32u; b += LLMRT_OPS_WG) {
         float values[32];
         for (uint j = 0u; j < 32u; ++j) values[j] = head_out[32u * b + j];
-        llmrt_q8_1_round_block(values, (in_a ? p.qs_a : p.qs_b) + uint64_t(q_column) * q_ne0,
-                               (in_a ? p.records_a : p.records_b) + uint64_t(q_column) * (q_ne0 / 4u), h * hd / 32u + b);
+        llmrt_q8_1_round_into(values, p.qs_a, p.records_a, p.qs_b, p.records_b, p.split, q_ne0, t, h * hd / 32u + b);
     }
 }

@@ -12,6 +12,8 @@
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_8bit_storage : require
 
+#include "llmrt/half.glsl"
+
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer llmrt_op_f32 { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer llmrt_op_i32 { int v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer llmrt_op_u32 { uint v[]; };
@@ -29,6 +31,24 @@ layout(buffer_reference, std430, buffer_reference_align = 1) buffer llmrt_op_u8 
 float llmrt_cache_at(uint64_t column, uint i, uint f16) {
     if (f16 != 0u) return unpackHalf2x16(uint(llmrt_op_u16(column).v[i])).x;
     return llmrt_op_f32(column).v[i];
+}
+
+// Whether token t of a run of `tokens` writes its position's cache column: a position inside the
+// cache, and no later token at the same position (the CPU reference's in-order loop leaves the
+// later token's column). A position outside the cache writes nothing: the host checks the
+// positions it can see before a run.
+bool llmrt_writes_cache_column(llmrt_op_i32 positions, uint t, uint tokens, uint n_ctx) {
+    const int position = positions.v[t];
+    if (position < 0 || uint(position) >= n_ctx) return false;
+    for (uint later = t + 1u; later < tokens; ++later)
+        if (positions.v[later] == position) return false;
+    return true;
+}
+
+// Element `at` of a cache of f16 (the bits of llmrt::fp32_to_fp16, llmrt/half.glsl) or f32 values.
+void llmrt_store_cache(uint64_t cache, bool f16, uint64_t at, float value) {
+    if (f16) llmrt_op_u16(cache + at * 2u).v[0] = uint16_t(llmrt_fp16_bits(value));
+    else llmrt_op_f32(cache + at * 4u).v[0] = value;
 }
 
 // silu(v) = v · σ(v), one expression for every shader that computes it (elementwise.comp and the

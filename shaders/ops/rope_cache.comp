@@ -11,7 +11,6 @@
 // q_stride, k_stride and v_stride floats apart.
 #extension GL_GOOGLE_include_directive : require
 #include "ops_common.glsl"
-#include "llmrt/half.glsl"
 
 layout(local_size_x = LLMRT_OPS_WG) in;
 
@@ -38,11 +37,6 @@ layout(push_constant) uniform llmrt_rope_cache_params {
     uint cache_f16;      // bit 0: K cache f16, bit 1: V cache f16
 } p;
 
-void store_cache(uint64_t cache, bool f16, uint64_t at, float value) {
-    if (f16) llmrt_op_u16(cache + at * 2u).v[0] = uint16_t(llmrt_fp16_bits(value));
-    else llmrt_op_f32(cache + at * 4u).v[0] = value;
-}
-
 void main() {
     const uint e = gl_GlobalInvocationID.x, t = gl_WorkGroupID.y;
     const uint q_ne0 = p.n_head * p.head_dim, kv_ne0 = p.n_head_kv * p.head_dim;
@@ -52,10 +46,8 @@ void main() {
 
     if (e >= q_ne0 + kv_ne0) {  // v: a copy into the cache
         const uint i = e - q_ne0 - kv_ne0;
-        if (position < 0 || uint(position) >= p.n_ctx) return;
-        for (uint later = t + 1u; later < p.tokens; ++later)
-            if (positions.v[later] == position) return;
-        store_cache(p.v_cache, (p.cache_f16 & 2u) != 0u, uint64_t(position) * kv_ne0 + i,
+        if (!llmrt_writes_cache_column(positions, t, p.tokens, p.n_ctx)) return;
+        llmrt_store_cache(p.v_cache, (p.cache_f16 & 2u) != 0u, uint64_t(position) * kv_ne0 + i,
                     llmrt_op_f32(p.v + uint64_t(t) * p.v_stride * 4u).v[i]);
         return;
     }
@@ -75,8 +67,6 @@ void main() {
         return;
     }
     if (p.k_out != 0ul) llmrt_op_f32(p.k_out + uint64_t(t) * kv_ne0 * 4u).v[i] = value;
-    if (position < 0 || uint(position) >= p.n_ctx) return;
-    for (uint later = t + 1u; later < p.tokens; ++later)
-        if (positions.v[later] == position) return;
-    store_cache(p.k_cache, (p.cache_f16 & 1u) != 0u, uint64_t(position) * kv_ne0 + i, value);
+    if (!llmrt_writes_cache_column(positions, t, p.tokens, p.n_ctx)) return;
+    llmrt_store_cache(p.k_cache, (p.cache_f16 & 1u) != 0u, uint64_t(position) * kv_ne0 + i, value);
 }

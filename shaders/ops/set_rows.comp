@@ -6,7 +6,6 @@
 // it can see before a run).
 #extension GL_GOOGLE_include_directive : require
 #include "ops_common.glsl"
-#include "llmrt/half.glsl"
 
 layout(local_size_x = LLMRT_OPS_WG) in;
 
@@ -24,12 +23,6 @@ void main() {
     const uint i = gl_GlobalInvocationID.x, t = gl_WorkGroupID.y;
     if (i >= p.ne0) return;
     llmrt_op_i32 positions = llmrt_op_i32(p.positions);
-    const int position = positions.v[t];
-    if (position < 0 || uint(position) >= p.n_ctx) return;
-    for (uint later = t + 1u; later < p.tokens; ++later)
-        if (positions.v[later] == position) return;
-    const float value = llmrt_op_f32(p.src).v[t * p.ne0 + i];
-    const uint64_t at = uint64_t(position) * p.ne0 + i;
-    if (p.f16 != 0u) llmrt_op_u16(p.cache + at * 2u).v[0] = uint16_t(llmrt_fp16_bits(value));
-    else llmrt_op_f32(p.cache + at * 4u).v[0] = value;
+    if (!llmrt_writes_cache_column(positions, t, p.tokens, p.n_ctx)) return;
+    llmrt_store_cache(p.cache, p.f16 != 0u, uint64_t(positions.v[t]) * p.ne0 + i, llmrt_op_f32(p.src).v[t * p.ne0 + i]);
 }

@@ -42,8 +42,5 @@ void main() {
     if (lane >= LLMRT_OPS_WG / 32u || block >= p.ne0 / 32u) return;
     float values[32];
     for (uint j = 0u; j < 32u; ++j) values[j] = staged[32u * lane + j];
-    const bool in_a = t < p.split;
-    const uint q_column = in_a ? t : t - p.split;
-    llmrt_q8_1_round_block(values, (in_a ? p.qs_a : p.qs_b) + uint64_t(q_column) * p.ne0,
-                           (in_a ? p.records_a : p.records_b) + uint64_t(q_column) * (p.ne0 / 4u), block);
+    llmrt_q8_1_round_into(values, p.qs_a, p.records_a, p.qs_b, p.records_b, p.split, p.ne0, t, block);
 }

@@ -14,6 +14,7 @@
 
 #include "llmrt/buffers.glsl"
 #include "llmrt/half.glsl"
+#include "llmrt/q8_1_activations.glsl"
 
 float llmrt_round_half_away(float v) {
     const float t = trunc(v);
@@ -47,6 +48,17 @@ void llmrt_q8_1_round_block(const float x[32], uint64_t column_qs, uint64_t colu
     qs.v[2u * block + 1u] = uvec4(words[4], words[5], words[6], words[7]);
     llmrt_wo_u64(column_records).v[block] = uvec2(llmrt_fp16_bits(d) | (llmrt_fp16_bits(float(sum) * d) << 16u),
                                                   (uint(half_sums[0]) & 0xffffu) | (uint(half_sums[1]) << 16u));
+}
+
+// Block `block` of column `column` of a target in two regions, as the fused steps write for a
+// matvec step (vulkan/ops/mul_mat.hpp, q8_1_target): columns below `split` in region A, the
+// others in region B from its column 0; k values per column.
+void llmrt_q8_1_round_into(const float x[32], uint64_t qs_a, uint64_t records_a, uint64_t qs_b, uint64_t records_b,
+                           uint split, uint k, uint column, uint block) {
+    const bool in_a = column < split;
+    const llmrt_q8_1_column c = llmrt_q8_1_column_at(in_a ? qs_a : qs_b, in_a ? records_a : records_b, k,
+                                                     in_a ? column : column - split);
+    llmrt_q8_1_round_block(x, c.qs, c.records, block);
 }
 
 #endif

@@ -17,6 +17,7 @@
 #include "llmrt/vulkan/ops/kernels.hpp"
 #include "llmrt/vulkan/ops/norm.hpp"
 #include "llmrt/vulkan/ops/recorder.hpp"
+#include "llmrt/vulkan/ops/rows.hpp"
 
 namespace llmrt::vulkan::ops {
 
@@ -60,12 +61,12 @@ inline void record_attention(kernels& k, recorder& r, const operand& q, qtype kv
                " bytes of shared memory, the device has " + std::to_string(device.max_shared_memory);
     });
     const uint64_t q_bytes = uint64_t(p.n_head) * uint64_t(p.head_dim) * uint64_t(cols) * 4;
-    const uint64_t cache_bytes = uint64_t(p.n_head_kv) * uint64_t(p.head_dim) * uint64_t(n_ctx) * (kv_type == qtype::f32 ? 4 : 2);
+    const uint64_t cache_size = cache_bytes(kv_type, int64_t(p.n_head_kv) * p.head_dim, n_ctx);
     const uint64_t scratch_bytes = attention_scratch_bytes(cols, p.n_head, n_ctx);
     require_bytes(q, q_bytes, name, "q");
     require_bytes(out, q_bytes, name, "out");
-    require_bytes(k_cache, cache_bytes, name, "the k cache");
-    require_bytes(v_cache, cache_bytes, name, "the v cache");
+    require_bytes(k_cache, cache_size, name, "the k cache");
+    require_bytes(v_cache, cache_size, name, "the v cache");
     require_bytes(positions, uint64_t(cols) * 4, name, "positions");
     require_bytes(scratch, scratch_bytes, name, "the scratch");
     const uint32_t f16 = kv_type == qtype::f16 ? 1u : 0u;
@@ -77,7 +78,7 @@ inline void record_attention(kernels& k, recorder& r, const operand& q, qtype kv
     const grid gs = make_grid(device, (uint64_t(n_ctx) + workgroup_size - 1) / workgroup_size, uint64_t(p.n_head), name,
                               uint64_t(cols));
     check(gs.z == uint32_t(cols), errc::shape_mismatch, [&] { return std::string(name) + ": n_ctx " + std::to_string(n_ctx) + " is too long"; });
-    r.access({q.part(0, q_bytes), k_cache.part(0, cache_bytes), pos}, {scores});
+    r.access({q.part(0, q_bytes), k_cache.part(0, cache_size), pos}, {scores});
     r.dispatch(k.pipeline("attention_scores", sizeof s, {uint32_t(p.head_dim)}), s, gs);
 
     const detail::softmax_push m{scratch.address, scratch.address, positions.address, uint32_t(n_ctx), uint32_t(n_ctx),
@@ -92,7 +93,7 @@ inline void record_attention(kernels& k, recorder& r, const operand& q, qtype kv
                                           uint32_t(n_ctx), f16, 0};
     const grid gv = make_grid(device, (uint64_t(p.head_dim) + workgroup_size - 1) / workgroup_size, uint64_t(p.n_head), name,
                               uint64_t(cols));
-    r.access({scores, v_cache.part(0, cache_bytes), pos}, {out.part(0, q_bytes)});
+    r.access({scores, v_cache.part(0, cache_size), pos}, {out.part(0, q_bytes)});
     r.dispatch(k.pipeline("attention_values", sizeof v), v, gv);
 }
 

@@ -25,6 +25,7 @@
 #include "llmrt/vulkan/ops/kernels.hpp"
 #include "llmrt/vulkan/ops/mul_mat.hpp"
 #include "llmrt/vulkan/ops/recorder.hpp"
+#include "llmrt/vulkan/ops/rows.hpp"
 
 namespace llmrt::vulkan::ops {
 
@@ -100,8 +101,8 @@ inline void record_norm_step(kernels& k, recorder& r, const operand& a, const op
                      " values (rounded to Q8_1: a multiple of 32, the rounding's shape)";
           });
     const uint64_t bytes = detail::f32_bytes(ne0 * cols);
-    std::vector<operand> reads{a.part(0, bytes)}, writes;
     require_bytes(a, bytes, name, "a");
+    std::vector<operand> reads{a.part(0, bytes)}, writes;
     if (b.bytes) reads.push_back(b.part(0, bytes));
     if (w.bytes) reads.push_back(w.part(0, detail::f32_bytes(ne0)));
     for (const operand* o : {&sum_out, &norm_out, &product_out})
@@ -172,16 +173,16 @@ inline void record_rope_cache(kernels& k, recorder& r, const rope_cache_operands
                      std::to_string(o.n_ctx) + ": need an even n_rot <= head_dim, freq_base > 0 and strides of whole columns";
           });
     auto span = [&](int64_t stride, int64_t ne0) { return detail::f32_bytes(stride * (cols - 1) + ne0); };
-    auto cache_bytes = [&](qtype t) { return uint64_t(kv_ne0) * uint64_t(o.n_ctx) * (t == qtype::f32 ? 4 : 2); };
     require_bytes(o.q, span(o.q_stride, q_ne0), name, "q");
     require_bytes(o.k, span(o.k_stride, kv_ne0), name, "k");
     require_bytes(o.v, span(o.v_stride, kv_ne0), name, "v");
     require_bytes(o.q_out, detail::f32_bytes(q_ne0 * cols), name, "q_out");
-    require_bytes(o.k_cache, cache_bytes(o.k_type), name, "the k cache");
-    require_bytes(o.v_cache, cache_bytes(o.v_type), name, "the v cache");
+    const uint64_t k_cache_size = cache_bytes(o.k_type, kv_ne0, o.n_ctx), v_cache_size = cache_bytes(o.v_type, kv_ne0, o.n_ctx);
+    require_bytes(o.k_cache, k_cache_size, name, "the k cache");
+    require_bytes(o.v_cache, v_cache_size, name, "the v cache");
     require_bytes(o.positions, uint64_t(cols) * 4, name, "positions");
-    std::vector<operand> writes{o.q_out.part(0, detail::f32_bytes(q_ne0 * cols)), o.k_cache.part(0, cache_bytes(o.k_type)),
-                                o.v_cache.part(0, cache_bytes(o.v_type))};
+    std::vector<operand> writes{o.q_out.part(0, detail::f32_bytes(q_ne0 * cols)), o.k_cache.part(0, k_cache_size),
+                                o.v_cache.part(0, v_cache_size)};
     if (o.k_out.bytes) writes.push_back(o.k_out.part(0, detail::f32_bytes(kv_ne0 * cols)));
     const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));  // as ops/rope.hpp computes it
     const detail::rope_cache_push push{
@@ -220,12 +221,12 @@ inline void record_attention_step(kernels& k, recorder& r, const operand& q, int
                      "when rounded)";
           });
     check(rounding || out.bytes, errc::invalid_argument, [&] { return std::string(name) + ": writes neither out nor its rounding"; });
-    const uint64_t cache_bytes = uint64_t(p.n_head_kv) * uint64_t(p.head_dim) * uint64_t(n_ctx) * (kv_type == qtype::f32 ? 4 : 2);
+    const uint64_t cache_size = cache_bytes(kv_type, int64_t(p.n_head_kv) * p.head_dim, n_ctx);
     const uint64_t q_span = detail::f32_bytes(q_stride * (cols - 1) + q_ne0);
     const uint64_t partial_bytes = attention_step_scratch_bytes(cols, p.n_head, p.head_dim, n_ctx);
     require_bytes(q, q_span, name, "q");
-    require_bytes(k_cache, cache_bytes, name, "the k cache");
-    require_bytes(v_cache, cache_bytes, name, "the v cache");
+    require_bytes(k_cache, cache_size, name, "the k cache");
+    require_bytes(v_cache, cache_size, name, "the v cache");
     require_bytes(positions, uint64_t(cols) * 4, name, "positions");
     require_bytes(scratch, partial_bytes, name, "the scratch");
     require_bytes(counters, attention_step_counter_bytes(cols, p.n_head), name, "the counters");
@@ -244,7 +245,7 @@ inline void record_attention_step(kernels& k, recorder& r, const operand& q, int
         uint32_t(q_stride), 0};
     const grid g = make_grid(k.device().info(), groups, uint64_t(p.n_head), name, uint64_t(cols));
     check(g.z == uint32_t(cols), errc::shape_mismatch, [&] { return std::string(name) + ": too many work-groups"; });
-    const std::vector<operand> reads{q.part(0, q_span), k_cache.part(0, cache_bytes), v_cache.part(0, cache_bytes),
+    const std::vector<operand> reads{q.part(0, q_span), k_cache.part(0, cache_size), v_cache.part(0, cache_size),
                                      positions.part(0, uint64_t(cols) * 4)};
     r.access(reads, writes);
     r.dispatch(k.pipeline("attention_step", sizeof push), push, g);

@@ -59,6 +59,12 @@ inline void record_get_rows(kernels& k, recorder& r, qtype t, const operand& tab
     r.dispatch(k.pipeline(get_rows_shader(t), sizeof push), push, g);
 }
 
+// Bytes of a KV cache of n_ctx columns of `column_values` values of type t (f32 or f16): what
+// set_rows writes, and the attention and rope_cache steps read and write.
+inline uint64_t cache_bytes(qtype t, int64_t column_values, int64_t n_ctx) {
+    return uint64_t(column_values) * uint64_t(n_ctx) * (t == qtype::f32 ? 4 : 2);
+}
+
 // cache: n_ctx columns of ne0 values of cache_type (f32 or f16); src: cols columns of ne0 floats.
 inline void record_set_rows(kernels& k, recorder& r, qtype cache_type, const operand& cache, int64_t ne0, int64_t n_ctx,
                             const operand& src, const operand& positions, int64_t cols) {
@@ -69,16 +75,15 @@ inline void record_set_rows(kernels& k, recorder& r, qtype cache_type, const ope
         return std::string(name) + ": a cache of " + std::to_string(n_ctx) + " columns of " + std::to_string(ne0) +
                " values, " + std::to_string(cols) + " source columns";
     });
-    const uint64_t cache_bytes = uint64_t(ne0 * n_ctx) * (cache_type == qtype::f32 ? 4 : 2),
-                   src_bytes = uint64_t(ne0 * cols) * 4;
-    require_bytes(cache, cache_bytes, name, "the cache");
+    const uint64_t cache_size = cache_bytes(cache_type, ne0, n_ctx), src_bytes = uint64_t(ne0 * cols) * 4;
+    require_bytes(cache, cache_size, name, "the cache");
     require_bytes(src, src_bytes, name, "src");
     require_bytes(positions, uint64_t(cols) * 4, name, "positions");
     const detail::set_rows_push push{cache.address, src.address, positions.address, uint32_t(ne0), uint32_t(n_ctx),
                                      uint32_t(cols), cache_type == qtype::f16 ? 1u : 0u};
     const grid g = make_grid(k.device().info(), (uint64_t(ne0) + workgroup_size - 1) / workgroup_size, uint64_t(cols), name);
     check(g.z == 1, errc::shape_mismatch, [&] { return std::string(name) + ": columns of " + std::to_string(ne0) + " values are too long"; });
-    r.access({src.part(0, src_bytes), positions.part(0, uint64_t(cols) * 4)}, {cache.part(0, cache_bytes)});
+    r.access({src.part(0, src_bytes), positions.part(0, uint64_t(cols) * 4)}, {cache.part(0, cache_size)});
     r.dispatch(k.pipeline("set_rows", sizeof push), push, g);
 }
 
