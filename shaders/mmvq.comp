@@ -2,9 +2,7 @@
 // mmvq: Y[:, c] = W · X[:, c] for c < NCOLS, W quantized (the block type of llmrt_block.glsl,
 // which the build puts first on the include path), X as Q8_1 activations (q8_1_activations.glsl).
 // With LLMRT_MMVQ_ID defined, the mixture-of-experts variant: each activation column multiplies
-// the W slice its int32 expert id names. With LLMRT_MMVQ_NORM defined, the mat-vec before a norm
-// step: the last work-group of each batch to finish runs the norm step of that batch's columns
-// (llmrt/norm_column.glsl, Y being its b), so the norm costs no dispatch, and no barrier, of its own.
+// the W slice its int32 expert id names.
 //
 // Work decomposition (constants in ggml-vulkan's tiers: block type by include, shape by
 // specialization constants, sizes by push constants):
@@ -53,19 +51,6 @@ layout(constant_id = 100) const uint REPORTED_SLICE_VALUES = SLICE_VALUES;
 layout(constant_id = 101) const uint REPORTED_BLOCK_BYTES = BLOCK_BYTES;
 layout(local_size_x_id = 0) in;
 
-#if defined(LLMRT_MMVQ_NORM) && defined(LLMRT_MMVQ_ID)
-#error "mmvq.comp: the norm after a mat-vec is for mmvq, not mmvq_id"
-#endif
-#ifdef LLMRT_MMVQ_NORM
-layout(constant_id = 8) const uint NORM_CAPACITY = 32;  // floats of a column kept in shared memory (≥ rows)
-#define LLMRT_NORM_CAPACITY NORM_CAPACITY
-#include "llmrt/norm_column.glsl"
-// Y is read back by the finishing work-group: written through a coherent view.
-#define LLMRT_STORE_Y(address, value) llmrt_norm_f32(address).v[0] = (value)
-#else
-#define LLMRT_STORE_Y(address, value) llmrt_wo_f32(address).v[0] = (value)
-#endif
-
 layout(push_constant) uniform llmrt_mmvq_params {
     uint64_t w;               // W, weight batch (mmvq_id: expert) 0, row 0; 16-byte aligned
     uint64_t w_batch_stride;  // bytes between weight batches (experts)
@@ -83,10 +68,6 @@ layout(push_constant) uniform llmrt_mmvq_params {
     uint n_experts;           // mmvq_id: W slices; an id outside [0, n_experts) gives a NaN column
     uint x_per_token;         // mmvq_id: activation columns per token (1, or one per slot)
     uint ids_stride;          // mmvq_id: int32 between the ids of consecutive tokens
-#ifdef LLMRT_MMVQ_NORM
-    uint64_t counters;        // one uint per batch, zero between dispatches
-    uint64_t norm;            // the norm step's llmrt_norm_args; its first_column: the column of Y's column 0
-#endif
 } p;
 
 const uint SUBGROUPS = WG_SIZE / SUBGROUP_SIZE;
@@ -279,27 +260,22 @@ void main() {
             const float sum = subgroupAdd(acc[i]);
             const uint c = i / ROWS, row = row0 + i % ROWS;
             if (lane == 0u && row < p.rows)
-                LLMRT_STORE_Y(y_base + 4ul * (uint64_t(c) * p.y_col_stride + row), valid ? sum : uintBitsToFloat(0x7fc00000u));
+                llmrt_wo_f32(y_base + 4ul * (uint64_t(c) * p.y_col_stride + row)).v[0] = valid ? sum : uintBitsToFloat(0x7fc00000u);
         }
-    } else {
-        for (uint i = 0u; i < PARTIALS; ++i) {
-            const float sum = subgroupAdd(acc[i]);
-            if (lane == 0u) partial_sums[sg * PARTIALS + i] = sum;
-        }
-        barrier();
-        // The team's first member adds the others' sums in member order.
-        if (member == 0u) {
-            for (uint i = lane; i < PARTIALS; i += SUBGROUP_SIZE) {
-                precise float sum = partial_sums[sg * PARTIALS + i];
-                for (uint m = 1u; m < K_SPLIT; ++m) sum += partial_sums[(sg + m) * PARTIALS + i];
-                const uint c = i / ROWS, row = row0 + i % ROWS;
-                if (row < p.rows)
-                    LLMRT_STORE_Y(y_base + 4ul * (uint64_t(c) * p.y_col_stride + row), valid ? sum : uintBitsToFloat(0x7fc00000u));
-            }
-        }
+        return;
     }
-#ifdef LLMRT_MMVQ_NORM
-    llmrt_norm_after_last_group(p.norm, p.counters + 4ul * gl_WorkGroupID.y, p.row_groups, gl_WorkGroupID.y * NCOLS, NCOLS,
-                                gl_LocalInvocationIndex, WG_SIZE);
-#endif
+    for (uint i = 0u; i < PARTIALS; ++i) {
+        const float sum = subgroupAdd(acc[i]);
+        if (lane == 0u) partial_sums[sg * PARTIALS + i] = sum;
+    }
+    barrier();
+    // The team's first member adds the others' sums in member order.
+    if (member != 0u) return;
+    for (uint i = lane; i < PARTIALS; i += SUBGROUP_SIZE) {
+        precise float sum = partial_sums[sg * PARTIALS + i];
+        for (uint m = 1u; m < K_SPLIT; ++m) sum += partial_sums[(sg + m) * PARTIALS + i];
+        const uint c = i / ROWS, row = row0 + i % ROWS;
+        if (row < p.rows)
+            llmrt_wo_f32(y_base + 4ul * (uint64_t(c) * p.y_col_stride + row)).v[0] = valid ? sum : uintBitsToFloat(0x7fc00000u);
+    }
 }

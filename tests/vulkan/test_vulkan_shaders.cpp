@@ -67,10 +67,10 @@ const llmrt::vulkan::spirv_blob* find_probe(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("every weight type has mmvq, mmvq_id and mmvq_norm SPIR-V embedded") {
+TEST_CASE("every weight type has mmvq and mmvq_id SPIR-V embedded") {
     llmrt::weight_types::for_each([](auto tag) {
         using B = typename decltype(tag)::type;
-        for (const std::string variant : {"mmvq_", "mmvq_id_", "mmvq_norm_"}) {
+        for (const std::string variant : {"mmvq_", "mmvq_id_"}) {
             const std::string name = variant + B::name;
             CAPTURE(name);
             const llmrt::vulkan::spirv_blob* blob = llmrt::vulkan::find_shader(name);

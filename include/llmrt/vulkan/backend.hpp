@@ -46,7 +46,6 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,11 +84,6 @@ struct backend_options {
     // How long run() polls for the forward to finish before it blocks (0: block at once). A device
     // that is the CPU itself (lavapipe) never polls: the polling thread would take a core from it.
     uint32_t spin_wait_us = 20000;
-    // Whether a mat-vec whose product the next norm step adds finishes that norm in its last
-    // work-group (steps::finishes_norm: one dependent dispatch fewer, twice per llama layer).
-    // Unset: on a GPU, off on a device that is the CPU itself, where no dispatch latency is saved
-    // and each pipeline variant costs a compile.
-    std::optional<bool> finish_norms_in_mat_vecs;
 };
 
 // What one recorded forward holds.
@@ -130,14 +124,12 @@ public:
             ctx.device(), vk::CommandBufferAllocateInfo(*pool_, vk::CommandBufferLevel::ePrimary, uint32_t(max_batch_))));
         submit_ = std::make_unique<submission>(ctx, pool_,
                                                ctx.info().type == vk::PhysicalDeviceType::eCpu ? 0 : options.spin_wait_us);
-        finish_norms_ = options.finish_norms_in_mat_vecs.value_or(ctx.info().type != vk::PhysicalDeviceType::eCpu);
         check_supported();
         place_tensors(options);
         make_step_context();
         zero_and_upload();
         stats_.resize(std::size_t(max_batch_));
         for (int64_t n = 1; n <= max_batch_; ++n) record_forward(n);
-        upload_norm_args();
     }
 
     void run(int64_t n) {
@@ -196,19 +188,12 @@ public:
                 ops::activation_cache quantized;
                 r.barrier();  // after the previous forward
                 if (i == timed_from) cmd.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *queries, 0);
-                for (std::size_t step = 0; step < plan_->steps.size();) {
-                    if (!include(plan_->steps[step])) {
-                        ++step;
-                        continue;
-                    }
-                    const bool next = step + 1 < plan_->steps.size() && include(plan_->steps[step + 1]);
-                    step += record_step(r, quantized, step, n, next);
-                }
+                for (std::size_t step = 0; step < plan_->steps.size(); ++step)
+                    if (include(plan_->steps[step])) record_step(r, quantized, step, n);
             }
             ops::compute_to_compute_barrier(cmd);
             cmd.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *queries, 1);
             LLMRT_VK_CHECK(cmd.end());
-            upload_norm_args();
             submit_->submit(cmd);
             const auto [result, stamps] = queries.getResults<uint64_t>(0, 2, 2 * sizeof(uint64_t), sizeof(uint64_t),
                                                                        vk::QueryResultFlagBits::e64 | vk::QueryResultFlagBits::eWait);
@@ -353,9 +338,7 @@ private:
         for (int32_t id : plan_->order)
             if (node(id).op == graph::op::attention)
                 counter_bytes = std::max(counter_bytes, ops::attention_step_counter_bytes(node(id).ne1, node(id).attention.n_head));
-        const std::size_t norm_counter_bytes = std::size_t(max_batch_ / mmvq_max_columns + 1) * 4;
-        counter_bytes = (counter_bytes + 15) / 16 * 16;
-        counters_ = &new_buffer(counter_bytes + norm_counter_bytes, memory::device_local);
+        counters_ = &new_buffer(counter_bytes, memory::device_local);
         steps_.g = graph_;
         steps_.p = plan_;
         steps_.kernels = ops_;
@@ -366,50 +349,20 @@ private:
         steps_.rounded_of = [this](std::size_t s) {
             return ops::operand::of(*arena_, plan_->rounded_offset[s], plan_->rounded_bytes[s]);
         };
-        steps_.counters = ops::operand::of(*counters_, 0, counter_bytes);
-        steps_.norm_counters = ops::operand::of(*counters_, counter_bytes, norm_counter_bytes);
-        // The norm steps' operands the mat-vecs that finish them read: one norm_args per such
-        // step and number of tokens (up to 8), equal ones shared.
-        std::size_t pairs = 0;
-        for (std::size_t s = 0; s + 1 < plan_->steps.size(); ++s)
-            pairs += plan_->steps[s].kind == graph::step_kind::matvec && plan_->steps[s + 1].kind == graph::step_kind::norm;
-        const std::size_t slots = std::max<std::size_t>(1, pairs * std::size_t(std::min<int64_t>(max_batch_, mmvq_max_columns)));
-        norm_args_buffer_ = &new_buffer(slots * sizeof(norm_args), memory::device_local);
-        steps_.place_norm_args = [this, slots](const norm_args& a) {
-            std::size_t i = 0;
-            while (i < norm_args_.size() && std::memcmp(&norm_args_[i], &a, sizeof a) != 0) ++i;
-            if (i == norm_args_.size()) {
-                check(i < slots, errc::invalid_argument, "vulkan backend: more norm steps finished by mat-vecs than planned");
-                norm_args_.push_back(a);
-            }
-            return ops::operand::of(*norm_args_buffer_, i * sizeof(norm_args), sizeof(norm_args));
-        };
+        steps_.counters = ops::operand::of(*counters_);
     }
 
-    // A fused step (steps.hpp), or one node; with_next: the step after it may join it in one
-    // dispatch (a norm after the matvec step whose product it adds). Returns the steps recorded.
-    std::size_t record_step(ops::recorder& r, ops::activation_cache& quantized, std::size_t step, int64_t n, bool with_next) {
+    // A fused step (steps.hpp), or one node.
+    void record_step(ops::recorder& r, ops::activation_cache& quantized, std::size_t step, int64_t n) {
         const graph::step& st = plan_->steps[step];
         switch (st.kind) {
             case graph::step_kind::op: break;
-            case graph::step_kind::norm: steps::norm(steps_, r, step, n); return 1;
-            case graph::step_kind::matvec:
-                if (with_next && finish_norms_ && steps::finishes_norm(steps_, step, n)) {
-                    steps::matvec_norm(steps_, r, step, n);
-                    return 2;
-                }
-                steps::matvec(steps_, r, step, n);
-                return 1;
-            case graph::step_kind::rope_cache: steps::rope_cache(steps_, r, step, n); return 1;
-            case graph::step_kind::attention: steps::attention(steps_, r, step, n); return 1;
-            case graph::step_kind::swiglu: steps::swiglu(steps_, r, step, n); return 1;
+            case graph::step_kind::norm: steps::norm(steps_, r, step, n); return;
+            case graph::step_kind::matvec: steps::matvec(steps_, r, step, n); return;
+            case graph::step_kind::rope_cache: steps::rope_cache(steps_, r, step, n); return;
+            case graph::step_kind::attention: steps::attention(steps_, r, step, n); return;
+            case graph::step_kind::swiglu: steps::swiglu(steps_, r, step, n); return;
         }
-        record_op(r, quantized, step, n);
-        return 1;
-    }
-
-    void record_op(ops::recorder& r, ops::activation_cache& quantized, std::size_t step, int64_t n) {
-        const graph::step& st = plan_->steps[step];
         const int32_t id = st.node;
         const graph::node& nd = node(id);
         const int64_t cols = nd.batched ? n : nd.ne1;
@@ -477,7 +430,7 @@ private:
         }
         ops::recorder r(cmd);
         ops::activation_cache quantized;
-        for (std::size_t step = 0; step < plan_->steps.size();) step += record_step(r, quantized, step, n, true);
+        for (std::size_t step = 0; step < plan_->steps.size(); ++step) record_step(r, quantized, step, n);
         if (!outputs_.empty()) {
             const vk::MemoryBarrier to_copy(vk::AccessFlagBits::eShaderWrite, vk::AccessFlagBits::eTransferRead);
             cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader, vk::PipelineStageFlagBits::eTransfer, {}, to_copy,
@@ -488,15 +441,6 @@ private:
         }
         LLMRT_VK_CHECK(cmd.end());
         stats_[std::size_t(n - 1)] = {r.dispatches(), r.barriers()};
-    }
-
-    // The norm_args recorded since the last upload, to the device.
-    void upload_norm_args() {
-        if (norm_args_.size() == norm_args_uploaded_) return;
-        const std::size_t from = norm_args_uploaded_;
-        submit_->copy_to_device(*norm_args_buffer_, from * sizeof(norm_args), &norm_args_[from],
-                                (norm_args_.size() - from) * sizeof(norm_args));
-        norm_args_uploaded_ = norm_args_.size();
     }
 
     // The live columns of each tensor of `list`, host copy -> arena (to_device) or back.
@@ -525,11 +469,7 @@ private:
     std::vector<std::size_t> host_copy_;  // per node: offset of its host copy, or none
     std::vector<host_copy> inputs_, outputs_;
     std::vector<forward_stats> stats_;
-    buffer* counters_ = nullptr;  // the attention steps' and the norm-finishing mat-vecs' (zero between dispatches)
-    bool finish_norms_ = true;
-    buffer* norm_args_buffer_ = nullptr;
-    std::vector<norm_args> norm_args_;  // what norm_args_buffer_ holds (from norm_args_uploaded_ on: not yet)
-    std::size_t norm_args_uploaded_ = 0;
+    buffer* counters_ = nullptr;  // the attention steps' (zero between dispatches)
     steps::context steps_;
     vk::raii::CommandPool pool_{nullptr};
     vk::raii::CommandBuffers forward_{nullptr};

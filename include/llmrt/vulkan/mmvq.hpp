@@ -32,12 +32,12 @@
 #include "llmrt/quant/types.hpp"
 #include "llmrt/vulkan/buffer.hpp"
 #include "llmrt/vulkan/context.hpp"
-#include "llmrt/vulkan/mmvq_tuning.hpp"
-#include "llmrt/vulkan/norm_args.hpp"
 #include "llmrt/vulkan/pipeline.hpp"
 #include "llmrt/vulkan/shaders.hpp"
 
 namespace llmrt::vulkan {
+
+inline constexpr int64_t mmvq_max_columns = 8;
 
 // Where the two regions of llmrt's GPU Q8_1 layout (shaders/include/llmrt/q8_1_activations.glsl)
 // lie in a scratch buffer holding `columns` columns of k activations.
@@ -59,6 +59,87 @@ inline q8_1_layout q8_1_activation_layout(int64_t k, int64_t columns) {
     l.records_offset = align16(n);
     l.bytes = l.records_offset + align16(n / 4);
     return l;
+}
+
+// The work-group shape of one weight type's shaders (see shaders/mmvq.comp). Every column's sum
+// depends on subgroup_size, slices_per_lane and k_split alone, so those are fixed per type while
+// the rows per team may follow the number of columns.
+//
+// A row's sum depends on k_split (or long_row_k_split), subgroup_size and slices_per_lane alone.
+struct mmvq_tuning {
+    uint32_t workgroup_size = 128;  // a multiple of subgroup_size · k_split
+    uint32_t subgroup_size = 32;    // the pipelines' required subgroup size
+    uint32_t slices_per_lane = 1;   // slices a lane computes per staged chunk
+    uint32_t k_split = 4;           // subgroups sharing a row (splitting k); a work-group holds
+                                    // workgroup_size / subgroup_size / k_split teams
+    // The k split of matrices with fewer rows than k (each row long, few teams to share the work);
+    // 0: k_split. Both depend on the matrix shape alone, never on the number of columns.
+    uint32_t long_row_k_split = 0;
+    uint32_t rows[mmvq_max_columns] = {1, 2, 2, 2, 2, 2, 2, 2};  // rows per team for 1..8 columns
+    // Read in place: slices a lane loads (for all its rows) before it dots them, for 1..8 columns.
+    // More loads in flight per lane; the sums, and so the results, do not change.
+    uint32_t unroll[mmvq_max_columns] = {1, 1, 1, 1, 1, 1, 1, 1};
+    // Stage the weights through shared memory (always possible), or let lanes read them in place
+    // (types whose blocks are a multiple of 4 bytes, when the strides keep that alignment; other
+    // shapes fall back to staging, with the same results bit for bit).
+    bool staged = true;
+
+    // The k split used for a matrix of rows × k.
+    uint32_t k_split_for(int64_t rows, int64_t k) const {
+        return k > rows && long_row_k_split != 0 ? long_row_k_split : k_split;
+    }
+};
+
+namespace detail {
+
+// Shapes for NVIDIA (subgroups of 32), picked with llmrt-bench-mmvq-vulkan --sweep on an H100
+// (driver 580; bench/RESULTS.md has the numbers) by the steady-state time of dependent dispatches
+// (a barrier between consecutive ones) on 14336×4096, 4096×14336 and 128256×4096: blocks of a
+// multiple of 4 bytes read in place (q4_K two slices ahead at one column), the others staged
+// through shared memory; q4_K and q5_K split k over two subgroups, q6_K over two where
+// rows are longer than the matrix is tall. q6_K and mxfp4 re-picked after the cheaper
+// staged reads and unpacking of 03e528b (two rows per team at one column; q6_K in work-groups of
+// two subgroups); q2_K and q3_K keep theirs.
+struct tuned_shape {
+    qtype type;
+    uint32_t workgroup_size, k_split, long_row_k_split, slices_per_lane;
+    bool staged;
+    uint32_t rows[mmvq_max_columns];
+    uint32_t unroll[mmvq_max_columns] = {1, 1, 1, 1, 1, 1, 1, 1};
+};
+inline constexpr tuned_shape nvidia_shapes[] = {
+    {qtype::q8_0, 64, 1, 0, 1, true, {1, 1, 1, 2, 2, 2, 2, 4}},
+    {qtype::q2_K, 128, 1, 0, 1, false, {2, 2, 2, 4, 4, 4, 4, 4}},
+    {qtype::q3_K, 64, 1, 0, 1, true, {2, 2, 2, 4, 4, 4, 4, 4}},
+    {qtype::q4_K, 128, 2, 0, 1, false, {1, 1, 1, 2, 2, 2, 2, 2}, {2, 1, 1, 1, 1, 1, 1, 1}},
+    {qtype::q5_K, 128, 2, 0, 1, false, {1, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::q6_K, 64, 1, 2, 1, true, {2, 2, 2, 4, 4, 4, 4, 2}},
+    {qtype::mxfp4, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
+};
+
+}  // namespace detail
+
+// Chosen per device: on NVIDIA with subgroups of 32 the measured shapes above; elsewhere
+// (lavapipe's subgroups of 8 included) four subgroups per work-group splitting k.
+inline mmvq_tuning default_tuning(const device_info& device, qtype type) {
+    mmvq_tuning t;
+    t.subgroup_size = device.subgroup_size;
+    t.workgroup_size = std::min<uint32_t>(4 * device.subgroup_size, device.max_workgroup_size);
+    if (device.maker == vendor::nvidia && device.subgroup_size == 32) {
+        for (const detail::tuned_shape& shape : detail::nvidia_shapes) {
+            if (shape.type != type) continue;
+            t.workgroup_size = shape.workgroup_size;
+            t.k_split = shape.k_split;
+            t.long_row_k_split = shape.long_row_k_split;
+            t.slices_per_lane = shape.slices_per_lane;
+            t.staged = shape.staged;
+            for (int64_t i = 0; i < mmvq_max_columns; ++i) {
+                t.rows[i] = shape.rows[i];
+                t.unroll[i] = shape.unroll[i];
+            }
+        }
+    }
+    return t;
 }
 
 // Y (rows × ncols per batch) = W (rows × k) · X (k × ncols per batch), batched and broadcast.
@@ -110,14 +191,6 @@ struct mmvq_push {
         ids_stride;
 };
 static_assert(sizeof(mmvq_push) == 88, "mmvq_push must match the push constant block of shaders/mmvq.comp");
-
-// shaders/mmvq.comp with LLMRT_MMVQ_NORM: the mat-vec's block, the counters and the address of
-// the norm step's operands (128 bytes of push constants are all a device must have).
-struct mmvq_norm_push {
-    mmvq_push mat_vec;
-    uint64_t counters, norm;
-};
-static_assert(sizeof(mmvq_norm_push) == 104, "mmvq_norm_push must match the push constant block of shaders/mmvq.comp");
 
 struct quantize_push {
     uint64_t x, qs, records;
@@ -278,43 +351,6 @@ public:
         ctx_->run([&](vk::CommandBuffer cmd) { record(cmd, type, shape, w, x, scratch, y); });
     }
 
-    // Whether record_mmvq_norm can finish the norm of columns of `rows` values after a mat-vec of
-    // `type` over ncols columns on this device (its push constants and shared memory; at most
-    // mmvq_norm_max_values values).
-    bool can_finish_norm(qtype type, int64_t ncols, int64_t rows) const {
-        if (ncols < 1 || ncols > mmvq_max_columns || rows < 1 || rows > mmvq_norm_max_values) return false;
-        const device_info& d = ctx_->info();
-        if (d.max_push_constants < sizeof(detail::mmvq_norm_push)) return false;
-        mmvq_tuning staged = tuning(type);  // the most shared memory: staged (the fallback of any shape)
-        staged.staged = true;
-        const uint32_t k_split = std::max(staged.k_split, staged.long_row_k_split);
-        const std::size_t bytes = std::max(shared_bytes(type, staged, ncols, staged.k_split), shared_bytes(type, staged, ncols, k_split)) +
-                                  4 * std::size_t(norm_capacity(rows)) + 8 * 128 + 4;
-        return bytes <= d.max_shared_memory;
-    }
-
-    // record_mmvq, then the norm step whose operands (norm_args, 16-byte aligned) `norm` holds on
-    // the device, its a or b being Y column for column (dense: column c of batch b at
-    // Y + 4·rows·(b·ncols + c)): the last work-group of each batch to finish runs it for that
-    // batch's columns, first_column + b·ncols + c. counters: one uint32 per batch, zero before the
-    // dispatch and left zero. `args` is what `norm` holds, for the checks.
-    void record_mmvq_norm(vk::CommandBuffer cmd, qtype type, const mmvq_shape& shape, device_span w, device_span scratch,
-                          device_span y, device_span counters, device_span norm, const norm_args& args) {
-        const char* op = "vulkan::mmvq_norm";
-        const mmvq_plan plan = plan_mmvq(type, shape, w, scratch, y);
-        const mmvq_shape s = normalized(shape, detail::facts(type, op));
-        detail::require(s.rows >= 1 && can_finish_norm(type, s.ncols, s.rows), op,
-                        "a norm of " + std::to_string(s.rows) + " values after " + std::to_string(s.ncols) +
-                            " columns does not fit this device (see can_finish_norm)");
-        detail::require_span(norm, sizeof(norm_args), 16, op, "the norm's operands");
-        detail::require(args.ne0 == uint64_t(s.rows) && s.y_col_stride == s.rows && (s.batch == 1 || s.y_batch_stride == s.ncols * s.rows),
-                        op, "the norm's columns of " + std::to_string(args.ne0) + " values are not Y's " +
-                                std::to_string(s.rows) + " dense rows");
-        detail::require_span(counters, 4 * uint64_t(s.batch), 4, op, "the counters");
-        const detail::mmvq_norm_push push{plan.push, counters.address, norm.address};
-        record_plan(cmd, plan, norm_capacity(s.rows), &push, sizeof push);
-    }
-
     // ---- mmvq_id ----
 
     // Y[t][s] = W[ids[t][s]] · X[t][...] on activations already in scratch (record_quantize with
@@ -343,19 +379,15 @@ public:
 
     // The pipeline of one variant ("mmvq" or "mmvq_id") for ncols columns and a k split (the
     // tuning's k_split or long_row_k_split), created on first use.
-    // norm_capacity > 0: "mmvq_norm", keeping columns of up to that many values.
-    const compute_pipeline& mmvq_pipeline(qtype type, int64_t ncols, bool id, bool staged, uint32_t k_split,
-                                          uint32_t norm_capacity = 0) {
+    const compute_pipeline& mmvq_pipeline(qtype type, int64_t ncols, bool id, bool staged, uint32_t k_split) {
         const auto f = detail::facts(type, id ? "vulkan::mmvq_id" : "vulkan::mmvq");
         check_ncols(ncols, "vulkan::mmvq");
         const mmvq_tuning t = tuning(type);
-        const std::string name = std::string(id ? "mmvq_id_" : norm_capacity ? "mmvq_norm_" : "mmvq_") + f.name;
+        const std::string name = std::string(id ? "mmvq_id_" : "mmvq_") + f.name;
         const uint32_t unroll = staged ? 1u : t.unroll[ncols - 1];  // the staged path does not use it
-        std::vector<uint32_t> constants = {t.workgroup_size, t.subgroup_size, t.rows[ncols - 1], uint32_t(ncols),
-                                           t.slices_per_lane, staged ? 1u : 0u, k_split, unroll};
-        if (norm_capacity) constants.push_back(norm_capacity);
-        return pipeline(name, constants, norm_capacity ? sizeof(detail::mmvq_norm_push) : sizeof(detail::mmvq_push),
-                        t.subgroup_size);
+        const std::vector<uint32_t> constants = {t.workgroup_size, t.subgroup_size, t.rows[ncols - 1], uint32_t(ncols),
+                                                 t.slices_per_lane, staged ? 1u : 0u, k_split, unroll};
+        return pipeline(name, constants, sizeof(detail::mmvq_push), t.subgroup_size);
     }
 
     // Shared memory of the mmvq pipeline for (type, tuning, ncols), as shaders/mmvq.comp sizes it;
@@ -383,9 +415,6 @@ public:
 
 private:
     static constexpr uint32_t quantize_workgroup = 64;
-
-    // NORM_CAPACITY of mmvq_norm for columns of `rows` values: whole Q8_1 blocks.
-    static uint32_t norm_capacity(int64_t rows) { return uint32_t((rows + 31) / 32 * 32); }
 
     // A dispatch, checked and with its push constants filled in, ready to record.
     struct quantize_plan {
@@ -549,17 +578,11 @@ private:
     }
 
     // Row groups spread over x (and z beyond the device's x limit), batches over y in chunks.
-    // norm_capacity > 0: the mmvq_norm variant, with its push constants.
-    void record_plan(vk::CommandBuffer cmd, const mmvq_plan& plan, uint32_t norm_capacity = 0, const void* push = nullptr,
-                     uint32_t push_bytes = 0) {
+    void record_plan(vk::CommandBuffer cmd, const mmvq_plan& plan) {
         if (plan.groups == 0) return;
-        const compute_pipeline& p = mmvq_pipeline(plan.type, plan.ncols, plan.id, plan.staged, plan.k_split, norm_capacity);
+        const compute_pipeline& p = mmvq_pipeline(plan.type, plan.ncols, plan.id, plan.staged, plan.k_split);
         cmd.bindPipeline(vk::PipelineBindPoint::eCompute, p.handle());
-        if (!push) {
-            push = &plan.push;
-            push_bytes = sizeof(plan.push);
-        }
-        cmd.pushConstants(p.layout(), vk::ShaderStageFlagBits::eCompute, 0, push_bytes, push);
+        cmd.pushConstants(p.layout(), vk::ShaderStageFlagBits::eCompute, 0, sizeof(plan.push), &plan.push);
         const auto& limit = ctx_->info().max_workgroup_count;
         const uint32_t x = std::min(plan.groups, limit[0]);
         const uint32_t z = (plan.groups + x - 1) / x;

@@ -2,9 +2,7 @@
 // where the program placed every tensor. Mechanism only: the plan decides which steps exist and
 // where their memory lives; op steps (one node) are recorded by the backend itself.
 //
-//   norm        ops::record_norm_step: the kept results and the Q8_1 rounding of the last one;
-//               after a matvec step whose one product it adds, finished by that mat-vec's last
-//               work-group instead (matvec_norm: one dispatch, and one dependent step, fewer)
+//   norm        ops::record_norm_step: the kept results and the Q8_1 rounding of the last one
 //   matvec      one mmvq dispatch per product on the rounding its producer wrote (or one it
 //               quantizes first), with no barrier between the products
 //   rope_cache  ops::record_rope_cache
@@ -42,9 +40,7 @@ struct context {
     std::function<ops::operand(int32_t)> operand_of;          // a planned tensor's bytes
     std::function<ops::operand(std::size_t)> scratch_of;      // a step's scratch (0 bytes: none)
     std::function<ops::operand(std::size_t)> rounded_of;      // the rounding a step writes
-    ops::operand counters;                                    // attention's, zero between dispatches
-    ops::operand norm_counters;                               // the mat-vecs finishing norms', zero too
-    std::function<ops::operand(const norm_args&)> place_norm_args;  // device memory holding them
+    ops::operand counters;                                    // zero between dispatches
 
     const graph::node& node(int32_t id) const { return g->nodes()[std::size_t(id)]; }
     bool kept(int32_t id) const { return p->where[std::size_t(id)] != graph::storage::fused; }
@@ -61,71 +57,21 @@ inline ops::q8_1_activations rounding_of(const context& cx, std::size_t s, int64
     return ops::q8_1_regions(ops::operand{}, nd.ne0, cx.cols(id, n), cx.rounded_of(s), cx.max_cols(id));
 }
 
-// The norm step's operands at n tokens.
-inline ops::norm_operands norm_operands_of(const context& cx, std::size_t s, int64_t n, ops::q8_1_activations& rounded) {
+inline void norm(const context& cx, ops::recorder& r, std::size_t s, int64_t n) {
     const graph::step& st = cx.p->steps[s];
     const graph::node& nd = cx.node(st.node);
-    ops::norm_operands o;
-    o.a = cx.operand_of(st.sum >= 0 ? cx.node(st.sum).src[0] : nd.src[0]);
-    if (st.sum >= 0) o.b = cx.operand_of(cx.node(st.sum).src[1]);
-    if (st.product >= 0) o.w = cx.operand_of(cx.node(st.product).src[1]);
-    o.sum_out = cx.kept_or_none(st.sum);
-    o.norm_out = cx.kept_or_none(st.node);
-    o.product_out = cx.kept_or_none(st.product);
+    const int64_t cols = cx.cols(st.node, n);
+    const int32_t a = st.sum >= 0 ? cx.node(st.sum).src[0] : nd.src[0];
+    const ops::operand b = st.sum >= 0 ? cx.operand_of(cx.node(st.sum).src[1]) : ops::operand{};
+    const ops::operand w = st.product >= 0 ? cx.operand_of(cx.node(st.product).src[1]) : ops::operand{};
+    ops::q8_1_activations rounded;
     if (st.rounds >= 0) {
         check(st.rounds == (st.product >= 0 ? st.product : st.node), errc::invalid_argument,
               "vulkan backend: a norm step rounds its last result only");
         rounded = rounding_of(cx, s, n);
-        o.rounding = &rounded;
     }
-    o.ne0 = nd.ne0;
-    o.cols = cx.cols(st.node, n);
-    o.eps = nd.eps;
-    return o;
-}
-
-inline void norm(const context& cx, ops::recorder& r, std::size_t s, int64_t n) {
-    ops::q8_1_activations rounded;
-    ops::record_norm_step(*cx.kernels, r, norm_operands_of(cx, s, n, rounded));
-}
-
-// The activations matvec step s reads: the rounding its producer wrote, or its own quantize.
-inline ops::q8_1_activations matvec_activations(const context& cx, ops::recorder& r, std::size_t s, int64_t n) {
-    const graph::step& st = cx.p->steps[s];
-    const int64_t k = cx.node(st.x).ne0, cols = cx.cols(st.x, n);
-    return st.rounded_by >= 0
-               ? ops::q8_1_regions(cx.kept_or_none(st.x), k, cols, cx.rounded_of(std::size_t(st.rounded_by)), cx.max_cols(st.x))
-               : ops::record_quantize_activations(*cx.mmvq, r, cx.operand_of(st.x), k, cols, cx.scratch_of(s), cx.max_cols(st.x));
-}
-
-// Whether matvec step s and the norm step after it run as one dispatch at n tokens (the mat-vec's
-// last work-group finishing the norm, ops::record_mmvq_norm_step): the matvec step has one
-// product, dense in memory, which the norm's residual add reads, at most 8 columns, and the device
-// can finish a norm of its length after a mat-vec of its type.
-inline bool finishes_norm(const context& cx, std::size_t s, int64_t n) {
-    const auto& steps = cx.p->steps;
-    if (s + 1 >= steps.size() || steps[s].kind != graph::step_kind::matvec || steps[s + 1].kind != graph::step_kind::norm ||
-        steps[s].nodes.size() != 1 || steps[s + 1].sum < 0)
-        return false;
-    const int32_t y = steps[s].nodes[0];
-    const graph::node& add = cx.node(steps[s + 1].sum);
-    if ((add.src[0] != y && add.src[1] != y) || !cx.kept(y) || !cx.p->dense(y, *cx.g)) return false;
-    const graph::node& w = cx.node(cx.node(y).src[0]);
-    // Up to one batch of columns (decoding, short drafts): one dispatch, one norm_args per step and n.
-    const int64_t cols = cx.cols(y, n);
-    return is_in<weight_types>(w.type) && cols <= mmvq_max_columns && cx.mmvq->can_finish_norm(w.type, cols, w.ne1);
-}
-
-// Matvec step s and norm step s + 1 (finishes_norm holds).
-inline void matvec_norm(const context& cx, ops::recorder& r, std::size_t s, int64_t n) {
-    const graph::step& st = cx.p->steps[s];
-    const int32_t y = st.nodes[0];
-    const graph::node& w = cx.node(cx.node(y).src[0]);
-    const ops::q8_1_activations a = matvec_activations(cx, r, s, n);
-    ops::q8_1_activations rounded;
-    const ops::norm_operands norm = norm_operands_of(cx, s + 1, n, rounded);
-    ops::record_mmvq_norm_step(*cx.mmvq, r, w.type, cx.operand_of(cx.node(y).src[0]), w.ne1, w.ne0, a, cx.operand_of(y),
-                               cx.cols(y, n), norm, cx.norm_counters, cx.place_norm_args);
+    ops::record_norm_step(*cx.kernels, r, cx.operand_of(a), b, cx.kept_or_none(st.sum), cx.kept_or_none(st.node), w,
+                          cx.kept_or_none(st.product), st.rounds >= 0 ? &rounded : nullptr, nd.ne0, cols, nd.eps);
 }
 
 inline void matvec(const context& cx, ops::recorder& r, std::size_t s, int64_t n) {
@@ -134,7 +80,10 @@ inline void matvec(const context& cx, ops::recorder& r, std::size_t s, int64_t n
     const int64_t k = x.ne0, cols = cx.cols(st.x, n);
     check(!st.stacked && st.carries < 0, errc::invalid_argument,
           "vulkan backend: a matvec step with stacked products or a carried step (not among its lowering's fusions)");
-    const ops::q8_1_activations a = matvec_activations(cx, r, s, n);
+    const ops::q8_1_activations a =
+        st.rounded_by >= 0
+            ? ops::q8_1_regions(cx.kept_or_none(st.x), k, cols, cx.rounded_of(std::size_t(st.rounded_by)), cx.max_cols(st.x))
+            : ops::record_quantize_activations(*cx.mmvq, r, cx.operand_of(st.x), k, cols, cx.scratch_of(s), cx.max_cols(st.x));
     for (int32_t id : st.nodes) {
         const graph::node& w = cx.node(cx.node(id).src[0]);
         check(is_in<weight_types>(w.type) && w.ne0 == k, errc::unsupported_type, [&] {

@@ -1,7 +1,6 @@
 // The fused steps of the lowering (graph/lower.hpp) on Vulkan, one dispatch each:
 //   norm_step       [s = a + b] -> n = rms_norm(s) -> [p = n ⊙ w], and the Q8_1 rounding of the
-//                   last one for the matvec step       (shaders/ops/norm_step.comp), or finished
-//                   by the mat-vec whose result is a or b (mmvq_norm_step, shaders/mmvq.comp)
+//                   last one for the matvec step       (shaders/ops/norm_step.comp)
 //   swiglu_round    y = silu(gate) ⊙ up and its rounding (shaders/ops/swiglu_round.comp)
 //   rope_cache      q' = rope(q), K[pos] = rope(k), V[pos] = v (shaders/ops/rope_cache.comp)
 //   attention_step  attention split over the cache and combined by the last work-group, with the
@@ -18,14 +17,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "llmrt/core/qtype.hpp"
 #include "llmrt/graph/node.hpp"
-#include "llmrt/vulkan/mmvq.hpp"
-#include "llmrt/vulkan/norm_args.hpp"
 #include "llmrt/vulkan/ops/kernels.hpp"
 #include "llmrt/vulkan/ops/mul_mat.hpp"
 #include "llmrt/vulkan/ops/recorder.hpp"
@@ -34,6 +30,14 @@
 namespace llmrt::vulkan::ops {
 
 namespace detail {
+struct norm_step_push {
+    uint64_t a, b, sum_out, norm_out, w, product_out, qs_a, records_a, qs_b, records_b;
+    uint32_t ne0;
+    float eps;
+    uint32_t split, unused;
+};
+static_assert(sizeof(norm_step_push) == 96, "norm_step_push must match shaders/ops/norm_step.comp");
+
 struct swiglu_round_push {
     uint64_t gate, up, y, qs_a, records_a, qs_b, records_b;
     uint32_t ne0, split, gate_stride, up_stride;
@@ -84,103 +88,35 @@ inline std::size_t attention_step_counter_bytes(int64_t max_tokens, int32_t n_he
     return std::size_t(max_tokens) * std::size_t(n_head) * 4;
 }
 
-// The operands of a norm step: a, b and the outputs cols columns of ne0 floats, w one column; an
-// operand of 0 bytes is absent (b, w) or not written (the outputs). With `rounding`, ne0 is a
-// multiple of 32 and the rounding is of p (or of n without w).
-struct norm_operands {
-    operand a, b, sum_out, norm_out, w, product_out;
-    const q8_1_activations* rounding = nullptr;
-    int64_t ne0 = 0, cols = 0;
-    float eps = 0.0f;
-};
-
-namespace detail {
-// The norm step's push constants, checked, and the bytes of columns [first, first + count) it
-// reads and writes added to reads and writes (region A or B of the rounding as they fall).
-inline norm_args norm_step_args(const norm_operands& o, int64_t first, int64_t count, std::vector<operand>& reads,
-                                std::vector<operand>& writes, const char* name) {
-    const q8_1_activations* rounding = o.rounding;
-    check(o.ne0 >= 1 && o.cols >= 1 && o.ne0 <= int64_t(UINT32_MAX) &&
-              (!rounding || (o.ne0 % 32 == 0 && rounding->k == o.ne0 && rounding->cols == o.cols)),
+// a, b, the outputs: cols columns of ne0 floats; w: one column. With `rounding`, ne0 is a multiple
+// of 32 and the rounding is of p (or of n without w).
+inline void record_norm_step(kernels& k, recorder& r, const operand& a, const operand& b, const operand& sum_out,
+                             const operand& norm_out, const operand& w, const operand& product_out,
+                             const q8_1_activations* rounding, int64_t ne0, int64_t cols, float eps) {
+    const char* name = "vulkan::ops::norm_step";
+    check(ne0 >= 1 && cols >= 1 && ne0 <= int64_t(UINT32_MAX) && (!rounding || (ne0 % 32 == 0 && rounding->k == ne0 &&
+                                                                                  rounding->cols == cols)),
           errc::shape_mismatch, [&] {
-              return std::string(name) + ": " + std::to_string(o.cols) + " columns of " + std::to_string(o.ne0) +
+              return std::string(name) + ": " + std::to_string(cols) + " columns of " + std::to_string(ne0) +
                      " values (rounded to Q8_1: a multiple of 32, the rounding's shape)";
           });
-    const uint64_t bytes = f32_bytes(o.ne0 * o.cols), at = f32_bytes(o.ne0 * first), n = f32_bytes(o.ne0 * count);
-    require_bytes(o.a, bytes, name, "a");
-    if (o.b.bytes) require_bytes(o.b, bytes, name, "b");
-    reads.push_back(o.a.part(at, n));
-    if (o.b.bytes) reads.push_back(o.b.part(at, n));
-    if (o.w.bytes) reads.push_back(o.w.part(0, f32_bytes(o.ne0)));
-    for (const operand* out : {&o.sum_out, &o.norm_out, &o.product_out})
-        if (out->bytes) writes.push_back(out->part(at, n));
+    const uint64_t bytes = detail::f32_bytes(ne0 * cols);
+    require_bytes(a, bytes, name, "a");
+    std::vector<operand> reads{a.part(0, bytes)}, writes;
+    if (b.bytes) reads.push_back(b.part(0, bytes));
+    if (w.bytes) reads.push_back(w.part(0, detail::f32_bytes(ne0)));
+    for (const operand* o : {&sum_out, &norm_out, &product_out})
+        if (o->bytes) writes.push_back(o->part(0, bytes));
+    detail::add_rounding(writes, rounding);
     const q8_1_target q = rounding ? q8_1_target_of(*rounding) : q8_1_target{};
-    if (rounding) {  // the regions the columns fall in: A below the split, B from it
-        if (first < int64_t(q.split) && rounding->region_a.bytes) writes.push_back(rounding->region_a);
-        if (first + count > int64_t(q.split) && rounding->region_b.bytes) writes.push_back(rounding->region_b);
-    }
-    norm_args args;
-    args.a = o.a.address;
-    args.b = address_or_0(o.b);
-    args.sum_out = address_or_0(o.sum_out);
-    args.norm_out = address_or_0(o.norm_out);
-    args.w = address_or_0(o.w);
-    args.product_out = o.w.bytes ? address_or_0(o.product_out) : 0;
-    args.qs_a = q.qs_a;
-    args.records_a = q.records_a;
-    args.qs_b = q.qs_b;
-    args.records_b = q.records_b;
-    args.ne0 = uint32_t(o.ne0);
-    args.eps = o.eps;
-    args.split = q.split;
-    args.first_column = uint32_t(first);
-    return args;
-}
-}  // namespace detail
-
-inline void record_norm_step(kernels& k, recorder& r, const norm_operands& o) {
-    const char* name = "vulkan::ops::norm_step";
-    std::vector<operand> reads, writes;
-    norm_args push = detail::norm_step_args(o, 0, o.cols, reads, writes, name);
-    push.first_column = 0;
-    const grid g = make_grid(k.device().info(), (uint64_t(o.ne0) + workgroup_size - 1) / workgroup_size, uint64_t(o.cols), name);
+    const detail::norm_step_push push{a.address, detail::address_or_0(b), detail::address_or_0(sum_out),
+                                      detail::address_or_0(norm_out), detail::address_or_0(w),
+                                      w.bytes ? detail::address_or_0(product_out) : 0, q.qs_a, q.records_a, q.qs_b,
+                                      q.records_b, uint32_t(ne0), eps, q.split, 0};
+    const grid g = make_grid(k.device().info(), (uint64_t(ne0) + workgroup_size - 1) / workgroup_size, uint64_t(cols), name);
     check(g.z == 1, errc::shape_mismatch, [&] { return std::string(name) + ": columns too long"; });
     r.access(reads, writes);
     r.dispatch(k.pipeline("norm_step", sizeof push), push, g);
-}
-
-// A mat-vec whose result y (W: rows × k of type t, over the activations act; cols columns) is the
-// a or b of the norm step after it, the norm finished by the mat-vec's last work-group of each
-// batch (vulkan::mmvq::record_mmvq_norm): one dispatch per region of columns instead of two.
-// counters: a uint32 per batch of 8 columns and one more, zero between dispatches; place_args:
-// where the device holds a dispatch's norm_args (16-byte aligned, filled before the run).
-inline void record_mmvq_norm_step(mmvq& k_mmvq, recorder& r, qtype t, const operand& w, int64_t rows, int64_t k,
-                                  const q8_1_activations& act, const operand& y, int64_t cols, const norm_operands& norm,
-                                  const operand& counters, const std::function<operand(const norm_args&)>& place_args) {
-    const char* name = "vulkan::ops::mmvq_norm_step";
-    check(norm.ne0 == rows && norm.cols == cols && ((y.address == norm.a.address && y.buffer == norm.a.buffer) ||
-                                                    (norm.b.bytes && y.address == norm.b.address && y.buffer == norm.b.buffer)),
-          errc::invalid_argument, [&] { return std::string(name) + ": y is not the a or b of the norm step's columns"; });
-    require_bytes(y, uint64_t(rows * cols) * 4, name, "y");
-    require_bytes(w, row_size(t, k) * uint64_t(rows), name, "W");
-    const operand w_used = w.part(0, row_size(t, k) * uint64_t(rows));
-    const int64_t batches = cols / mmvq_max_columns, rest = cols % mmvq_max_columns, done = batches * mmvq_max_columns;
-    require_bytes(counters, uint64_t(batches + 1) * 4, name, "the counters");
-    vk::CommandBuffer cmd = r.command_buffer();
-    auto one = [&](int64_t first, int64_t ncols, int64_t batch, const operand& act_region) {
-        std::vector<operand> reads{w_used, act_region}, writes{y.part(uint64_t(rows * first) * 4, uint64_t(rows * ncols * batch) * 4)};
-        const norm_args args = detail::norm_step_args(norm, first, ncols * batch, reads, writes, name);
-        const operand counted = counters.part(first == 0 ? 0 : uint64_t(batches) * 4, uint64_t(batch) * 4);
-        writes.push_back(counted);
-        const operand at = place_args(args);
-        reads.push_back(at);
-        r.access(reads, writes);
-        k_mmvq.record_mmvq_norm(cmd, t, {.rows = rows, .k = k, .ncols = ncols, .batch = batch}, w.span(), act_region.span(),
-                                writes.front().span(), counted.span(), at.span(), args);
-        r.count_dispatch();
-    };
-    if (batches) one(0, mmvq_max_columns, batches, act.region_a);
-    if (rest) one(done, rest, 1, act.region_b);
 }
 
 // gate, up: cols columns of ne0 floats, gate_stride and up_stride floats apart; y (optional): dense.
