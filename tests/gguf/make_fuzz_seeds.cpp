@@ -1,4 +1,5 @@
-// Writes the GGUF fuzzer's seed corpus: small valid files from llmrt's writer.
+// Writes the fuzzers' seed corpus: small valid files from llmrt's writer, tiny llama models among
+// them (for fuzz_model_loader, which builds and runs a model from the bytes).
 //
 //   gguf_fuzz_seeds <folder>
 #include <cstdio>
@@ -6,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "llmrt/model/random_model.hpp"
 #include "sample_gguf.hpp"
 
 int main(int argc, char** argv) {
@@ -35,7 +37,21 @@ int main(int argc, char** argv) {
         small.write(dir / "small_tensors.gguf");
 
         llmrt_test::sample_writer().write(dir / "sample.gguf");
-        std::printf("wrote 4 seed files to %s\n", dir.c_str());
+
+        // Models of a few KiB: 32-value rows (whole q8_0 blocks), two heads sharing one KV head.
+        model::llama_shape tiny;
+        tiny.n_vocab = 32;
+        tiny.n_embd = 32;
+        tiny.n_layer = 1;
+        tiny.n_head = 2;
+        tiny.n_head_kv = 1;
+        tiny.n_ff = 32;
+        tiny.n_ctx = 16;
+        model::make_random_llama(tiny, qtype::q8_0, 1).write(dir / "tiny_llama_q8_0.gguf");
+        tiny.tied_output = true;
+        tiny.n_layer = 2;
+        model::make_random_llama(tiny, qtype::f16, 2).write(dir / "tiny_llama_f16_tied.gguf");
+        std::printf("wrote 6 seed files to %s\n", dir.c_str());
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "%s\n", e.what());
