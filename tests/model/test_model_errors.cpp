@@ -175,6 +175,16 @@ TEST_CASE("a file's context_length whose cache exceeds the default limit raises 
     CHECK(m.context_length() == 64);
 }
 
+TEST_CASE("an explicit n_ctx whose cache exceeds the machine's memory raises llmrt::error naming it, before allocating") {
+    // 512 bytes per position (above): INT32_MAX positions need a KV cache of 1 TiB.
+    REQUIRE(cpu::backend::memory_bytes() > 0);
+    REQUIRE(cpu::backend::memory_bytes() < (std::size_t(1) << 40));
+    const std::string message = load_error(base(), {.n_ctx = INT32_MAX});
+    CHECK(mentions(message, "out of memory"));
+    CHECK(mentions(message, "n_ctx = " + std::to_string(INT32_MAX)));
+    CHECK(mentions(message, "needs a KV cache of " + std::to_string(int64_t(INT32_MAX) * 512) + " bytes"));
+}
+
 TEST_CASE("eval of tokens that do not all fit or are not all valid raises llmrt::error and commits none of them") {
     cpu::backend b;
     cpu_model m(b, test::small_model_file(qtype::q8_0), {.n_ctx = 8, .max_batch = 4});

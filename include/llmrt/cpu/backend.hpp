@@ -15,6 +15,10 @@
 #include <string_view>
 #include <vector>
 
+#if __has_include(<unistd.h>)
+#include <unistd.h>
+#endif
+
 #include "llmrt/cpu/matvec.hpp"
 #include "llmrt/cpu/mul_mat.hpp"
 #include "llmrt/cpu/ops.hpp"
@@ -43,6 +47,18 @@ public:
 
     std::string_view name() const noexcept { return "cpu"; }
     const backend_options& options() const noexcept { return options_; }
+
+    // The machine's physical memory in bytes (0: unknown): what a model checks its KV cache
+    // against before allocating it, so that a cache that cannot fit is an llmrt::error rather
+    // than an allocation the system refuses (or grants, and then kills the process for).
+    static std::size_t memory_bytes() noexcept {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGE_SIZE)
+        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+        return pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) : 0;
+#else
+        return 0;
+#endif
+    }
 
     activation_format activations_for(qtype weight_type) const noexcept {
         const bool plain = weight_type == qtype::f32 || weight_type == qtype::f16 || weight_type == qtype::bf16;

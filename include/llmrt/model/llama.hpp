@@ -19,8 +19,10 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <concepts>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <utility>
@@ -73,15 +75,23 @@ class llama_model {
                   "llama_model<Backend>: Backend must model llmrt::graph::backend (include/llmrt/graph/backend.hpp)");
 
 public:
-    llama_model(Backend& b, std::shared_ptr<const gguf::file> file, llama_options options = {})
+    // An allocation that fails (an explicit n_ctx whose cache the machine cannot hold, say) raises
+    // llmrt::error (out_of_memory) naming n_ctx, not std::bad_alloc.
+    llama_model(Backend& b, std::shared_ptr<const gguf::file> file, llama_options options = {}) try
         : file_(checked(std::move(file))),
           weights_(std::make_unique<llama_weights>(load_llama_weights(*file_))),
-          options_(resolved(options, weights_->hparams)),
+          options_(fits(resolved(options, weights_->hparams), weights_->hparams, b)),
           vocab_(read_vocabulary(file_->metadata(), weights_->hparams.n_vocab)),
           built_(build_llama_graph(*weights_, options_.n_ctx, options_.max_batch, options_.kv_type)),
           exec_(b, built_.g),
           logits_(std::size_t(options_.max_batch) * std::size_t(weights_->hparams.n_vocab)),
-          next_(std::size_t(options_.max_batch)) {}
+          next_(std::size_t(options_.max_batch)) {
+    } catch (const std::bad_alloc&) {
+        throw error(errc::out_of_memory,
+                    "llama_model: out of memory allocating the weights, KV cache and buffers for n_ctx = " +
+                        std::to_string(options.n_ctx) + " (0: the file's length), max_batch = " +
+                        std::to_string(options.max_batch) + " (model::kv_cache_bytes gives the cache's size)");
+    }
 
     llama_model(Backend& b, gguf::file file, llama_options options = {})
         : llama_model(b, std::make_shared<const gguf::file>(std::move(file)), options) {}
@@ -240,6 +250,21 @@ private:
     static std::shared_ptr<const gguf::file> checked(std::shared_ptr<const gguf::file> f) {
         check(f != nullptr, errc::invalid_argument, "llama_model: null gguf file");
         return f;
+    }
+
+    // A backend that knows its memory (memory_bytes(), 0: unknown) refuses a KV cache larger than
+    // all of it before anything is allocated.
+    static llama_options fits(const llama_options& o, const llama_hparams& h, const Backend& b) {
+        if constexpr (requires { { b.memory_bytes() } -> std::convertible_to<std::size_t>; }) {
+            const std::size_t memory = b.memory_bytes();
+            const int64_t bytes = kv_cache_bytes(h, o.n_ctx, o.kv_type);
+            check(memory == 0 || uint64_t(bytes) <= memory, errc::out_of_memory, [&] {
+                return "llama_model: n_ctx = " + std::to_string(o.n_ctx) + " needs a KV cache of " + std::to_string(bytes) +
+                       " bytes; the " + std::string(b.name()) + " backend has " + std::to_string(memory) +
+                       " bytes of memory (out of memory)";
+            });
+        }
+        return o;
     }
 
     static llama_options resolved(llama_options o, const llama_hparams& h) {
