@@ -1,4 +1,6 @@
-// llmrt-generate: greedy generation with a llama GGUF on the best backend present.
+// llmrt-generate: greedy generation with a llama GGUF on the best backend present; the text
+// streams as it comes (SentencePiece or byte-level BPE vocabularies) and stops at the end of
+// generation (eos, eot).
 //
 //   llmrt-generate                              make a small random model in memory and run it
 //   llmrt-generate MODEL.gguf [options]         run a model file
@@ -16,11 +18,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <llmrt/gguf/gguf.hpp>
 #include <llmrt/model/model.hpp>
+#include <llmrt/text/detokenizer.hpp>
 
 #include "arguments.hpp"
 #include "backend_choice.hpp"
@@ -118,23 +122,38 @@ void run(Backend& backend, const std::string& backend_description, std::shared_p
     std::printf("\n");
 
     // The prompt, then each new token: timed apart, as prompt processing and generation differ.
+    // The text streams as tokens come (whole characters only); an end-of-generation token
+    // (eos, eot) ends the output early.
     const auto start = std::chrono::steady_clock::now();
     std::vector<int32_t> out = model::generate_greedy(m, a.prompt, a.n_new > 0 ? 1 : 0);
     const double prompt_seconds = seconds_since(start);
+    const bool has_text = !m.vocab().token_text.empty();
+    std::optional<text::detokenizer> words;
+    if (has_text) words.emplace(m.vocab());
+    text::utf8_stream stream;
+    auto show = [&](int32_t id) {
+        if (!words || m.vocab().ends_generation(id)) return;
+        std::fputs(printable(stream.push(words->piece(id))).c_str(), stdout);
+        std::fflush(stdout);
+    };
+    if (has_text) std::printf("text:    \"");
+    if (!out.empty()) show(out.back());
     const auto gen_start = std::chrono::steady_clock::now();
-    if (a.n_new > 1) {
-        const auto rest = model::generate_greedy(m, std::span<const int32_t>(&out.back(), 1), a.n_new - 1);
-        out.insert(out.end(), rest.begin(), rest.end());
+    while (int32_t(out.size()) < a.n_new && !m.vocab().ends_generation(out.back())) {
+        out.push_back(model::generate_greedy(m, std::span<const int32_t>(&out.back(), 1), 1).front());
+        show(out.back());
     }
     const double gen_seconds = seconds_since(gen_start);
+    if (has_text) std::printf("%s\"%s\n", printable(stream.flush()).c_str(),
+                              !out.empty() && m.vocab().ends_generation(out.back()) ? " (end of generation)" : "");
 
     std::printf("output:  ");
     for (int32_t t : out) std::printf("%d ", t);
     std::printf("\n");
-    if (!m.vocab().token_text.empty()) std::printf("text:    \"%s\"\n", printable(model::detokenize(m.vocab(), out)).c_str());
+    const int generated = std::max(int(out.size()) - 1, 0);
     std::printf("speed:   prompt %zu tokens in %.1f ms (%.1f tokens/s), generation %d tokens in %.1f ms (%.1f tokens/s)\n",
-                a.prompt.size(), prompt_seconds * 1e3, double(a.prompt.size()) / prompt_seconds, std::max(a.n_new - 1, 0),
-                gen_seconds * 1e3, a.n_new > 1 ? double(a.n_new - 1) / gen_seconds : 0.0);
+                a.prompt.size(), prompt_seconds * 1e3, double(a.prompt.size()) / prompt_seconds, generated,
+                gen_seconds * 1e3, generated > 0 ? double(generated) / gen_seconds : 0.0);
 }
 
 }  // namespace

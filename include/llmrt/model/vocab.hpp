@@ -1,7 +1,8 @@
 // A GGUF model's vocabulary (tokenizer.ggml.*) and the text of generated tokens.
 //
-// Pieces are joined as SentencePiece writes them: "▁" (U+2581) stands for a space and a piece
-// "<0xNN>" for the byte NN, so multi-byte characters split over byte tokens come back whole.
+// Token texts become text through text::detokenizer: SentencePiece's "▁" and "<0xNN>" byte
+// tokens, or the byte-level map of GPT-2-style vocabularies, so multi-byte characters split over
+// tokens come back whole.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -17,6 +18,7 @@
 #include "llmrt/core/error.hpp"
 #include "llmrt/gguf/metadata.hpp"
 #include "llmrt/sample/model.hpp"
+#include "llmrt/text/detokenizer.hpp"
 
 namespace llmrt::model {
 
@@ -56,43 +58,56 @@ inline sample::vocabulary read_vocabulary(const gguf::metadata& meta, int32_t n_
     };
     v.bos = special("tokenizer.ggml.bos_token_id");
     v.eos = special("tokenizer.ggml.eos_token_id");
+    v.eot = special("tokenizer.ggml.eot_token_id");
+    v.eom = special("tokenizer.ggml.eom_token_id");
+    if (const gguf::value* types = meta.find("tokenizer.ggml.token_type")) {
+        const auto* a = std::get_if<gguf::array>(types);
+        const auto* values = a ? a->get_if<int32_t>() : nullptr;
+        check(values != nullptr && values->size() == std::size_t(n_vocab), errc::invalid_argument, [&] {
+            return "model vocabulary: metadata key 'tokenizer.ggml.token_type' holds " + gguf::describe(*types) +
+                   ", not an array of " + std::to_string(n_vocab) + " int32";
+        });
+        for (int32_t t : *values)
+            check(t >= 0 && t <= 6, errc::invalid_argument, [&] {
+                return "model vocabulary: 'tokenizer.ggml.token_type' holds the type " + std::to_string(t) +
+                       " (0 undefined .. 6 byte)";
+            });
+        v.token_type = *values;
+    }
+    auto flag = [&](const char* key, bool otherwise) {
+        const gguf::value* f = meta.find(key);
+        if (f == nullptr) return otherwise;
+        const bool* b = std::get_if<bool>(f);
+        check(b != nullptr, errc::invalid_argument,
+              [&] { return std::string("model vocabulary: metadata key '") + key + "' holds " + gguf::describe(*f) + ", not a bool"; });
+        return *b;
+    };
+    // Defaults where the file is silent, as llama.cpp takes them: SentencePiece vocabularies put
+    // a space before the text and start with bos; of the byte-level ones, Llama 3's starts with bos.
+    const bool spm = v.tokenizer == "llama";
+    const std::string pre = meta.contains("tokenizer.ggml.pre") ? meta.get<std::string>("tokenizer.ggml.pre") : "";
+    v.add_space_prefix = flag("tokenizer.ggml.add_space_prefix", spm);
+    v.add_bos = v.bos >= 0 && flag("tokenizer.ggml.add_bos_token", spm || pre == "llama-bpe");
+    // A file without an end-of-turn id: the control token chat formats end a turn with.
+    if (v.eot < 0 && !v.token_text.empty())
+        for (const char* t : {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>"})
+            for (std::size_t i = 0; i < v.token_text.size() && v.eot < 0; ++i)
+                if (v.token_text[i] == t && int32_t(i) != v.eos &&
+                    (v.token_type.empty() || v.token_type[i] == 3 || v.token_type[i] == 4))
+                    v.eot = int32_t(i);
     return v;
 }
 
-// The bytes one piece stands for: "<0xNN>" -> the byte NN, every "▁" -> ' ', else the piece.
+// The bytes one SentencePiece piece stands for: "<0xNN>" -> the byte NN, every "▁" -> ' '.
 inline std::string piece_text(std::string_view piece) {
-    auto hex = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        return -1;
-    };
-    if (piece.size() == 6 && piece.substr(0, 3) == "<0x" && piece[5] == '>' && hex(piece[3]) >= 0 && hex(piece[4]) >= 0)
-        return std::string(1, char(hex(piece[3]) * 16 + hex(piece[4])));
-    static constexpr std::string_view space_mark = "\xE2\x96\x81";  // U+2581, UTF-8
-    std::string out;
-    for (std::size_t i = 0; i < piece.size();) {
-        if (piece.substr(i, space_mark.size()) == space_mark) {
-            out += ' ';
-            i += space_mark.size();
-        } else {
-            out += piece[i++];
-        }
-    }
-    return out;
+    const int b = text::byte_token_value(piece);
+    return b >= 0 ? std::string(1, char(b)) : text::spm_spaces(piece);
 }
 
-// The text of `ids`, pieces joined; ids outside the vocabulary raise llmrt::error.
+// The text of `ids` (text::detokenizer: either tokenizer family, control tokens left out, the
+// SentencePiece leading space removed); ids outside the vocabulary raise llmrt::error.
 inline std::string detokenize(const sample::vocabulary& vocab, std::span<const int32_t> ids) {
-    std::string text;
-    for (int32_t id : ids) {
-        check(id >= 0 && std::size_t(id) < vocab.token_text.size(), errc::invalid_argument, [&] {
-            return "detokenize: token " + std::to_string(id) + " is outside the vocabulary of " +
-                   std::to_string(vocab.token_text.size()) + " texts";
-        });
-        text += piece_text(vocab.token_text[std::size_t(id)]);
-    }
-    return text;
+    return text::detokenizer(vocab).text(ids);
 }
 
 }  // namespace llmrt::model

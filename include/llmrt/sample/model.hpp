@@ -19,8 +19,18 @@ struct vocabulary {
     int32_t size = 0;
     int32_t bos = -1;
     int32_t eos = -1;
+    int32_t eot = -1;                     // end of turn (tokenizer.ggml.eot_token_id)
+    int32_t eom = -1;                     // end of message (tokenizer.ggml.eom_token_id)
     std::string tokenizer;                // the tokenizer kind ("llama", "gpt2", ...); empty: unknown
     std::vector<std::string> token_text;  // `size` entries, or empty when the texts are unknown
+    // tokenizer.ggml.token_type per token (text::token_kind: 1 normal, 3 control, 6 byte, ...), or
+    // empty when the file has none.
+    std::vector<int32_t> token_type;
+    bool add_bos = false;           // whether a prompt starts with bos (tokenizer.ggml.add_bos_token)
+    bool add_space_prefix = false;  // SentencePiece: a space before the text, removed when detokenizing
+
+    // Whether generation ends at `id`: eos, eot or eom.
+    bool ends_generation(int32_t id) const noexcept { return id >= 0 && (id == eos || id == eot || id == eom); }
 };
 
 // A causal language model with a KV cache, as the sampler layer drives it.

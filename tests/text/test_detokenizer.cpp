@@ -1,0 +1,151 @@
+// Token ids to text (text/detokenizer.hpp): the byte-level map, UTF-8 held back while streaming,
+// and llama.cpp's own tokenizer vectors for three real vocabularies (tests/data/vocab), whose ids
+// must come back to the texts they were made from.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <llmrt/gguf/gguf.hpp>
+#include <llmrt/model/vocab.hpp>
+#include <llmrt/text/detokenizer.hpp>
+
+using namespace llmrt;
+
+namespace {
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+struct vocab_case {
+    sample::vocabulary vocab;
+    std::vector<std::string> texts;
+    std::vector<std::vector<int32_t>> ids;
+};
+
+// A vocabulary file of tests/data/vocab with its texts (.inp) and llama.cpp's ids for them (.out).
+vocab_case load_case(const std::string& name) {
+    const std::string base = std::string(LLMRT_SOURCE_DIR) + "/tests/data/vocab/ggml-vocab-" + name + ".gguf";
+    const gguf::file f = gguf::file::open(base);
+    const auto* tokens = std::get_if<gguf::array>(f.metadata().find("tokenizer.ggml.tokens"));
+    REQUIRE(tokens != nullptr);
+    vocab_case c;
+    c.vocab = model::read_vocabulary(f.metadata(), int32_t(tokens->size()));
+    const std::string inp = read_file(base + ".inp"), separator = "\n__ggml_vocab_test__\n";
+    for (std::size_t at = 0; at < inp.size();) {
+        const std::size_t end = inp.find(separator, at);
+        REQUIRE(end != std::string::npos);
+        c.texts.push_back(inp.substr(at, end - at));
+        at = end + separator.size();
+    }
+    std::istringstream out(read_file(base + ".out"));
+    for (std::string line; std::getline(out, line);) {
+        std::istringstream numbers(line);
+        std::vector<int32_t> ids;
+        for (int32_t id; numbers >> id;) ids.push_back(id);
+        c.ids.push_back(ids);
+    }
+    REQUIRE(c.texts.size() == c.ids.size());
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("the byte-level map writes every byte as GPT-2's character and reads it back") {
+    CHECK(text::byte_level_char(' ') == 0x120);   // Ġ
+    CHECK(text::byte_level_char('\n') == 0x10A);  // Ċ
+    CHECK(text::byte_level_char('a') == 'a');
+    CHECK(text::byte_level_char(0xAD) == 0x143);  // the last of the 68 moved bytes
+    std::string all;
+    for (int b = 0; b < 256; ++b) all += char(b);
+    const std::string encoded = text::byte_level_encode(all);
+    CHECK(text::byte_level_decode(encoded) == all);
+    CHECK(text::byte_level_decode("\xC4\xA0hello\xC4\x8A") == " hello\n");
+    CHECK(text::byte_level_decode("\xE2\x82\xAC") == "\xE2\x82\xAC");  // outside the map: kept as it is
+}
+
+TEST_CASE("UTF-8 decoding takes valid characters whole and malformed bytes one at a time") {
+    const std::string s = "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xC3(\xED\xA0\x80";
+    std::vector<uint32_t> values;
+    std::vector<bool> valid;
+    for (std::size_t i = 0; i < s.size();) {
+        const text::code_point c = text::decode_utf8(s, i);
+        values.push_back(c.value);
+        valid.push_back(c.valid);
+        i += c.bytes;
+    }
+    CHECK(values == std::vector<uint32_t>{'a', 0xE9, 0x20AC, 0x1F600, 0xC3, '(', 0xED, 0xA0, 0x80});
+    CHECK(valid == std::vector<bool>{true, true, true, true, false, true, false, false, false});
+    std::string round;
+    for (uint32_t v : {0x41u, 0xE9u, 0x20ACu, 0x1F600u}) text::append_utf8(round, v);
+    CHECK(round == "A\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");
+}
+
+TEST_CASE("a stream of pieces gives whole characters only, holding back one split between pieces") {
+    text::utf8_stream out;
+    CHECK(out.push("caf") == "caf");
+    CHECK(out.push("\xC3") == "");  // é's first byte
+    CHECK(out.held_back() == 1);
+    CHECK(out.push("\xA9 \xF0\x9F") == "\xC3\xA9 ");
+    CHECK(out.push("\x98") == "");
+    CHECK(out.push("\x80!") == "\xF0\x9F\x98\x80!");
+    CHECK(out.push("\xFF") == "\xFF");  // never valid: not held back
+    CHECK(out.push("\xE2\x82") == "");
+    CHECK(out.flush() == "\xE2\x82");  // what is left at the end is given as it is
+}
+
+TEST_CASE("llama.cpp's ids come back to their texts for the Llama 3, Qwen2 and Llama 2 vocabularies") {
+    for (const char* name : {"llama-bpe", "qwen2", "llama-spm"}) {
+        CAPTURE(name);
+        const vocab_case c = load_case(name);
+        const text::detokenizer d(c.vocab);
+        CHECK(c.texts.size() > 30);
+        for (std::size_t i = 0; i < c.texts.size(); ++i) {
+            CAPTURE(c.texts[i]);
+            CHECK(d.text(c.ids[i]) == c.texts[i]);
+            // Streamed piece by piece, the same text arrives, in whole characters.
+            text::utf8_stream out;
+            std::string streamed;
+            for (int32_t id : c.ids[i]) streamed += out.push(d.piece(id));
+            streamed += out.flush();
+            std::string joined;
+            for (int32_t id : c.ids[i]) joined += d.piece(id);
+            CHECK(streamed == joined);
+        }
+    }
+}
+
+TEST_CASE("a vocabulary's special tokens: control ones give no text unless asked, and end generation") {
+    const vocab_case llama3 = load_case("llama-bpe");
+    const sample::vocabulary& v = llama3.vocab;
+    const text::detokenizer d(v);
+    CHECK(d.kind() == text::detokenizer::family::byte_level);
+    CHECK(v.bos == 128000);
+    CHECK(v.add_bos);
+    CHECK_FALSE(v.add_space_prefix);
+    CHECK(d.type(128000) == text::token_kind::control);
+    CHECK(d.piece(128000).empty());
+    CHECK(d.piece(128000, true) == "<|begin_of_text|>");
+    CHECK(v.ends_generation(128001));                // <|end_of_text|>, the eos
+    CHECK(v.token_text[std::size_t(v.eot)] == "<|eot_id|>");  // found by its text: the file names none
+    CHECK(v.ends_generation(v.eot));
+    CHECK_FALSE(v.ends_generation(128000));
+    CHECK_THROWS_AS((void)d.piece(int32_t(v.token_text.size())), llmrt::error);
+    CHECK_THROWS_AS((void)d.piece(-1), llmrt::error);
+
+    const vocab_case llama2 = load_case("llama-spm");
+    const text::detokenizer spm(llama2.vocab);
+    CHECK(spm.kind() == text::detokenizer::family::sentencepiece);
+    CHECK(llama2.vocab.add_space_prefix);
+    CHECK(spm.type(3 + 0x0A) == text::token_kind::byte);
+    CHECK(spm.piece(3 + 0x0A) == "\n");  // <0x0A>
+    CHECK(spm.piece(1).empty());          // <s>
+}
