@@ -4,11 +4,22 @@
 set -euo pipefail
 mode=$1 source=$2 build=$3 work=$4
 rm -rf "$work" && mkdir -p "$work"
-args=(-DLLMRT_CONSUME="$mode" -DLLMRT_SOURCE="$source" -DLLMRT_CUDA=OFF -DLLMRT_VULKAN=OFF)
+# As a subproject llmrt leaves CUDA off unless asked (the consumer's CMakeLists.txt checks), so
+# LLMRT_CUDA is left at its default there.
+args=(-DLLMRT_CONSUME="$mode" -DLLMRT_SOURCE="$source" -DLLMRT_VULKAN=OFF)
 if [ "$mode" = find_package ]; then
   cmake --install "$build" --prefix "$work/prefix" >/dev/null
-  args+=(-DCMAKE_PREFIX_PATH="$work/prefix")
+  args+=(-DCMAKE_PREFIX_PATH="$work/prefix" -DLLMRT_CUDA=OFF)
 fi
 cmake -S "$source/tests/package/consumer" -B "$work/build" "${args[@]}" >"$work/configure.log" || { cat "$work/configure.log"; exit 1; }
 cmake --build "$work/build" >"$work/build.log" || { cat "$work/build.log"; exit 1; }
 "$work/build/consumer"
+if [ "$mode" != find_package ]; then
+  # Installing the consumer installs none of llmrt's files (LLMRT_INSTALL is off in a subproject).
+  cmake --install "$work/build" --prefix "$work/consumer-prefix" >/dev/null
+  if [ -d "$work/consumer-prefix" ] && [ -n "$(find "$work/consumer-prefix" -type f | head -1)" ]; then
+    echo "installing a project that uses llmrt as a subproject installed llmrt's files:"
+    find "$work/consumer-prefix" -type f | head
+    exit 1
+  fi
+fi
