@@ -19,6 +19,7 @@
 #include "llmrt/gguf/metadata.hpp"
 #include "llmrt/sample/model.hpp"
 #include "llmrt/text/detokenizer.hpp"
+#include "llmrt/text/spm_tokenizer.hpp"
 
 namespace llmrt::model {
 
@@ -96,6 +97,27 @@ inline sample::vocabulary read_vocabulary(const gguf::metadata& meta, int32_t n_
                     (v.token_type.empty() || v.token_type[i] == 3 || v.token_type[i] == 4))
                     v.eot = int32_t(i);
     return v;
+}
+
+// The SentencePiece tokenizer of a GGUF vocabulary (tokenizer.ggml.model = "llama"): its tokens,
+// tokenizer.ggml.scores, add_space_prefix and unknown_token_id.
+inline text::spm_tokenizer spm_tokenizer_of(const gguf::metadata& meta, const sample::vocabulary& v) {
+    check(v.tokenizer == "llama" && !v.token_text.empty(), errc::invalid_argument, [&] {
+        return "spm_tokenizer_of: the vocabulary's tokenizer is '" + v.tokenizer + "' with " +
+               std::to_string(v.token_text.size()) + " token texts, not a SentencePiece ('llama') one";
+    });
+    const gguf::value* scores = meta.find("tokenizer.ggml.scores");
+    const auto* a = scores ? std::get_if<gguf::array>(scores) : nullptr;
+    const auto* values = a ? a->get_if<float>() : nullptr;
+    check(values != nullptr && values->size() == v.token_text.size(), errc::invalid_argument, [&] {
+        return "spm_tokenizer_of: metadata key 'tokenizer.ggml.scores' holds " +
+               (scores ? gguf::describe(*scores) : std::string("nothing")) + ", not " + std::to_string(v.token_text.size()) +
+               " float32 scores";
+    });
+    int32_t unknown = -1;
+    if (const gguf::value* id = meta.find("tokenizer.ggml.unknown_token_id"))
+        if (const auto* u = std::get_if<uint32_t>(id); u && *u < v.token_text.size()) unknown = int32_t(*u);
+    return text::spm_tokenizer(v.token_text, *values, v.add_space_prefix, unknown);
 }
 
 // The bytes one SentencePiece piece stands for: "<0xNN>" -> the byte NN, every "▁" -> ' '.

@@ -1,6 +1,6 @@
-// Token ids to text (text/detokenizer.hpp): the byte-level map, UTF-8 held back while streaming,
-// and llama.cpp's own tokenizer vectors for three real vocabularies (tests/data/vocab), whose ids
-// must come back to the texts they were made from.
+// Text and token ids (include/llmrt/text/): the byte-level map, UTF-8 held back while streaming,
+// and llama.cpp's own tokenizer vectors for three real vocabularies (tests/data/vocab): their ids
+// must come back to the texts they were made from, and the texts must give those ids.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include <llmrt/gguf/gguf.hpp>
 #include <llmrt/model/vocab.hpp>
 #include <llmrt/text/detokenizer.hpp>
+#include <llmrt/text/spm_tokenizer.hpp>
 
 using namespace llmrt;
 
@@ -148,4 +149,18 @@ TEST_CASE("a vocabulary's special tokens: control ones give no text unless asked
     CHECK(spm.type(3 + 0x0A) == text::token_kind::byte);
     CHECK(spm.piece(3 + 0x0A) == "\n");  // <0x0A>
     CHECK(spm.piece(1).empty());          // <s>
+}
+
+TEST_CASE("the SentencePiece tokenizer gives llama.cpp's ids for the Llama 2 vocabulary's texts") {
+    const std::string path = std::string(LLMRT_SOURCE_DIR) + "/tests/data/vocab/ggml-vocab-llama-spm.gguf";
+    const gguf::file f = gguf::file::open(path);
+    const vocab_case c = load_case("llama-spm");
+    const text::spm_tokenizer t = model::spm_tokenizer_of(f.metadata(), c.vocab);
+    for (std::size_t i = 0; i < c.texts.size(); ++i) {
+        CAPTURE(c.texts[i]);
+        CHECK(t.encode(c.texts[i]) == c.ids[i]);
+    }
+    // Byte fallback: a character the vocabulary lacks becomes its UTF-8 bytes' byte tokens.
+    CHECK(t.encode("\xF0\x9F\xA6\x99") == std::vector<int32_t>{29871, 3 + 0xF0, 3 + 0x9F, 3 + 0xA6, 3 + 0x99});
+    CHECK(text::detokenizer(c.vocab).text(t.encode("llamas \xF0\x9F\xA6\x99 eat grass")) == "llamas \xF0\x9F\xA6\x99 eat grass");
 }
