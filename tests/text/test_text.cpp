@@ -12,6 +12,7 @@
 #include <llmrt/gguf/gguf.hpp>
 #include <llmrt/model/vocab.hpp>
 #include <llmrt/text/detokenizer.hpp>
+#include <llmrt/text/bpe_tokenizer.hpp>
 #include <llmrt/text/spm_tokenizer.hpp>
 
 using namespace llmrt;
@@ -163,4 +164,17 @@ TEST_CASE("the SentencePiece tokenizer gives llama.cpp's ids for the Llama 2 voc
     // Byte fallback: a character the vocabulary lacks becomes its UTF-8 bytes' byte tokens.
     CHECK(t.encode("\xF0\x9F\xA6\x99") == std::vector<int32_t>{29871, 3 + 0xF0, 3 + 0x9F, 3 + 0xA6, 3 + 0x99});
     CHECK(text::detokenizer(c.vocab).text(t.encode("llamas \xF0\x9F\xA6\x99 eat grass")) == "llamas \xF0\x9F\xA6\x99 eat grass");
+}
+
+TEST_CASE("the byte-level BPE tokenizer gives llama.cpp's ids for the Llama 3 and Qwen2 vocabularies' texts") {
+    for (const char* name : {"llama-bpe", "qwen2"}) {
+        CAPTURE(name);
+        const gguf::file f = gguf::file::open(std::string(LLMRT_SOURCE_DIR) + "/tests/data/vocab/ggml-vocab-" + name + ".gguf");
+        const vocab_case c = load_case(name);
+        const text::bpe_tokenizer t = model::bpe_tokenizer_of(f.metadata(), c.vocab);
+        for (std::size_t i = 0; i < c.texts.size(); ++i) {
+            CAPTURE(c.texts[i]);
+            CHECK(t.encode(c.texts[i]) == c.ids[i]);
+        }
+    }
 }

@@ -19,6 +19,7 @@
 #include "llmrt/gguf/metadata.hpp"
 #include "llmrt/sample/model.hpp"
 #include "llmrt/text/detokenizer.hpp"
+#include "llmrt/text/bpe_tokenizer.hpp"
 #include "llmrt/text/spm_tokenizer.hpp"
 
 namespace llmrt::model {
@@ -118,6 +119,24 @@ inline text::spm_tokenizer spm_tokenizer_of(const gguf::metadata& meta, const sa
     if (const gguf::value* id = meta.find("tokenizer.ggml.unknown_token_id"))
         if (const auto* u = std::get_if<uint32_t>(id); u && *u < v.token_text.size()) unknown = int32_t(*u);
     return text::spm_tokenizer(v.token_text, *values, v.add_space_prefix, unknown);
+}
+
+// The byte-level BPE tokenizer of a GGUF vocabulary (tokenizer.ggml.model = "gpt2"): its tokens,
+// tokenizer.ggml.merges and the pre-tokenizer tokenizer.ggml.pre names.
+inline text::bpe_tokenizer bpe_tokenizer_of(const gguf::metadata& meta, const sample::vocabulary& v) {
+    check(v.tokenizer == "gpt2" && !v.token_text.empty(), errc::invalid_argument, [&] {
+        return "bpe_tokenizer_of: the vocabulary's tokenizer is '" + v.tokenizer + "' with " +
+               std::to_string(v.token_text.size()) + " token texts, not a byte-level BPE ('gpt2') one";
+    });
+    const gguf::value* merges = meta.find("tokenizer.ggml.merges");
+    const auto* a = merges ? std::get_if<gguf::array>(merges) : nullptr;
+    const auto* texts = a ? a->get_if<std::string>() : nullptr;
+    check(texts != nullptr, errc::invalid_argument, [&] {
+        return "bpe_tokenizer_of: metadata key 'tokenizer.ggml.merges' holds " +
+               (merges ? gguf::describe(*merges) : std::string("nothing")) + ", not an array of string";
+    });
+    const std::string pre = meta.contains("tokenizer.ggml.pre") ? meta.get<std::string>("tokenizer.ggml.pre") : "default";
+    return text::bpe_tokenizer(v.token_text, *texts, text::pre_tokenizer_named(pre));
 }
 
 // The bytes one SentencePiece piece stands for: "<0xNN>" -> the byte NN, every "▁" -> ' '.
