@@ -1,4 +1,4 @@
-// llmrt-generate: greedy generation with a llama GGUF on the best backend present; the text
+// llmrt-generate: generation (greedy, or sampled with --temp) with a llama GGUF on the best backend present; the text
 // streams as it comes (SentencePiece or byte-level BPE vocabularies) and stops at the end of
 // generation (eos, eot).
 //
@@ -7,10 +7,13 @@
 //   llmrt-generate --make-model OUT.gguf [shape options]   write a random llama GGUF
 //
 // Options:  --backend NAME   cpu, cpu:f32, cpu:ggml (default: the best present: CUDA, Vulkan, CPU)
-//           --prompt IDS     comma-separated token ids (default 1,259,260,261)
+//           -p TEXT          the prompt as text, tokenized with the file's vocabulary
+//           --prompt-ids IDS comma-separated token ids instead (default 1,259,260,261; --prompt too)
 //           -n N             tokens to generate (default 32)
 //           --ctx N          cache length (default: min(context length, 2048))
 //           --batch N        most tokens per forward call (default 8)
+//           --temp T         sample at temperature T through the sampler chain (default 0: greedy),
+//           --top-k N (40)   --top-p P (0.95)  --min-p P (0.05)  --seed N (1): the same text every run
 // Shape options (--make-model and the no-argument demo):
 //           --type T (q4_K)  --vocab N (512)  --embd N (256)  --layers N (4)  --heads N (4)
 //           --kv-heads N (2) --ff N (768)     --ctx N (512)   --seed N (1)    --tied
@@ -24,6 +27,7 @@
 
 #include <llmrt/gguf/gguf.hpp>
 #include <llmrt/model/model.hpp>
+#include <llmrt/sample/sampler_chain.hpp>
 #include <llmrt/text/detokenizer.hpp>
 
 #include "arguments.hpp"
@@ -37,11 +41,15 @@ using llmrt_examples::to_ids;
 struct arguments {
     std::string model_path, make_model_path, backend;
     std::vector<int32_t> prompt{1, 259, 260, 261};
+    std::string prompt_text;  // -p: tokenized with the model's vocabulary (replaces `prompt`)
+    bool has_prompt_text = false;
     int32_t n_new = 32, n_ctx = 0, max_batch = 8;
     llmrt::model::llama_shape shape{.n_vocab = 512, .n_embd = 256, .n_layer = 4, .n_head = 4, .n_head_kv = 2,
                                     .n_ff = 768, .n_ctx = 512};
     llmrt::qtype type = llmrt::qtype::q4_K;
-    uint64_t seed = 1;
+    uint64_t seed = 1;  // the random model's (--make-model) and the sampler's
+    float temperature = 0.0f, top_p = 0.95f, min_p = 0.05f;
+    int32_t top_k = 40;
 };
 
 arguments parse(int argc, char** argv) {
@@ -51,7 +59,8 @@ arguments parse(int argc, char** argv) {
         const std::string& o = cl.option();
         if (o == "--make-model") a.make_model_path = cl.value();
         else if (o == "--backend") a.backend = cl.value();
-        else if (o == "--prompt") a.prompt = to_ids(cl.value());
+        else if (o == "-p") a.prompt_text = cl.value(), a.has_prompt_text = true;
+        else if (o == "--prompt-ids" || o == "--prompt") a.prompt = to_ids(cl.value());
         else if (o == "-n") a.n_new = cl.int_value();
         else if (o == "--ctx") a.n_ctx = a.shape.n_ctx = cl.int_value(), ctx_given = true;
         else if (o == "--batch") a.max_batch = cl.int_value();
@@ -63,9 +72,14 @@ arguments parse(int argc, char** argv) {
         else if (o == "--kv-heads") a.shape.n_head_kv = cl.int_value();
         else if (o == "--ff") a.shape.n_ff = cl.int_value();
         else if (o == "--seed") a.seed = uint64_t(cl.int_value());
+        else if (o == "--temp") a.temperature = float(cl.number_value());
+        else if (o == "--top-k") a.top_k = cl.int_value();
+        else if (o == "--top-p") a.top_p = float(cl.number_value());
+        else if (o == "--min-p") a.min_p = float(cl.number_value());
         else if (o == "--tied") a.shape.tied_output = true;
         else if (o == "-h" || o == "--help") {
-            std::puts("usage: llmrt-generate [MODEL.gguf] [--backend NAME] [--prompt IDS] [-n N] [--ctx N] [--batch N]\n"
+            std::puts("usage: llmrt-generate [MODEL.gguf] [--backend NAME] [-p TEXT | --prompt-ids IDS] [-n N] [--ctx N] [--batch N]\n"
+                      "                      [--temp T] [--top-k N] [--top-p P] [--min-p P] [--seed N]\n"
                       "       llmrt-generate --make-model OUT.gguf [--type T] [--vocab N] [--embd N] [--layers N]\n"
                       "                      [--heads N] [--kv-heads N] [--ff N] [--ctx N] [--seed N] [--tied]\n"
                       "With no model, a small random llama is made in memory and run.");
@@ -105,10 +119,19 @@ void run(Backend& backend, const std::string& backend_description, std::shared_p
         const auto h = model::load_llama_weights(*file).hparams;
         n_ctx = std::min<int32_t>(h.n_ctx_train, 2048);
     }
+    // -p: the text through the file's own tokenizer (bos as the vocabulary says, special tokens
+    // such as <|begin_of_text|> written in the text taken as those tokens).
+    std::vector<int32_t> prompt = a.prompt;
+    if (a.has_prompt_text) {
+        const auto h = model::load_llama_weights(*file).hparams;
+        const sample::vocabulary v = model::read_vocabulary(file->metadata(), h.n_vocab);
+        prompt = model::tokenizer_of(file->metadata(), v).encode(a.prompt_text, {.parse_special = true});
+        check(!prompt.empty(), errc::invalid_argument, "-p: the prompt text gives no tokens");
+    }
     // The prompt and every new token but the last take a position: refuse before anything runs.
-    const int64_t positions = int64_t(a.prompt.size()) + std::max(a.n_new - 1, 0);
+    const int64_t positions = int64_t(prompt.size()) + std::max(a.n_new - 1, 0);
     check(positions <= n_ctx, errc::invalid_argument, [&] {
-        return "the prompt (" + std::to_string(a.prompt.size()) + " tokens) and -n " + std::to_string(a.n_new) + " need " +
+        return "the prompt (" + std::to_string(prompt.size()) + " tokens) and -n " + std::to_string(a.n_new) + " need " +
                std::to_string(positions) + " positions; the cache holds " + std::to_string(n_ctx) + " (--ctx)";
     });
     model::llama_model<Backend> m(backend, file, {.n_ctx = n_ctx, .max_batch = a.max_batch});
@@ -118,14 +141,40 @@ void run(Backend& backend, const std::string& backend_description, std::shared_p
     std::printf("backend: %s\n", backend_description.c_str());
 
     std::printf("prompt:  ");
-    for (int32_t t : a.prompt) std::printf("%d ", t);
+    for (int32_t t : prompt) std::printf("%d ", t);
     std::printf("\n");
 
     // The prompt, then each new token: timed apart, as prompt processing and generation differ.
     // The text streams as tokens come (whole characters only); an end-of-generation token
     // (eos, eot) ends the output early.
+    // With --temp > 0 each token is drawn by the sampler chain (seeded: the same text every run),
+    // else it is the argmax.
+    std::optional<sample::sampler_chain> chain;
+    if (a.temperature > 0.0f) {
+        sample::sampling_params sp;
+        sp.temperature = a.temperature;
+        sp.top_k = a.top_k;
+        sp.top_p = a.top_p;
+        sp.min_p = a.min_p;
+        sp.seed = a.seed;
+        chain.emplace(sp);
+        chain->accept(prompt);
+    }
+    auto next_after = [&](int32_t last) {  // `last` enters the cache; the token after it
+        if (!chain) return model::generate_greedy(m, std::span<const int32_t>(&last, 1), 1).front();
+        const int32_t position = m.cache_length();
+        const int32_t token = chain->sample(m.forward(std::span<const int32_t>(&last, 1), std::span<const int32_t>(&position, 1)));
+        chain->accept(token);
+        return token;
+    };
     const auto start = std::chrono::steady_clock::now();
-    std::vector<int32_t> out = model::generate_greedy(m, a.prompt, a.n_new > 0 ? 1 : 0);
+    std::vector<int32_t> out;
+    if (a.n_new == 0) {
+        (void)model::generate_greedy(m, prompt, 0);
+    } else {
+        if (prompt.size() > 1) (void)model::generate_greedy(m, std::span<const int32_t>(prompt).first(prompt.size() - 1), 0);
+        out.push_back(next_after(prompt.back()));
+    }
     const double prompt_seconds = seconds_since(start);
     const bool has_text = !m.vocab().token_text.empty();
     std::optional<text::detokenizer> words;
@@ -140,7 +189,7 @@ void run(Backend& backend, const std::string& backend_description, std::shared_p
     if (!out.empty()) show(out.back());
     const auto gen_start = std::chrono::steady_clock::now();
     while (int32_t(out.size()) < a.n_new && !m.vocab().ends_generation(out.back())) {
-        out.push_back(model::generate_greedy(m, std::span<const int32_t>(&out.back(), 1), 1).front());
+        out.push_back(next_after(out.back()));
         show(out.back());
     }
     const double gen_seconds = seconds_since(gen_start);
@@ -152,7 +201,7 @@ void run(Backend& backend, const std::string& backend_description, std::shared_p
     std::printf("\n");
     const int generated = std::max(int(out.size()) - 1, 0);
     std::printf("speed:   prompt %zu tokens in %.1f ms (%.1f tokens/s), generation %d tokens in %.1f ms (%.1f tokens/s)\n",
-                a.prompt.size(), prompt_seconds * 1e3, double(a.prompt.size()) / prompt_seconds, generated,
+                prompt.size(), prompt_seconds * 1e3, double(prompt.size()) / prompt_seconds, generated,
                 gen_seconds * 1e3, generated > 0 ? double(generated) / gen_seconds : 0.0);
 }
 

@@ -178,3 +178,29 @@ TEST_CASE("the byte-level BPE tokenizer gives llama.cpp's ids for the Llama 3 an
         }
     }
 }
+
+TEST_CASE("a prompt starts with bos where the vocabulary says so, and parses special tokens on request") {
+    const std::string dir = std::string(LLMRT_SOURCE_DIR) + "/tests/data/vocab/ggml-vocab-";
+    const gguf::file llama3_file = gguf::file::open(dir + "llama-bpe.gguf");
+    const vocab_case llama3 = load_case("llama-bpe");
+    const text::tokenizer t = model::tokenizer_of(llama3_file.metadata(), llama3.vocab);
+    const std::vector<int32_t> hello = t.encode("Hello", {.add_bos = false});
+    REQUIRE(hello.size() == 1);
+    CHECK(t.encode("Hello") == std::vector<int32_t>{128000, hello[0]});
+    // <|eot_id|> as text is text; parsed, it is the one token.
+    const std::vector<int32_t> as_text = t.encode("Hello<|eot_id|>", {.add_bos = false});
+    CHECK(as_text.size() > 2);
+    CHECK(t.encode("Hello<|eot_id|>", {.add_bos = false, .parse_special = true}) == std::vector<int32_t>{hello[0], llama3.vocab.eot});
+    CHECK(text::detokenizer(llama3.vocab).text(t.encode("<|begin_of_text|>Hi", {.parse_special = true}), true) ==
+          "<|begin_of_text|><|begin_of_text|>Hi");
+
+    const gguf::file llama2_file = gguf::file::open(dir + "llama-spm.gguf");
+    const vocab_case llama2 = load_case("llama-spm");
+    const text::tokenizer spm = model::tokenizer_of(llama2_file.metadata(), llama2.vocab);
+    CHECK(spm.encode("Hello world").front() == 1);  // <s>
+    CHECK(spm.encode("") == std::vector<int32_t>{1});
+    CHECK(spm.encode("", {.add_bos = false}).empty());
+    // After a special token the text gets SentencePiece's space again.
+    CHECK(spm.encode("</s>Hello", {.add_bos = false, .parse_special = true}) ==
+          std::vector<int32_t>{2, spm.encode("Hello", {.add_bos = false})[0]});
+}

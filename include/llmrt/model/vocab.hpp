@@ -21,6 +21,7 @@
 #include "llmrt/text/detokenizer.hpp"
 #include "llmrt/text/bpe_tokenizer.hpp"
 #include "llmrt/text/spm_tokenizer.hpp"
+#include "llmrt/text/tokenizer.hpp"
 
 namespace llmrt::model {
 
@@ -137,6 +138,16 @@ inline text::bpe_tokenizer bpe_tokenizer_of(const gguf::metadata& meta, const sa
     });
     const std::string pre = meta.contains("tokenizer.ggml.pre") ? meta.get<std::string>("tokenizer.ggml.pre") : "default";
     return text::bpe_tokenizer(v.token_text, *texts, text::pre_tokenizer_named(pre));
+}
+
+// The tokenizer of a GGUF vocabulary, whichever its family ("llama" or "gpt2").
+inline text::tokenizer tokenizer_of(const gguf::metadata& meta, const sample::vocabulary& v) {
+    if (v.tokenizer == "gpt2") return text::tokenizer(v, bpe_tokenizer_of(meta, v));
+    check(v.tokenizer == "llama", errc::unsupported_type, [&] {
+        return "tokenizer_of: the tokenizer '" + v.tokenizer +
+               "' (tokenizer.ggml.model) is not supported; llmrt has 'llama' (SentencePiece) and 'gpt2' (byte-level BPE)";
+    });
+    return text::tokenizer(v, spm_tokenizer_of(meta, v));
 }
 
 // The bytes one SentencePiece piece stands for: "<0xNN>" -> the byte NN, every "▁" -> ' '.

@@ -48,12 +48,14 @@ public:
     }
 
     // The ids of `text` (no bos, special tokens not parsed: their text is tokenized as text).
-    std::vector<int32_t> encode(std::string_view text) const {
+    // space_prefix: false leaves out the space add_space_prefix puts first (text that follows a
+    // special token in a prompt gets one; llama.cpp's rule).
+    std::vector<int32_t> encode(std::string_view text, bool space_prefix = true) const {
         std::vector<int32_t> out;
         if (text.empty()) return out;
         std::string s;
         s.reserve(text.size() + 3);
-        if (add_space_prefix_) s += ' ';
+        if (add_space_prefix_ && space_prefix) s += ' ';
         s.append(text);
         escape_spaces(s);
         session(*this, s).run(out);
