@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -14,6 +16,7 @@
 #include <llmrt/text/detokenizer.hpp>
 #include <llmrt/text/bpe_tokenizer.hpp>
 #include <llmrt/text/spm_tokenizer.hpp>
+#include <llmrt/text/tokenizer.hpp>
 
 using namespace llmrt;
 
@@ -33,9 +36,8 @@ struct vocab_case {
     std::vector<std::vector<int32_t>> ids;
 };
 
-// A vocabulary file of tests/data/vocab with its texts (.inp) and llama.cpp's ids for them (.out).
-vocab_case load_case(const std::string& name) {
-    const std::string base = std::string(LLMRT_SOURCE_DIR) + "/tests/data/vocab/ggml-vocab-" + name + ".gguf";
+// A vocabulary file with its texts (.inp) and llama.cpp's ids for them (.out).
+vocab_case load_case_at(const std::string& base) {
     const gguf::file f = gguf::file::open(base);
     const auto* tokens = std::get_if<gguf::array>(f.metadata().find("tokenizer.ggml.tokens"));
     REQUIRE(tokens != nullptr);
@@ -57,6 +59,11 @@ vocab_case load_case(const std::string& name) {
     }
     REQUIRE(c.texts.size() == c.ids.size());
     return c;
+}
+
+// One of tests/data/vocab.
+vocab_case load_case(const std::string& name) {
+    return load_case_at(std::string(LLMRT_SOURCE_DIR) + "/tests/data/vocab/ggml-vocab-" + name + ".gguf");
 }
 
 }  // namespace
@@ -203,4 +210,45 @@ TEST_CASE("a prompt starts with bos where the vocabulary says so, and parses spe
     // After a special token the text gets SentencePiece's space again.
     CHECK(spm.encode("</s>Hello", {.add_bos = false, .parse_special = true}) ==
           std::vector<int32_t>{2, spm.encode("Hello", {.add_bos = false})[0]});
+}
+
+TEST_CASE("with LLMRT_LLAMA_CPP_MODELS set, every vocabulary of llama.cpp's models folder llmrt supports passes both ways") {
+    // llama.cpp's models/ folder (the llama-cpp-python sdist carries it) holds more vocabularies
+    // than tests/data/vocab; they are large, so they are read from where the sdist was unpacked.
+    const char* dir = std::getenv("LLMRT_LLAMA_CPP_MODELS");
+    if (dir == nullptr) {
+        MESSAGE("LLMRT_LLAMA_CPP_MODELS is not set: only tests/data/vocab is checked");
+        return;
+    }
+    int checked = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        const std::string path = entry.path().string();
+        if (entry.path().extension() != ".gguf" || !std::filesystem::exists(path + ".inp")) continue;
+        const gguf::file f = gguf::file::open(path);
+        const std::string kind = f.metadata().contains("tokenizer.ggml.model") ? f.metadata().get<std::string>("tokenizer.ggml.model") : "";
+        const std::string pre = f.metadata().contains("tokenizer.ggml.pre") ? f.metadata().get<std::string>("tokenizer.ggml.pre") : "default";
+        bool supported = kind == "llama";
+        if (kind == "gpt2") {
+            try {
+                (void)text::pre_tokenizer_named(pre);
+                supported = true;
+            } catch (const llmrt::error&) {
+            }
+        }
+        if (!supported) {
+            MESSAGE("not supported, left out: " << path << " (" << kind << ", " << pre << ")");
+            continue;
+        }
+        CAPTURE(path);
+        const vocab_case c = load_case_at(path);
+        const text::tokenizer t = model::tokenizer_of(f.metadata(), c.vocab);
+        const text::detokenizer d(c.vocab);
+        for (std::size_t i = 0; i < c.texts.size(); ++i) {
+            CAPTURE(c.texts[i]);
+            CHECK(t.encode(c.texts[i], {.add_bos = false}) == c.ids[i]);
+            CHECK(d.text(c.ids[i]) == c.texts[i]);
+        }
+        ++checked;
+    }
+    CHECK(checked > 0);
 }

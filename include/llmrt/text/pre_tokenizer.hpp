@@ -1,14 +1,21 @@
 // Pre-tokenizers of byte-level BPE vocabularies: the text cut into words before any merge, by the
-// pattern tokenizer.ggml.pre names (the patterns are llama.cpp's, written here as hand-made
-// matchers over code points, Unicode classes included):
+// patterns tokenizer.ggml.pre names (llama.cpp's patterns, written here as hand-made matchers over
+// code points, Unicode classes included):
 //
 //   llama-bpe (Llama 3)   (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])
 //                         |[^\r\n\p{L}\p{N}]?\p{L}+ |\p{N}{1,3} | ?[^\s\p{L}\p{N}]+[\r\n]*
 //                         |\s*[\r\n]+ |\s+(?!\S) |\s+
 //   qwen2                 the same with \p{N} one digit at a time
+//   gpt-2, mpt            GPT2 = 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
+//   starcoder, refact,    \p{N}, then GPT2
+//   command-r
+//   falcon                [\p{P}\$\+<=>\^~\|`]+, then GPT2, then [0-9][0-9][0-9]
+//   deepseek-coder        [\r\n], then \s?\p{L}+, then \s?\p{P}+, then [一-龥ࠀ-一가-퟿]+, then \p{N}
 //
-// The alternatives are tried in that order at each position, the first that matches taking its
-// longest match, as a backtracking regex engine would.
+// Where a vocabulary has several patterns, each cuts every word the ones before it left, the
+// text between its matches staying words of their own (llama.cpp's rule). At each position the
+// alternatives are tried in order, the first that matches taking its longest match, as a
+// backtracking regex engine would.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -17,6 +24,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "llmrt/core/error.hpp"
@@ -25,14 +33,19 @@
 
 namespace llmrt::text {
 
-enum class pre_tokenizer { llama3, qwen2 };
+enum class pre_tokenizer { llama3, qwen2, gpt2, starcoder, falcon, deepseek_coder };
 
 // The pre-tokenizer tokenizer.ggml.pre names; llmrt::error (unsupported) for the others.
 inline pre_tokenizer pre_tokenizer_named(std::string_view name) {
     if (name == "llama-bpe" || name == "llama3") return pre_tokenizer::llama3;
     if (name == "qwen2") return pre_tokenizer::qwen2;
+    if (name == "gpt-2" || name == "mpt" || name == "gpt-neox") return pre_tokenizer::gpt2;
+    if (name == "starcoder" || name == "refact" || name == "command-r") return pre_tokenizer::starcoder;
+    if (name == "falcon") return pre_tokenizer::falcon;
+    if (name == "deepseek-coder") return pre_tokenizer::deepseek_coder;
     throw error(errc::unsupported_type, "text: the pre-tokenizer '" + std::string(name) +
-                                            "' (tokenizer.ggml.pre) is not supported; llmrt has llama-bpe and qwen2");
+                                            "' (tokenizer.ggml.pre) is not supported; llmrt has llama-bpe, qwen2, "
+                                            "gpt-2, mpt, gpt-neox, starcoder, refact, command-r, falcon and deepseek-coder");
 }
 
 namespace detail {
@@ -129,9 +142,144 @@ private:
 
 }  // namespace detail
 
+namespace detail {
+
+// One pattern of a list, matched inside one word.
+enum class pattern { gpt2, number, falcon_punctuation, three_digits, newline, space_letters, space_punctuation, cjk };
+
+class pattern_matcher {
+public:
+    pattern_matcher(std::string_view word, pattern p) : word_(word), p_(p) {
+        for (std::size_t i = 0; i < word.size();) {
+            const code_point c = decode_utf8(word, i);
+            cpts_.push_back({c.valid ? c.value : 0xFFFFFFFFu, i, c.bytes});
+            i += c.bytes;
+        }
+    }
+
+    // The word cut at this pattern's matches: matches and the text between them, in order.
+    void split(std::vector<std::string_view>& out) const {
+        std::size_t gap = 0;  // where the text not matched yet starts
+        auto piece = [&](std::size_t from, std::size_t to) {
+            const std::size_t a = cpts_[from].at, b = to < cpts_.size() ? cpts_[to].at : word_.size();
+            out.push_back(word_.substr(a, b - a));
+        };
+        for (std::size_t pos = 0; pos < cpts_.size();) {
+            const std::size_t end = match(pos);
+            if (end == pos) {
+                ++pos;
+                continue;
+            }
+            if (gap < pos) piece(gap, pos);
+            piece(pos, end);
+            pos = gap = end;
+        }
+        if (gap < cpts_.size()) piece(gap, cpts_.size());
+    }
+
+private:
+    uint32_t at(std::size_t i) const { return i < cpts_.size() ? cpts_[i].value : 0xFFFFFFFEu; }
+    bool in(std::size_t i) const { return i < cpts_.size(); }
+    bool letter(std::size_t i) const { return in(i) && unicode::is_letter(at(i)); }
+    bool number(std::size_t i) const { return in(i) && unicode::is_number(at(i)); }
+    bool space(std::size_t i) const { return in(i) && unicode::is_whitespace(at(i)); }
+    bool punct(std::size_t i) const { return in(i) && unicode::is_punctuation(at(i)); }
+    bool other(std::size_t i) const { return in(i) && !space(i) && !letter(i) && !number(i); }
+
+    template <class Class>
+    std::size_t run(std::size_t p, Class c) const {
+        while (c(p)) ++p;
+        return p;
+    }
+    // ' ?X+' : an optional space, then a run of class X (pos: no match).
+    template <class Class>
+    std::size_t space_then(std::size_t pos, Class c) const {
+        const std::size_t p = at(pos) == ' ' && c(pos + 1) ? pos + 1 : pos;
+        return c(p) ? run(p, c) : pos;
+    }
+
+    // The end of the match at pos, or pos when there is none.
+    std::size_t match(std::size_t pos) const {
+        switch (p_) {
+            case pattern::gpt2: {
+                if (at(pos) == '\'') {
+                    const uint32_t a = at(pos + 1), b = at(pos + 2);
+                    if (a == 's' || a == 't') return pos + 2;
+                    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e')) return pos + 3;
+                    if (a == 'm') return pos + 2;
+                    if (a == 'l' && b == 'l') return pos + 3;
+                    if (a == 'd') return pos + 2;
+                }
+                for (auto c : {+[](const pattern_matcher& m, std::size_t i) { return m.letter(i); },
+                               +[](const pattern_matcher& m, std::size_t i) { return m.number(i); },
+                               +[](const pattern_matcher& m, std::size_t i) { return m.other(i); }}) {
+                    const std::size_t end = space_then(pos, [&](std::size_t i) { return c(*this, i); });
+                    if (end > pos) return end;
+                }
+                // \s+(?!\S): a whitespace run that ends the word, else all of it but its last
+                const std::size_t end = run(pos, [&](std::size_t i) { return space(i); });
+                if (end == pos) return pos;
+                if (end == cpts_.size()) return end;
+                return end - pos >= 2 ? end - 1 : pos;
+            }
+            case pattern::number: return number(pos) ? pos + 1 : pos;
+            case pattern::falcon_punctuation:
+                return run(pos, [&](std::size_t i) {
+                    const uint32_t c = at(i);
+                    return punct(i) || (in(i) && (c == '$' || c == '+' || c == '<' || c == '=' || c == '>' || c == '^' ||
+                                                  c == '~' || c == '|' || c == '`'));
+                });
+            case pattern::three_digits: {
+                auto digit = [&](std::size_t i) { return at(i) >= '0' && at(i) <= '9'; };
+                return digit(pos) && digit(pos + 1) && digit(pos + 2) ? pos + 3 : pos;
+            }
+            case pattern::newline: return at(pos) == '\r' || at(pos) == '\n' ? pos + 1 : pos;
+            case pattern::space_letters:
+            case pattern::space_punctuation: {
+                auto c = [&](std::size_t i) { return p_ == pattern::space_letters ? letter(i) : punct(i); };
+                const std::size_t p = space(pos) && c(pos + 1) ? pos + 1 : pos;
+                return c(p) ? run(p, c) : pos;
+            }
+            case pattern::cjk:  // 一-龥, ࠀ-一, 가-퟿
+                return run(pos, [&](std::size_t i) {
+                    const uint32_t c = at(i);
+                    return in(i) && ((c >= 0x4E00 && c <= 0x9FA5) || (c >= 0x0800 && c <= 0x4E00) || (c >= 0xAC00 && c <= 0xD7FF));
+                });
+        }
+        return pos;
+    }
+
+    std::string_view word_;
+    pattern p_;
+    std::vector<cpt> cpts_;
+};
+
+inline std::vector<pattern> patterns_of(pre_tokenizer kind) {
+    switch (kind) {
+        case pre_tokenizer::gpt2: return {pattern::gpt2};
+        case pre_tokenizer::starcoder: return {pattern::number, pattern::gpt2};
+        case pre_tokenizer::falcon: return {pattern::falcon_punctuation, pattern::gpt2, pattern::three_digits};
+        case pre_tokenizer::deepseek_coder:
+            return {pattern::newline, pattern::space_letters, pattern::space_punctuation, pattern::cjk, pattern::number};
+        case pre_tokenizer::llama3:
+        case pre_tokenizer::qwen2: break;
+    }
+    return {};
+}
+
+}  // namespace detail
+
 // The words of `text` (views into it), in order; together they are the whole text.
 inline std::vector<std::string_view> split_words(std::string_view text, pre_tokenizer kind) {
-    return detail::word_splitter(text, kind).words();
+    if (kind == pre_tokenizer::llama3 || kind == pre_tokenizer::qwen2) return detail::word_splitter(text, kind).words();
+    std::vector<std::string_view> words;
+    if (!text.empty()) words.push_back(text);
+    for (detail::pattern p : detail::patterns_of(kind)) {
+        std::vector<std::string_view> next;
+        for (std::string_view w : words) detail::pattern_matcher(w, p).split(next);
+        words = std::move(next);
+    }
+    return words;
 }
 
 }  // namespace llmrt::text

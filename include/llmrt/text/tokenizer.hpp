@@ -1,7 +1,7 @@
 // Text -> token ids for any vocabulary llmrt reads (SentencePiece or byte-level BPE), with what a
-// prompt needs around the tokenizer proper: bos first when the vocabulary asks for it, and,
-// on request, special tokens written in the text ("<|begin_of_text|>", "<s>") taken as those
-// tokens rather than as text. model::tokenizer_of builds one from a GGUF file's keys.
+// prompt needs around the tokenizer proper: bos first when the vocabulary asks for it,
+// user-defined tokens taken from the text as themselves, and, on request, control tokens written
+// in the text ("<|begin_of_text|>", "<s>") too, rather than as text. model::tokenizer_of builds one from a GGUF file's keys.
 //
 //   const text::tokenizer t = model::tokenizer_of(file.metadata(), model.vocab());
 //   std::vector<int32_t> ids = t.encode("The quick brown fox");                 // bos + text
@@ -28,7 +28,7 @@ namespace llmrt::text {
 
 struct encode_options {
     bool add_bos = true;         // bos first, when the vocabulary adds one (vocabulary::add_bos)
-    bool parse_special = false;  // control and user-defined tokens' texts in the text are those tokens
+    bool parse_special = false;  // control tokens' texts in the text are those tokens (user-defined ones always are)
 };
 
 class tokenizer {
@@ -82,8 +82,10 @@ private:
     std::vector<fragment> fragments(std::string_view text, bool parse_special) const {
         std::vector<fragment> parts;
         if (!text.empty()) parts.push_back({text, -1});
-        if (!parse_special) return parts;
         for (int32_t id : special_) {
+            // User-defined tokens (MPT's runs of spaces, say) are always taken from the text, as
+            // llama.cpp takes them; control tokens only when asked.
+            if (!parse_special && token_kind(vocab_.token_type[std::size_t(id)]) == token_kind::control) continue;
             const std::string& s = vocab_.token_text[std::size_t(id)];
             std::vector<fragment> next;
             for (const fragment& f : parts) {

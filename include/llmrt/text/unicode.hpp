@@ -1,5 +1,5 @@
-// The character classes the pre-tokenizers' patterns use: \p{L} (letters), \p{N} (numbers) and
-// \s (Unicode's White_Space property), by binary search over text/unicode_tables.hpp.
+// The character classes the pre-tokenizers' patterns use: \p{L} (letters), \p{N} (numbers),
+// \p{P} (punctuation) and \s (Unicode's White_Space property), by binary search over text/unicode_tables.hpp.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +21,7 @@ constexpr bool in_ranges(const code_point_range (&ranges)[N], uint32_t cp) noexc
 
 constexpr bool is_letter(uint32_t cp) noexcept { return detail::in_ranges(letter_ranges, cp); }
 constexpr bool is_number(uint32_t cp) noexcept { return detail::in_ranges(number_ranges, cp); }
+constexpr bool is_punctuation(uint32_t cp) noexcept { return detail::in_ranges(punctuation_ranges, cp); }
 
 // White_Space: U+0009..000D, U+0020, U+0085, U+00A0, U+1680, U+2000..200A, U+2028, U+2029,
 // U+202F, U+205F, U+3000.
@@ -33,5 +34,7 @@ static_assert(is_letter('a') && is_letter(0x00E9) && is_letter(0x4E2D) && !is_le
               "letters: a, é and 中 are; 1 and space are not");
 static_assert(is_number('7') && is_number(0x0663) && is_number(0x00BD) && !is_number('x'),
               "numbers: 7, Arabic-Indic 3 and ½ are; x is not");
+static_assert(is_punctuation('!') && is_punctuation(0x3002) && !is_punctuation('$') && !is_punctuation('a'),
+              "punctuation: ! and the ideographic full stop are; $ (a symbol) and a are not");
 
 }  // namespace llmrt::text::unicode
