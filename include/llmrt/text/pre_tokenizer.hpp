@@ -11,6 +11,8 @@
 //   command-r
 //   falcon                [\p{P}\$\+<=>\^~\|`]+, then GPT2, then [0-9][0-9][0-9]
 //   deepseek-coder        [\r\n], then \s?\p{L}+, then \s?\p{P}+, then [一-龥ࠀ-一가-퟿]+, then \p{N}
+//   deepseek-llm          [\r\n], then \s?[A-Za-zµÀ-ÖØ-öø-ƺ...]+ (deepseek_llm_letters), then
+//                         \s?[!-/:-~！-／：-～‘-‟　-。]+, then \s+$, then [一-龥ࠀ-一가-퟿]+, then \p{N}+
 //
 // Where a vocabulary has several patterns, each cuts every word the ones before it left, the
 // text between its matches staying words of their own (llama.cpp's rule). At each position the
@@ -33,7 +35,7 @@
 
 namespace llmrt::text {
 
-enum class pre_tokenizer { llama3, qwen2, gpt2, starcoder, falcon, deepseek_coder };
+enum class pre_tokenizer { llama3, qwen2, gpt2, starcoder, falcon, deepseek_coder, deepseek_llm };
 
 // The pre-tokenizer tokenizer.ggml.pre names; llmrt::error (unsupported) for the others.
 inline pre_tokenizer pre_tokenizer_named(std::string_view name) {
@@ -43,9 +45,10 @@ inline pre_tokenizer pre_tokenizer_named(std::string_view name) {
     if (name == "starcoder" || name == "refact" || name == "command-r") return pre_tokenizer::starcoder;
     if (name == "falcon") return pre_tokenizer::falcon;
     if (name == "deepseek-coder") return pre_tokenizer::deepseek_coder;
+    if (name == "deepseek-llm") return pre_tokenizer::deepseek_llm;
     throw error(errc::unsupported_type, "text: the pre-tokenizer '" + std::string(name) +
                                             "' (tokenizer.ggml.pre) is not supported; llmrt has llama-bpe, qwen2, "
-                                            "gpt-2, mpt, gpt-neox, starcoder, refact, command-r, falcon and deepseek-coder");
+                                            "gpt-2, mpt, gpt-neox, starcoder, refact, command-r, falcon, deepseek-coder and deepseek-llm");
 }
 
 namespace detail {
@@ -145,7 +148,33 @@ private:
 namespace detail {
 
 // One pattern of a list, matched inside one word.
-enum class pattern { gpt2, number, falcon_punctuation, three_digits, newline, space_letters, space_punctuation, cjk };
+enum class pattern {
+    gpt2, number, numbers, falcon_punctuation, three_digits, newline, space_letters, space_punctuation, cjk,
+    deepseek_letters, deepseek_punctuation, trailing_space
+};
+
+// The letters of DeepSeek LLM's pattern, [A-Za-zµÀ-ÖØ-öø-ƺ...] as llama.cpp writes it, as ranges.
+inline constexpr unicode::code_point_range deepseek_llm_letters[] = {
+    {0x41, 0x5A}, {0x61, 0x7A}, {0xB5, 0xB5}, {0xC0, 0xD6}, {0xD8, 0xF6}, {0xF8, 0x1BA},
+    {0x1BC, 0x1BF}, {0x1C4, 0x293}, {0x295, 0x2AF}, {0x370, 0x373}, {0x376, 0x376}, {0x377, 0x377},
+    {0x37B, 0x37D}, {0x37F, 0x37F}, {0x386, 0x386}, {0x388, 0x38A}, {0x38C, 0x38C}, {0x38E, 0x3A1},
+    {0x3A3, 0x3F5}, {0x3F7, 0x481}, {0x48A, 0x52F}, {0x531, 0x556}, {0x10A0, 0x10C5}, {0x13A0, 0x13F5},
+    {0x13F8, 0x13FD}, {0x1C90, 0x1CBA}, {0x1CBD, 0x1CBF}, {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A},
+    {0x1E00, 0x1F15}, {0x1F18, 0x1F1D}, {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59},
+    {0x1F5B, 0x1F5B}, {0x1F5D, 0x1F5D}, {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC}, {0x1FBE, 0x1FBE},
+    {0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC}, {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB}, {0x1FE0, 0x1FEC}, {0x1FF2, 0x1FF4},
+    {0x1FF6, 0x1FFC}, {0x2102, 0x2102}, {0x2107, 0x2107}, {0x210A, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211D},
+    {0x2124, 0x2124}, {0x2126, 0x2126}, {0x2128, 0x2128}, {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139},
+    {0x213C, 0x213F}, {0x2145, 0x2149}, {0x214E, 0x214E}, {0x2183, 0x2183}, {0x2184, 0x2184}, {0x2C00, 0x2C7B},
+    {0x2C7E, 0x2CE4}, {0x2CEB, 0x2CEE}, {0x2CF2, 0x2CF2}, {0x2CF3, 0x2CF3}, {0xA640, 0xA66D}, {0xA680, 0xA69B},
+    {0xA722, 0xA76F}, {0xA771, 0xA787}, {0xA78B, 0xA78E}, {0xAB70, 0xABBF}, {0xFB00, 0xFB06}, {0xFB13, 0xFB17},
+    {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A}, {0x10400, 0x1044F}, {0x104B0, 0x104D3}, {0x104D8, 0x104FB}, {0x10C80, 0x10CB2},
+    {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
+};
+// Its punctuation: [!-/:-~！-／：-～‘-‟　-。].
+inline constexpr unicode::code_point_range deepseek_llm_punctuation[] = {
+    {0x21, 0x2F}, {0x3A, 0x7E}, {0x2018, 0x201F}, {0x3000, 0x3002}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E},
+};
 
 class pattern_matcher {
 public:
@@ -223,6 +252,20 @@ private:
                 return end - pos >= 2 ? end - 1 : pos;
             }
             case pattern::number: return number(pos) ? pos + 1 : pos;
+            case pattern::numbers: return run(pos, [&](std::size_t i) { return number(i); });
+            case pattern::deepseek_letters:
+            case pattern::deepseek_punctuation: {
+                auto c = [&](std::size_t i) {
+                    return in(i) && (p_ == pattern::deepseek_letters ? unicode::detail::in_ranges(deepseek_llm_letters, at(i))
+                                                                      : unicode::detail::in_ranges(deepseek_llm_punctuation, at(i)));
+                };
+                const std::size_t p = space(pos) && c(pos + 1) ? pos + 1 : pos;
+                return c(p) ? run(p, c) : pos;
+            }
+            case pattern::trailing_space: {  // \s+$
+                const std::size_t end = run(pos, [&](std::size_t i) { return space(i); });
+                return end == cpts_.size() ? end : pos;
+            }
             case pattern::falcon_punctuation:
                 return run(pos, [&](std::size_t i) {
                     const uint32_t c = at(i);
@@ -261,6 +304,9 @@ inline std::vector<pattern> patterns_of(pre_tokenizer kind) {
         case pre_tokenizer::falcon: return {pattern::falcon_punctuation, pattern::gpt2, pattern::three_digits};
         case pre_tokenizer::deepseek_coder:
             return {pattern::newline, pattern::space_letters, pattern::space_punctuation, pattern::cjk, pattern::number};
+        case pre_tokenizer::deepseek_llm:
+            return {pattern::newline, pattern::deepseek_letters, pattern::deepseek_punctuation, pattern::trailing_space,
+                    pattern::cjk, pattern::numbers};
         case pre_tokenizer::llama3:
         case pre_tokenizer::qwen2: break;
     }
