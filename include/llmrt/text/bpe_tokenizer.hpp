@@ -23,6 +23,7 @@
 
 #include "llmrt/core/error.hpp"
 #include "llmrt/text/byte_level.hpp"
+#include "llmrt/text/merge.hpp"
 #include "llmrt/text/pre_tokenizer.hpp"
 #include "llmrt/text/utf8.hpp"
 
@@ -58,10 +59,7 @@ public:
     }
 
 private:
-    struct symbol {
-        int32_t prev = -1, next = -1;
-        std::size_t at = 0, n = 0;  // bytes of the word (n = 0: merged away)
-    };
+    using symbol = detail::merge_symbol;
     struct bigram {
         int32_t left = 0, right = 0, rank = 0;
         std::size_t n = 0;
@@ -85,33 +83,14 @@ private:
                 out.push_back(id);
                 return;
             }
-        std::vector<symbol> symbols;
-        for (std::size_t at = 0; at < w.size();) {
-            const std::size_t n = decode_utf8(w, at).bytes;
-            symbols.push_back({int32_t(symbols.size()) - 1, at + n < w.size() ? int32_t(symbols.size()) + 1 : -1, at, n});
-            at += n;
-        }
+        std::vector<symbol> symbols = detail::character_symbols(w.size(), [&](std::size_t at) { return decode_utf8(w, at).bytes; });
         std::priority_queue<bigram, std::vector<bigram>, lower_priority> queue;
-        auto try_add = [&](int32_t left, int32_t right) {
+        detail::merge_pairs(symbols, queue, [&](int32_t left, int32_t right) {
             if (left < 0 || right < 0) return;
             const symbol& l = symbols[std::size_t(left)];
             const symbol& r = symbols[std::size_t(right)];
             if (const int32_t k = rank(w, l, r); k >= 0) queue.push({left, right, k, l.n + r.n});
-        };
-        for (int32_t i = 1; i < int32_t(symbols.size()); ++i) try_add(i - 1, i);
-        while (!queue.empty()) {
-            const bigram b = queue.top();
-            queue.pop();
-            symbol& l = symbols[std::size_t(b.left)];
-            symbol& r = symbols[std::size_t(b.right)];
-            if (l.n == 0 || r.n == 0 || l.next != b.right || l.n + r.n != b.n) continue;  // outdated
-            l.n += r.n;
-            r.n = 0;
-            l.next = r.next;
-            if (r.next >= 0) symbols[std::size_t(r.next)].prev = b.left;
-            try_add(l.prev, b.left);
-            try_add(b.left, l.next);
-        }
+        });
         for (int32_t i = 0; i >= 0; i = symbols[std::size_t(i)].next) {
             const symbol& s = symbols[std::size_t(i)];
             const std::string piece = w.substr(s.at, s.n);

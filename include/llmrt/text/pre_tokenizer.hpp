@@ -58,18 +58,22 @@ struct cpt {
     std::size_t at = 0, bytes = 0;  // where it lies in the text
 };
 
+// The characters of `text`; a byte that starts no valid character is one of its own, of no class.
+inline std::vector<cpt> code_points(std::string_view text) {
+    std::vector<cpt> out;
+    for (std::size_t i = 0; i < text.size();) {
+        const code_point c = decode_utf8(text, i);
+        out.push_back({c.valid ? c.value : 0xFFFFFFFFu, i, c.bytes});
+        i += c.bytes;
+    }
+    return out;
+}
+
 inline bool ascii_is(uint32_t c, char lower) { return c == uint32_t(lower) || c == uint32_t(lower - 'a' + 'A'); }
 
 class word_splitter {
 public:
-    word_splitter(std::string_view text, pre_tokenizer kind) : text_(text), kind_(kind) {
-        for (std::size_t i = 0; i < text.size();) {
-            const code_point c = decode_utf8(text, i);
-            // A byte that starts no valid character is a character of its own, of no class.
-            cpts_.push_back({c.valid ? c.value : 0xFFFFFFFFu, i, c.bytes});
-            i += c.bytes;
-        }
-    }
+    word_splitter(std::string_view text, pre_tokenizer kind) : text_(text), kind_(kind), cpts_(code_points(text)) {}
 
     std::vector<std::string_view> words() {
         std::vector<std::string_view> out;
@@ -178,13 +182,7 @@ inline constexpr unicode::code_point_range deepseek_llm_punctuation[] = {
 
 class pattern_matcher {
 public:
-    pattern_matcher(std::string_view word, pattern p) : word_(word), p_(p) {
-        for (std::size_t i = 0; i < word.size();) {
-            const code_point c = decode_utf8(word, i);
-            cpts_.push_back({c.valid ? c.value : 0xFFFFFFFFu, i, c.bytes});
-            i += c.bytes;
-        }
-    }
+    pattern_matcher(std::string_view word, pattern p) : word_(word), p_(p), cpts_(code_points(word)) {}
 
     // The word cut at this pattern's matches: matches and the text between them, in order.
     void split(std::vector<std::string_view>& out) const {

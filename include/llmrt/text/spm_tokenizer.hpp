@@ -14,6 +14,7 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <queue>
 #include <string>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "llmrt/core/error.hpp"
+#include "llmrt/text/merge.hpp"
 
 namespace llmrt::text {
 
@@ -84,10 +86,7 @@ private:
         return lengths[static_cast<unsigned char>(first) >> 4];
     }
 
-    struct symbol {
-        int32_t prev = -1, next = -1;
-        std::size_t at = 0, n = 0;  // the symbol's bytes in the text (n = 0: merged away)
-    };
+    using symbol = detail::merge_symbol;
     struct bigram {
         int32_t left = 0, right = 0;
         float score = 0.0f;
@@ -102,33 +101,13 @@ private:
 
     class session {
     public:
-        session(const spm_tokenizer& t, const std::string& s) : t_(t), s_(s) {
-            for (std::size_t at = 0; at < s.size();) {
-                symbol sym;
-                sym.at = at;
-                sym.n = std::min(s.size() - at, char_length(s[at]));
-                sym.prev = int32_t(symbols_.size()) - 1;
-                sym.next = at + sym.n < s.size() ? int32_t(symbols_.size()) + 1 : -1;
-                at += sym.n;
-                symbols_.push_back(sym);
-            }
-        }
+        session(const spm_tokenizer& t, const std::string& s)
+            : t_(t), s_(s), symbols_(detail::character_symbols(s.size(), [&](std::size_t at) {
+                  return std::min(s.size() - at, char_length(s[at]));
+              })) {}
 
         void run(std::vector<int32_t>& out) {
-            for (int32_t i = 1; i < int32_t(symbols_.size()); ++i) try_add(i - 1, i);
-            while (!queue_.empty()) {
-                const bigram b = queue_.top();
-                queue_.pop();
-                symbol& left = symbols_[std::size_t(b.left)];
-                symbol& right = symbols_[std::size_t(b.right)];
-                if (left.n == 0 || right.n == 0 || left.n + right.n != b.n) continue;  // outdated
-                left.n += right.n;
-                right.n = 0;
-                left.next = right.next;
-                if (right.next >= 0) symbols_[std::size_t(right.next)].prev = b.left;
-                try_add(left.prev, b.left);
-                try_add(b.left, left.next);
-            }
+            detail::merge_pairs(symbols_, queue_, [&](int32_t left, int32_t right) { try_add(left, right); });
             for (int32_t i = 0; i >= 0 && i < int32_t(symbols_.size()); i = symbols_[std::size_t(i)].next)
                 resegment(symbols_[std::size_t(i)], out);
         }
