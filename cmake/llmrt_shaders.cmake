@@ -153,10 +153,11 @@ function(llmrt_add_shader target glsl)
     VERBATIM)
 
   # The headers are built by a custom target the shader's owner depends on; for an INTERFACE
-  # library CMake makes every consumer wait for it.
+  # library CMake makes every consumer wait for it. It is part of ALL, so that a build of the
+  # default target (then cmake --install) has every header, whoever consumes them.
   set(_gen "${target}_spirv")
   if(NOT TARGET ${_gen})
-    add_custom_target(${_gen})
+    add_custom_target(${_gen} ALL)
     add_dependencies(${target} ${_gen})
     get_target_property(_type ${target} TYPE)
     if(_type STREQUAL "INTERFACE_LIBRARY")
