@@ -68,9 +68,7 @@ int main(int argc, char** argv) {
         std::printf("|---|---|---|---|---|---|---|---|\n");
         for (const std::string& path : vocabs) {
             const gguf::file f = gguf::file::open(path);
-            const auto* tokens = std::get_if<gguf::array>(f.metadata().find("tokenizer.ggml.tokens"));
-            if (!tokens) throw std::runtime_error(path + " has no tokenizer.ggml.tokens");
-            const sample::vocabulary v = model::read_vocabulary(f.metadata(), int32_t(tokens->size()));
+            const sample::vocabulary v = model::read_vocabulary(f.metadata());
             const text::tokenizer t = model::tokenizer_of(f.metadata(), v);
             std::vector<int32_t> ids;
             double best = 1e30;
@@ -83,7 +81,7 @@ int main(int argc, char** argv) {
             const std::string back = text::detokenizer(v).text(ids);
             const double decode = seconds_since(start);
             const std::string name = path.substr(path.find_last_of('/') + 1);
-            const std::string pre = f.metadata().contains("tokenizer.ggml.pre") ? f.metadata().get<std::string>("tokenizer.ggml.pre") : "";
+            const std::string pre = f.metadata().get_or<std::string>("tokenizer.ggml.pre", "");
             std::printf("| %s | %s %s | %zu | %.3f | %.1f | %.0f | %.3f | %s |\n", name.c_str(), v.tokenizer.c_str(), pre.c_str(),
                         ids.size(), best, double(text.size()) / 1e6 / best, double(ids.size()) / best, decode,
                         back == text ? "exact" : "DIFFERS");

@@ -114,17 +114,14 @@ template <class Backend>
 void run(Backend& backend, const std::string& backend_description, std::shared_ptr<const llmrt::gguf::file> file,
          const arguments& a) {
     using namespace llmrt;
-    int32_t n_ctx = a.n_ctx;
-    if (n_ctx == 0) {  // the model's context, capped: a cache for 128k positions is rarely what a demo wants
-        const auto h = model::load_llama_weights(*file).hparams;
-        n_ctx = std::min<int32_t>(h.n_ctx_train, 2048);
-    }
+    const model::llama_hparams file_hparams = model::load_llama_weights(*file).hparams;
+    // The model's context, capped: a cache for 128k positions is rarely what a demo wants.
+    const int32_t n_ctx = a.n_ctx != 0 ? a.n_ctx : std::min<int32_t>(file_hparams.n_ctx_train, 2048);
     // -p: the text through the file's own tokenizer (bos as the vocabulary says, special tokens
     // such as <|begin_of_text|> written in the text taken as those tokens).
     std::vector<int32_t> prompt = a.prompt;
     if (a.has_prompt_text) {
-        const auto h = model::load_llama_weights(*file).hparams;
-        const sample::vocabulary v = model::read_vocabulary(file->metadata(), h.n_vocab);
+        const sample::vocabulary v = model::read_vocabulary(file->metadata(), file_hparams.n_vocab);
         prompt = model::tokenizer_of(file->metadata(), v).encode(a.prompt_text, {.parse_special = true});
         check(!prompt.empty(), errc::invalid_argument, "-p: the prompt text gives no tokens");
     }

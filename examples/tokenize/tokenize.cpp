@@ -43,10 +43,7 @@ int main(int argc, char** argv) {
         if (path.empty()) llmrt_examples::bad_argument("needs a GGUF file (MODEL.gguf)");
         if (has_prompt && has_ids) llmrt_examples::bad_argument("-p and --ids: one or the other");
         const gguf::file f = gguf::file::open(path);
-        const gguf::value* tokens = f.metadata().find("tokenizer.ggml.tokens");
-        const auto* list = tokens ? std::get_if<gguf::array>(tokens) : nullptr;
-        check(list != nullptr, errc::invalid_argument, [&] { return path + " has no tokenizer.ggml.tokens array"; });
-        const sample::vocabulary v = model::read_vocabulary(f.metadata(), int32_t(list->size()));
+        const sample::vocabulary v = model::read_vocabulary(f.metadata());
         const text::detokenizer d(v);
         if (has_ids) {
             if (pieces)

@@ -57,6 +57,13 @@ inline std::string spm_spaces(std::string_view piece) {
     return out;
 }
 
+// The bytes a SentencePiece token text stands for: "<0xNN>" the byte NN, else the text with every
+// "▁" as a space.
+inline std::string spm_piece_text(std::string_view piece) {
+    const int b = byte_token_value(piece);
+    return b >= 0 ? std::string(1, char(b)) : spm_spaces(piece);
+}
+
 class detokenizer {
 public:
     enum class family { sentencepiece, byte_level, plain };
@@ -95,10 +102,7 @@ public:
             case token_kind::undefined: break;
         }
         switch (family_) {
-            case family::sentencepiece: {
-                const int b = byte_token_value(t);
-                return b >= 0 ? std::string(1, char(b)) : spm_spaces(t);
-            }
+            case family::sentencepiece: return spm_piece_text(t);
             case family::byte_level: return byte_level_decode(t);
             case family::plain: break;
         }
