@@ -71,28 +71,47 @@ inline std::vector<cpt> code_points(std::string_view text) {
 
 inline bool ascii_is(uint32_t c, char lower) { return c == uint32_t(lower) || c == uint32_t(lower - 'a' + 'A'); }
 
-class word_splitter {
+// A text as characters, with the classes the patterns test; past either end a position is in
+// no class.
+class coded_text {
+protected:
+    explicit coded_text(std::string_view text) : text_(text), cpts_(code_points(text)) {}
+
+    // The text of characters [from, to).
+    std::string_view slice(std::size_t from, std::size_t to) const {
+        const std::size_t a = cpts_[from].at, b = to < size() ? cpts_[to].at : text_.size();
+        return text_.substr(a, b - a);
+    }
+    std::size_t size() const noexcept { return cpts_.size(); }
+    uint32_t at(std::size_t i) const { return i < size() ? cpts_[i].value : 0xFFFFFFFEu; }
+    bool in(std::size_t i) const { return i < size(); }
+    bool letter(std::size_t i) const { return in(i) && unicode::is_letter(at(i)); }
+    bool number(std::size_t i) const { return in(i) && unicode::is_number(at(i)); }
+    bool space(std::size_t i) const { return in(i) && unicode::is_whitespace(at(i)); }
+    bool punct(std::size_t i) const { return in(i) && unicode::is_punctuation(at(i)); }
+    bool newline(std::size_t i) const { return at(i) == '\r' || at(i) == '\n'; }
+    bool other(std::size_t i) const { return in(i) && !space(i) && !letter(i) && !number(i); }
+
+private:
+    std::string_view text_;
+    std::vector<cpt> cpts_;
+};
+
+class word_splitter : coded_text {
 public:
-    word_splitter(std::string_view text, pre_tokenizer kind) : text_(text), kind_(kind), cpts_(code_points(text)) {}
+    word_splitter(std::string_view text, pre_tokenizer kind) : coded_text(text), kind_(kind) {}
 
     std::vector<std::string_view> words() {
         std::vector<std::string_view> out;
-        for (std::size_t pos = 0; pos < cpts_.size();) {
+        for (std::size_t pos = 0; pos < size();) {
             const std::size_t end = match(pos);
-            const std::size_t from = cpts_[pos].at, to = end < cpts_.size() ? cpts_[end].at : text_.size();
-            out.push_back(text_.substr(from, to - from));
+            out.push_back(slice(pos, end));
             pos = end;
         }
         return out;
     }
 
 private:
-    uint32_t at(std::size_t i) const { return i < cpts_.size() ? cpts_[i].value : 0xFFFFFFFEu; }
-    bool letter(std::size_t i) const { return i < cpts_.size() && unicode::is_letter(at(i)); }
-    bool number(std::size_t i) const { return i < cpts_.size() && unicode::is_number(at(i)); }
-    bool space(std::size_t i) const { return i < cpts_.size() && unicode::is_whitespace(at(i)); }
-    bool newline(std::size_t i) const { return at(i) == '\r' || at(i) == '\n'; }
-    bool other(std::size_t i) const { return i < cpts_.size() && !space(i) && !letter(i) && !number(i); }
 
     // The end of the match at pos (> pos).
     std::size_t match(std::size_t pos) const {
@@ -138,13 +157,11 @@ private:
         for (std::size_t p = run; p > pos; --p)
             if (newline(p - 1)) return p;
         // \s+(?!\S) : all of a run that ends the text, else all but its last character
-        if (run == cpts_.size() || run - pos == 1) return run == cpts_.size() ? run : pos + 1;
+        if (run == size() || run - pos == 1) return run == size() ? run : pos + 1;
         return run - 1;
     }
 
-    std::string_view text_;
     pre_tokenizer kind_;
-    std::vector<cpt> cpts_;
 };
 
 }  // namespace detail
@@ -180,39 +197,27 @@ inline constexpr unicode::code_point_range deepseek_llm_punctuation[] = {
     {0x21, 0x2F}, {0x3A, 0x7E}, {0x2018, 0x201F}, {0x3000, 0x3002}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E},
 };
 
-class pattern_matcher {
+class pattern_matcher : coded_text {
 public:
-    pattern_matcher(std::string_view word, pattern p) : word_(word), p_(p), cpts_(code_points(word)) {}
+    pattern_matcher(std::string_view word, pattern p) : coded_text(word), p_(p) {}
 
     // The word cut at this pattern's matches: matches and the text between them, in order.
     void split(std::vector<std::string_view>& out) const {
         std::size_t gap = 0;  // where the text not matched yet starts
-        auto piece = [&](std::size_t from, std::size_t to) {
-            const std::size_t a = cpts_[from].at, b = to < cpts_.size() ? cpts_[to].at : word_.size();
-            out.push_back(word_.substr(a, b - a));
-        };
-        for (std::size_t pos = 0; pos < cpts_.size();) {
+        for (std::size_t pos = 0; pos < size();) {
             const std::size_t end = match(pos);
             if (end == pos) {
                 ++pos;
                 continue;
             }
-            if (gap < pos) piece(gap, pos);
-            piece(pos, end);
+            if (gap < pos) out.push_back(slice(gap, pos));
+            out.push_back(slice(pos, end));
             pos = gap = end;
         }
-        if (gap < cpts_.size()) piece(gap, cpts_.size());
+        if (gap < size()) out.push_back(slice(gap, size()));
     }
 
 private:
-    uint32_t at(std::size_t i) const { return i < cpts_.size() ? cpts_[i].value : 0xFFFFFFFEu; }
-    bool in(std::size_t i) const { return i < cpts_.size(); }
-    bool letter(std::size_t i) const { return in(i) && unicode::is_letter(at(i)); }
-    bool number(std::size_t i) const { return in(i) && unicode::is_number(at(i)); }
-    bool space(std::size_t i) const { return in(i) && unicode::is_whitespace(at(i)); }
-    bool punct(std::size_t i) const { return in(i) && unicode::is_punctuation(at(i)); }
-    bool other(std::size_t i) const { return in(i) && !space(i) && !letter(i) && !number(i); }
-
     template <class Class>
     std::size_t run(std::size_t p, Class c) const {
         while (c(p)) ++p;
@@ -246,7 +251,7 @@ private:
                 // \s+(?!\S): a whitespace run that ends the word, else all of it but its last
                 const std::size_t end = run(pos, [&](std::size_t i) { return space(i); });
                 if (end == pos) return pos;
-                if (end == cpts_.size()) return end;
+                if (end == size()) return end;
                 return end - pos >= 2 ? end - 1 : pos;
             }
             case pattern::number: return number(pos) ? pos + 1 : pos;
@@ -262,7 +267,7 @@ private:
             }
             case pattern::trailing_space: {  // \s+$
                 const std::size_t end = run(pos, [&](std::size_t i) { return space(i); });
-                return end == cpts_.size() ? end : pos;
+                return end == size() ? end : pos;
             }
             case pattern::falcon_punctuation:
                 return run(pos, [&](std::size_t i) {
@@ -290,9 +295,7 @@ private:
         return pos;
     }
 
-    std::string_view word_;
     pattern p_;
-    std::vector<cpt> cpts_;
 };
 
 inline std::vector<pattern> patterns_of(pre_tokenizer kind) {
