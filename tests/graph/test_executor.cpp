@@ -77,7 +77,7 @@ TEST_CASE("each column of a batched run has the bits of a one-token run") {
     const auto x = gaussian(std::size_t(small_net::k * 4), 5);
     ex.write(net.x, std::span<const float>(x));
     ex.run(4);
-    std::vector<float> batch(std::size_t(small_net::rows * 4)), single(std::size_t(small_net::rows));
+    std::vector<float> batch(std::size_t{small_net::rows * 4}), single(std::size_t{small_net::rows});
     ex.read(net.y, std::span<float>(batch));
     for (int c = 0; c < 4; ++c) {
         ex.write(net.x, std::span<const float>(x.data() + c * small_net::k, small_net::k));
@@ -94,7 +94,7 @@ TEST_CASE("with float activations the CPU backend matches cpu::matvec in f32") {
     const auto x = gaussian(std::size_t(small_net::k), 9);
     ex.write(net.x, std::span<const float>(x));
     ex.run(1);
-    std::vector<float> y(std::size_t(small_net::rows)), h(x.size()), ref(y.size());
+    std::vector<float> y(std::size_t{small_net::rows}), h(x.size()), ref(y.size());
     ex.read(net.y, std::span<float>(y));
     cpu::rms_norm(x.data(), h.data(), small_net::k, 1, 1e-6f);
     cpu::mul(h.data(), net.norm.data(), h.data(), small_net::k, 1, true);
