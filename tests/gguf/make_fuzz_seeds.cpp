@@ -38,6 +38,12 @@ int main(int argc, char** argv) {
 
         llmrt_test::sample_writer().write(dir / "sample.gguf");
 
+        // Tensors of types llmrt cannot decode (iq2_xxs, iq3_s, tq1_0, i32), listed all the same.
+        gguf::writer undecodable;
+        undecodable.set("general.architecture", std::string("llama"));
+        llmrt_test::add_undecodable_tensors(undecodable);
+        undecodable.write(dir / "undecodable_tensors.gguf");
+
         // Models of a few KiB: 32-value rows (whole q8_0 blocks), two heads sharing one KV head.
         model::llama_shape tiny;
         tiny.n_vocab = 32;
@@ -51,7 +57,7 @@ int main(int argc, char** argv) {
         tiny.tied_output = true;
         tiny.n_layer = 2;
         model::make_random_llama(tiny, qtype::f16, 2).write(dir / "tiny_llama_f16_tied.gguf");
-        std::printf("wrote 6 seed files to %s\n", dir.c_str());
+        std::printf("wrote 7 seed files to %s\n", dir.c_str());
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "%s\n", e.what());

@@ -107,6 +107,35 @@ inline void add_sample_tensors(gguf::writer& w, std::initializer_list<qtype> ski
     });
 }
 
+// Types ggml defines that llmrt cannot decode and has no plan to, with a shape of whole blocks
+// for each: the tensors of the listing tests.
+struct undecodable_sample {
+    uint32_t id;
+    const char* name;
+    std::vector<int64_t> shape;
+};
+inline const std::vector<undecodable_sample>& undecodable_samples() {
+    static const std::vector<undecodable_sample> samples{
+        {16, "iq2_xxs", {256, 2}}, {21, "iq3_s", {512}}, {34, "tq1_0", {256, 1, 3}}, {26, "i32", {5, 3}}};
+    return samples;
+}
+
+// Bytes a tensor of ggml type `id` and `shape` takes, from ggml's table.
+inline std::size_t ggml_bytes(uint32_t id, const std::vector<int64_t>& shape) {
+    const gguf::ggml_type_info& t = gguf::ggml_types.at(id);
+    return std::size_t(shape[0] / t.block_size * t.type_size * rows_of(shape));
+}
+
+// Adds one tensor of each undecodable_samples() type, named "<type>.weight", of random bytes.
+inline void add_undecodable_tensors(gguf::writer& w, uint32_t seed = 5) {
+    std::mt19937 rng(seed);
+    for (const auto& s : undecodable_samples()) {
+        std::vector<std::byte> bytes(ggml_bytes(s.id, s.shape));
+        for (std::byte& b : bytes) b = std::byte(rng());
+        w.add_tensor(std::string(s.name) + ".weight", qtype(s.id), s.shape, bytes);
+    }
+}
+
 // The sample file; with an alignment, general.alignment is set first.
 inline gguf::writer sample_writer(std::optional<uint32_t> alignment = std::nullopt,
                                   std::initializer_list<qtype> skip_types = {}) {
@@ -172,7 +201,7 @@ inline std::string canonical(const gguf::value& v) {
 
 struct manifest_tensor {
     std::string name;
-    qtype type;
+    uint32_t type_id;
     uint32_t n_dims;
     std::array<int64_t, 4> ne;
     uint64_t offset;
@@ -191,7 +220,7 @@ inline std::vector<std::string> manifest(uint32_t alignment, const gguf::metadat
         }
         char checksum[17];
         std::snprintf(checksum, sizeof(checksum), "%016llx", static_cast<unsigned long long>(fnv1a64(t.bytes)));
-        lines.push_back("tensor " + t.name + " " + std::to_string(uint32_t(t.type)) + " [" + ne + "] " +
+        lines.push_back("tensor " + t.name + " " + std::to_string(t.type_id) + " [" + ne + "] " +
                         std::to_string(t.offset) + " " + std::to_string(t.bytes.size()) + " " + checksum);
     }
     return lines;
@@ -200,7 +229,7 @@ inline std::vector<std::string> manifest(uint32_t alignment, const gguf::metadat
 // What a reader saw.
 inline std::vector<std::string> manifest(const gguf::file& f) {
     std::vector<manifest_tensor> tensors;
-    for (const auto& t : f.tensors()) tensors.push_back({t.name, t.type, t.n_dims, t.ne, t.offset, t.bytes()});
+    for (const auto& t : f.tensors()) tensors.push_back({t.name, t.type_id, t.n_dims, t.ne, t.offset, t.bytes()});
     return manifest(f.alignment(), f.metadata(), tensors);
 }
 
@@ -210,7 +239,7 @@ inline std::vector<std::string> manifest(const gguf::writer& w) {
     std::vector<manifest_tensor> tensors;
     uint64_t offset = 0;
     for (const auto& t : w.tensors()) {
-        tensors.push_back({t.name, t.type, t.n_dims, t.ne, offset, t.bytes()});
+        tensors.push_back({t.name, uint32_t(t.type), t.n_dims, t.ne, offset, t.bytes()});
         offset += (t.bytes().size() + w.alignment() - 1) / w.alignment() * w.alignment();
     }
     return manifest(w.alignment(), w.metadata(), tensors);

@@ -66,10 +66,12 @@ TEST_CASE("a string value longer than the rest of the file is rejected at the st
 
 TEST_CASE("an array count beyond the end is rejected at the count without a huge allocation") {
     const uint64_t count_at = value_of_k + 4;
-    for (const auto& [element, count] : {std::pair{T::uint8, std::numeric_limits<uint64_t>::max()},
-                                        std::pair{T::uint32, uint64_t(1) << 61}, std::pair{T::float64, uint64_t(6)},
-                                        std::pair{T::string, uint64_t(1) << 40}, std::pair{T::array, uint64_t(4)}}) {
-        CAPTURE(gguf::type_name(element));
+    for (const auto& element_count : {std::pair{T::uint8, std::numeric_limits<uint64_t>::max()},
+                                      std::pair{T::uint32, uint64_t(1) << 61}, std::pair{T::float64, uint64_t(6)},
+                                      std::pair{T::string, uint64_t(1) << 40}, std::pair{T::array, uint64_t(4)}}) {
+        const auto [element, count] = element_count;
+        const char* element_name = gguf::type_name(element);  // clang 14: a lambda cannot name a binding
+        CAPTURE(element_name);
         check_rejected(
             gguf_bytes{}.header(0, 1).str("k").u32(uint32_t(T::array)).u32(uint32_t(element)).u64(count).zeros(40),
             count_at, "needs at least");
@@ -142,10 +144,29 @@ TEST_CASE("a tensor whose byte size overflows is rejected at its type") {
                    "byte size overflows");
 }
 
-TEST_CASE("a tensor type outside llmrt's list is rejected naming the tensor and the type id") {
-    // 2 is ggml's q4_0.
-    check_rejected(gguf_bytes{}.header(1, 0).tensor_info("t", {32}, qtype(2), 0).pad_to(32).zeros(32),
-                   ne0_of_t + 8, "tensor 't' has ggml type id 2", errc::unsupported_type);
+TEST_CASE("a tensor type id that ggml does not define is rejected naming the tensor, the id and its offset") {
+    const auto with_type = [](uint32_t id) {
+        return gguf_bytes{}.header(1, 0).tensor_info("t", {256}, qtype(id), 0).pad_to(32).zeros(2048);
+    };
+    // Removed from ggml: 4 and 5 long ago, 31..33 and 36..38 from GGUF files.
+    check_rejected(with_type(4), ne0_of_t + 8, "tensor 't': ggml type id 4 (q4_2, removed from ggml)",
+                   errc::unsupported_type);
+    check_rejected(with_type(5), ne0_of_t + 8, "ggml type id 5 (q4_3, removed from ggml)", errc::unsupported_type);
+    for (const auto& removed : {std::pair{31u, "q4_0_4_4"}, std::pair{32u, "q4_0_4_8"}, std::pair{33u, "q4_0_8_8"},
+                                std::pair{36u, "iq4_nl_4_4"}, std::pair{37u, "iq4_nl_4_8"}, std::pair{38u, "iq4_nl_8_8"}}) {
+        CAPTURE(removed.second);
+        check_rejected(with_type(removed.first), ne0_of_t + 8,
+                       "tensor 't': ggml type id " + std::to_string(removed.first) + " (" + removed.second +
+                           ", removed from ggml)",
+                       errc::unsupported_type);
+    }
+    // Never defined.
+    for (uint32_t id : {43u, 1000u, 0xffffffffu}) {
+        CAPTURE(id);
+        check_rejected(with_type(id), ne0_of_t + 8,
+                       "tensor 't': unknown ggml type id " + std::to_string(id) + " (ggml defines 0..42)",
+                       errc::unsupported_type);
+    }
 }
 
 TEST_CASE("ne[0] that is not a multiple of the block size is rejected at the type") {

@@ -8,8 +8,10 @@
 
 #include <sys/wait.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -83,14 +85,16 @@ void check_same_lines(const std::vector<std::string>& expected, const std::vecto
 
 }  // namespace
 
-TEST_CASE("a GGUF written by llmrt reads back through gguf's GGUFReader with the same metadata and tensor bytes") {
+TEST_CASE("a GGUF written by llmrt reads back through gguf's GGUFReader with the same metadata and tensor bytes, "
+          "tensors of types llmrt cannot decode included") {
     require_python_gguf();
     for (const std::optional<uint32_t> alignment : {std::optional<uint32_t>{}, std::optional<uint32_t>{64}}) {
         CAPTURE(alignment.value_or(0));
         // q8_1 is left out: gguf's GGML_QUANT_SIZES gives it 40 bytes a block where ggml's
         // block_q8_1 has 36, so GGUFReader sizes it wrongly. It is an activation type that no
         // model file holds.
-        const auto w = llmrt_test::sample_writer(alignment, {qtype::q8_1});
+        auto w = llmrt_test::sample_writer(alignment, {qtype::q8_1});
+        llmrt_test::add_undecodable_tensors(w);  // iq2_xxs, iq3_s, tq1_0, i32
         const auto gguf_path = llmrt_test::scratch_dir() / "llmrt_written.gguf";
         const auto manifest = llmrt_test::scratch_dir() / "llmrt_written.manifest";
         w.write(gguf_path);
@@ -100,7 +104,8 @@ TEST_CASE("a GGUF written by llmrt reads back through gguf's GGUFReader with the
     }
 }
 
-TEST_CASE("a GGUF written by gguf's GGUFWriter loads in llmrt with the same metadata and tensor bytes") {
+TEST_CASE("a GGUF written by gguf's GGUFWriter loads in llmrt with the same metadata and tensor bytes, tensors of "
+          "types llmrt cannot decode listed") {
     require_python_gguf();
     const auto gguf_path = llmrt_test::scratch_dir() / "gguf_written.gguf";
     const auto manifest = llmrt_test::scratch_dir() / "gguf_written.manifest";
@@ -118,7 +123,39 @@ TEST_CASE("a GGUF written by gguf's GGUFWriter loads in llmrt with the same meta
     CHECK(f.get<std::vector<float>>("tokenizer.ggml.scores")[2] == 2.25f);
     CHECK(f.get<std::vector<gguf::array>>("test.array.nested")[1] == gguf::array(std::vector<int32_t>{3, 4, 5}));
     CHECK(f.tensor("f32.weight").ne == std::array<int64_t, 4>{8, 2, 3, 2});
-    CHECK(f.tensor("q4_k.weight").type == qtype::q4_K);
+    CHECK(f.tensor("q4_k.weight").type() == qtype::q4_K);
+    for (const char* type : {"iq2_xxs", "iq3_s", "tq1_0"}) {
+        CAPTURE(type);
+        const auto& t = f.tensor(std::string(type) + ".weight");
+        CHECK(std::string(t.type_name()) == type);
+        CHECK(t.ne == std::array<int64_t, 4>{256, 3, 1, 1});
+        CHECK_FALSE(t.decodable());
+        CHECK_THROWS_AS((void)t.type(), error);
+    }
+}
+
+TEST_CASE("llmrt's table of ggml types agrees with gguf's GGML_QUANT_SIZES on every type gguf knows") {
+    require_python_gguf();
+    const auto listing = llmrt_test::scratch_dir() / "gguf_types.txt";
+    REQUIRE(run(quoted(python) + " -B " + quoted((scripts / "list_gguf_types.py").string()) + " " +
+                quoted(listing.string()) + " 2>&1") == 0);
+    const auto lines = read_lines(listing);
+    CHECK(lines.size() >= 30);
+    for (const std::string& line : lines) {
+        CAPTURE(line);
+        std::istringstream in(line);
+        uint32_t id = 0, block_size = 0, type_size = 0;
+        std::string name;
+        REQUIRE(bool(in >> id >> name >> block_size >> type_size));
+        const gguf::ggml_type_info* t = gguf::find_ggml_type(id);
+        REQUIRE(t != nullptr);
+        std::string ours = t->name;
+        for (char& c : ours) c = char(std::toupper(static_cast<unsigned char>(c)));
+        CHECK(ours == name);
+        CHECK(t->block_size == block_size);
+        // gguf gives q8_1 40 bytes a block; ggml's block_q8_1 has 36 (see above).
+        if (id != 9) CHECK(t->type_size == type_size);
+    }
 }
 
 TEST_CASE("gguf's q8_0, bf16 and mxfp4 quantizers and llmrt's give the same bytes") {
@@ -130,12 +167,12 @@ TEST_CASE("gguf's q8_0, bf16 and mxfp4 quantizers and llmrt's give the same byte
         CAPTURE(type);
         const auto& source = f.tensor(std::string(type) + ".source");
         const auto& quantized = f.tensor(std::string(type) + ".weight");
-        REQUIRE(source.type == qtype::f32);
+        REQUIRE(source.type() == qtype::f32);
         REQUIRE(source.ne == quantized.ne);
         std::vector<float> x(std::size_t(source.elements()));
         std::memcpy(x.data(), source.data, source.size);
         std::vector<std::byte> ours(quantized.size);
-        quantize(quantized.type, x.data(), ours.data(), source.elements());
+        quantize(quantized.type(), x.data(), ours.data(), source.elements());
         CHECK(std::memcmp(ours.data(), quantized.data, quantized.size) == 0);
     }
 }

@@ -101,8 +101,10 @@ TEST_CASE("the writer rejects tensor bytes that do not match the shape") {
                    "5 dimensions"));
     CHECK(contains(error_message([&] { w.add_tensor("ok", qtype::q8_0, {32, 2}, bytes); }, errc::invalid_argument),
                    "tensor 'ok' was already added"));
-    CHECK(contains(error_message([&] { w.add_tensor("q4_0", qtype(2), {32}, bytes); }, errc::unsupported_type),
-                   "qtype 2 is not in llmrt's type list"));
+    CHECK(contains(error_message([&] { w.add_tensor("q4_2", qtype(4), {32}, bytes); }, errc::unsupported_type),
+                   "tensor 'q4_2': ggml type id 4 (q4_2, removed from ggml)"));
+    CHECK(contains(error_message([&] { w.add_tensor("new", qtype(43), {32}, bytes); }, errc::unsupported_type),
+                   "unknown ggml type id 43 (ggml defines 0..42)"));
     CHECK(w.tensors().size() == 1);
 }
 

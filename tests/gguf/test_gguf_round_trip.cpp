@@ -27,7 +27,7 @@ void check_same_tensors(const gguf::writer& w, const gguf::file& f) {
         const auto& t = f.tensors()[i];
         CAPTURE(expected.name);
         CHECK(t.name == expected.name);
-        CHECK(t.type == expected.type);
+        CHECK(t.type_id == uint32_t(expected.type));
         CHECK(t.n_dims == expected.n_dims);
         CHECK(t.ne == expected.ne);
         CHECK(t.offset % f.alignment() == 0);
@@ -45,7 +45,8 @@ TEST_CASE("every metadata value type reads back with its type, its value and its
     const auto f = parse_exact(w.to_bytes());
     REQUIRE(f.metadata().size() == w.metadata().size());
     for (std::size_t i = 0; i < w.metadata().size(); ++i) {
-        const auto& [key, v] = w.metadata()[i];
+        const auto& key = w.metadata()[i].first;
+        const auto& v = w.metadata()[i].second;
         CAPTURE(key);
         CHECK(f.metadata()[i].first == key);
         CHECK(gguf::type_of(f.metadata()[i].second) == gguf::type_of(v));
@@ -148,7 +149,7 @@ TEST_CASE("reading a file and writing it again gives the same bytes") {
     gguf::writer copy;
     for (const auto& [key, v] : f.metadata()) copy.set(key, v);
     for (const auto& t : f.tensors())
-        copy.add_tensor_view(t.name, t.type, std::span(t.ne).first(t.n_dims), t.bytes());
+        copy.add_tensor_view(t.name, qtype(t.type_id), std::span(t.ne).first(t.n_dims), t.bytes());
     CHECK(copy.to_bytes() == original);
 }
 

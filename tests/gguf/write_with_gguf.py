@@ -86,6 +86,11 @@ def main() -> int:
         block_size, type_size = gguf.GGML_QUANT_SIZES[qtype]
         raw = rng.integers(0, 256, size=(2, 2 * type_size), dtype=np.uint8)
         tensor(qtype.name.lower() + ".weight", raw, qtype)
+    # Types llmrt cannot decode: it lists them all the same.
+    for qtype in (Q.IQ2_XXS, Q.IQ3_S, Q.TQ1_0):
+        block_size, type_size = gguf.GGML_QUANT_SIZES[qtype]
+        raw = rng.integers(0, 256, size=(3, type_size), dtype=np.uint8)
+        tensor(qtype.name.lower() + ".weight", raw, qtype)
 
     w.write_header_to_file()
     w.write_kv_data_to_file()

@@ -70,6 +70,68 @@ TEST_CASE("a tensor of the wrong shape raises llmrt::error naming it and both sh
     CHECK(mentions(message, "[64, 32]"));
 }
 
+namespace {
+
+// A copy of `w` in which tensor `name` has ggml type `type_id` (same shape, bytes of 0x5a).
+gguf::writer with_tensor_type(const gguf::writer& w, const std::string& name, uint32_t type_id) {
+    gguf::writer out;
+    for (const auto& [key, value] : w.metadata()) out.set(key, value);
+    for (const auto& t : w.tensors()) {
+        if (t.name != name) {
+            out.add_tensor(t.name, t.type, std::span(t.ne.data(), t.n_dims), t.bytes());
+            continue;
+        }
+        const gguf::ggml_type_info& type = gguf::ggml_types.at(type_id);
+        const std::vector<std::byte> bytes(
+            std::size_t(t.ne[0] / type.block_size * type.type_size * t.ne[1] * t.ne[2] * t.ne[3]), std::byte(0x5a));
+        out.add_tensor(t.name, qtype(type_id), std::span(t.ne.data(), t.n_dims), bytes);
+    }
+    return out;
+}
+
+// n_embd 256 and n_ff 512, so that 256-element blocks (iq2_xxs, iq3_s, tq1_0) fit every row.
+const gguf::writer& wide_base() {
+    static const gguf::writer w = model::make_random_llama(test::small_shape(qtype::q4_K), qtype::q8_0, 4);
+    return w;
+}
+
+}  // namespace
+
+TEST_CASE("a weight of a type llmrt cannot decode raises unsupported_type at load naming the tensor, the type "
+          "and the file") {
+    REQUIRE(load_error(wide_base()) == "");
+    struct case_t {
+        const char* tensor;
+        uint32_t type_id;
+        const char* type;
+    };
+    for (const case_t c : {case_t{"blk.1.attn_q.weight", 16, "iq2_xxs"}, case_t{"blk.0.ffn_norm.weight", 34, "tq1_0"},
+                           case_t{"token_embd.weight", 21, "iq3_s"}, case_t{"output.weight", 26, "i32"}}) {
+        const std::string tensor = c.tensor, type = c.type;
+        const uint32_t type_id = c.type_id;
+        CAPTURE(tensor);
+        REQUIRE_FALSE(is_in<all_types>(qtype(type_id)));
+        const gguf::writer w = with_tensor_type(wide_base(), tensor, type_id);
+        cpu::backend b;
+        try {
+            cpu_model m(b, gguf::file::from_bytes(w.to_bytes(), "wide.gguf"), {.n_ctx = 16});
+            FAIL("a model with " << tensor << " of " << type << " loaded");
+        } catch (const llmrt::error& e) {
+            CHECK(e.code() == errc::unsupported_type);
+            CHECK(mentions(e.what(), "llama model: tensor '" + tensor + "' in wide.gguf has type " + type +
+                                         " (ggml type id " + std::to_string(type_id) +
+                                         "), which llmrt cannot decode"));
+        }
+    }
+}
+
+TEST_CASE("a tensor the model does not use may be of a type llmrt cannot decode") {
+    gguf::writer w = rebuilt(base());
+    w.add_tensor("extra.iq2_xxs", qtype(16), {256, 2}, std::vector<std::byte>(2 * 66));
+    w.add_tensor("extra.tq1_0", qtype(34), {256}, std::vector<std::byte>(54));
+    CHECK(load_error(w) == "");
+}
+
 TEST_CASE("missing or wrong metadata raises llmrt::error naming the key") {
     CHECK(mentions(load_error(rebuilt(base(), "", [](gguf::writer& w) { w.erase("llama.block_count"); })),
                    "llama.block_count"));

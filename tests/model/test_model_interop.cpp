@@ -80,14 +80,14 @@ void check_with_python(const model::llama_shape& shape, qtype t) {
         lines << '\n';
     }
     for (const auto& info : f.tensors()) {
-        lines << "tensor " << info.name << ' ' << name(info.type);
+        lines << "tensor " << info.name << ' ' << info.type_name();
         for (uint32_t d = 0; d < info.n_dims; ++d) lines << ' ' << info.ne[d];
         lines << '\n';
     }
     lines.close();
     const auto& te = f.tensor("token_embd.weight");
     std::vector<float> values(std::size_t(te.elements()));
-    dequantize(te.type, te.data, values.data(), te.elements());
+    dequantize(te.type(), te.data, values.data(), te.elements());
     std::ofstream(embd, std::ios::binary).write(reinterpret_cast<const char*>(values.data()),
                                                 std::streamsize(values.size() * sizeof(float)));
 

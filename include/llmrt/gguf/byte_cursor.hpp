@@ -28,10 +28,10 @@ public:
     // What is being read ("key 'general.name'"), added to messages; empty for none.
     void set_context(std::string context) { context_ = std::move(context); }
 
-    // Raises corrupt_file: "<source>: [<context>: ]<what> at offset <at>".
-    [[noreturn]] void fail(uint64_t at, const std::string& what) const {
-        throw error(errc::corrupt_file, source_ + ": " + (context_.empty() ? "" : context_ + ": ") + what +
-                                            " at offset " + std::to_string(at));
+    // Raises `code` (corrupt_file unless told): "<source>: [<context>: ]<what> at offset <at>".
+    [[noreturn]] void fail(uint64_t at, const std::string& what, errc code = errc::corrupt_file) const {
+        throw error(code, source_ + ": " + (context_.empty() ? "" : context_ + ": ") + what + " at offset " +
+                              std::to_string(at));
     }
 
     // Fails unless n more bytes exist; `what` names the thing being read.

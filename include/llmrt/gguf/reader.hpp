@@ -3,12 +3,17 @@
 //
 //   auto f = llmrt::gguf::file::open("model.gguf");                     // mmap
 //   const auto layers = f.metadata().get<uint32_t>("llama.block_count");
-//   const auto& w = f.tensor("blk.0.attn_q.weight");                      // w.type, w.ne, w.data
+//   const auto& w = f.tensor("blk.0.attn_q.weight");                      // w.type(), w.ne, w.data
 //
 // Every offset, count and size is checked before it is used, with overflow-safe arithmetic: a
 // corrupt or truncated file raises llmrt::error (errc::corrupt_file) whose message names the
-// source and the byte offset, and no byte outside the span is ever read. A tensor whose ggml type
-// is not in llmrt's type list raises errc::unsupported_type naming the tensor and the type id.
+// source and the byte offset, and no byte outside the span is ever read.
+//
+// Every tensor of a type ggml defines is listed (ggml_types.hpp sizes it), whether or not llmrt
+// can decode it: its name, shape, type id and name, offset and bytes read without error, and only
+// asking for its qtype (tensor_info::type()) raises errc::unsupported_type, naming the tensor and
+// the type. A type id ggml does not define raises errc::unsupported_type at open, naming the
+// tensor, the id and its offset.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -34,6 +39,7 @@
 #include "llmrt/core/qtype.hpp"
 #include "llmrt/gguf/byte_cursor.hpp"
 #include "llmrt/gguf/format.hpp"
+#include "llmrt/gguf/ggml_types.hpp"
 #include "llmrt/gguf/mapped_file.hpp"
 #include "llmrt/gguf/metadata.hpp"
 #include "llmrt/gguf/value.hpp"
@@ -46,15 +52,29 @@ namespace llmrt::gguf {
 // ggml; dimensions past n_dims are 1.
 struct tensor_info {
     std::string name;
-    qtype type{};
+    uint32_t type_id = 0;           // ggml's type id, as the file holds it (ggml_types.hpp)
     uint32_t n_dims = 0;
     std::array<int64_t, max_dims> ne{1, 1, 1, 1};
     uint64_t offset = 0;            // from the start of the data section
-    std::size_t size = 0;           // bytes: row_size(type, ne[0]) * ne[1] * ne[2] * ne[3]
+    std::size_t size = 0;           // bytes: ne[0] / block size * bytes per block * ne[1] * ne[2] * ne[3]
     const std::byte* data = nullptr;  // the bytes in the mapped file or the caller's span
 
     int64_t elements() const noexcept { return ne[0] * ne[1] * ne[2] * ne[3]; }
     std::span<const std::byte> bytes() const noexcept { return {data, size}; }
+
+    // ggml's name of the type ("q4_K", "iq2_xxs"), whether or not llmrt can decode it.
+    const char* type_name() const noexcept { return ggml_type_name(type_id); }
+    // Whether llmrt can decode the tensor: its type is in llmrt::all_types.
+    bool decodable() const { return is_in<all_types>(qtype(type_id)); }
+    // The type as llmrt's qtype, to decode or compute with the tensor. llmrt::error
+    // (errc::unsupported_type) naming the tensor and the type when llmrt cannot decode it.
+    qtype type() const {
+        check(decodable(), errc::unsupported_type, [&] {
+            return "tensor '" + name + "' has type " + type_name() + " (ggml type id " + std::to_string(type_id) +
+                   "), which llmrt cannot decode (it decodes " + llmrt::detail::type_names(all_types{}) + ")";
+        });
+        return qtype(type_id);
+    }
 };
 
 class file;
@@ -300,19 +320,15 @@ inline void parse(file& f, std::span<const std::byte> bytes) {
                 t.ne[d] = int64_t(ne);
             }
             const uint64_t type_at = c.offset();
-            const uint32_t raw_type = c.read<uint32_t>("tensor type");
-            t.type = qtype(raw_type);
-            if (!is_in<all_types>(t.type))
-                throw error(errc::unsupported_type,
-                            f.source_ + ": tensor '" + t.name + "' has ggml type id " + std::to_string(raw_type) +
-                                ", which llmrt does not support (supported: " + llmrt::detail::type_names(all_types{}) +
-                                ") at offset " + std::to_string(type_at));
-            const int64_t bs = block_size(t.type);
-            if (t.ne[0] % bs != 0)
+            t.type_id = c.read<uint32_t>("tensor type");
+            const ggml_type_info* type = find_ggml_type(t.type_id);
+            if (type == nullptr) c.fail(type_at, describe_undefined_ggml_type(t.type_id), errc::unsupported_type);
+            const uint64_t bs = type->block_size;
+            if (uint64_t(t.ne[0]) % bs != 0)
                 c.fail(type_at, std::string("ne[0] = ") + std::to_string(t.ne[0]) + " is not a multiple of " +
-                                    name(t.type) + "'s block size " + std::to_string(bs));
-            uint64_t size = uint64_t(t.ne[0] / bs);
-            bool fits = checked_mul(size, type_size(t.type), size);
+                                    type->name + "'s block size " + std::to_string(bs));
+            uint64_t size = uint64_t(t.ne[0]) / bs;
+            bool fits = checked_mul(size, type->type_size, size);
             for (uint32_t d = 1; d < max_dims; ++d) fits = fits && checked_mul(size, uint64_t(t.ne[d]), size);
             if (!fits || size > std::numeric_limits<std::size_t>::max())
                 c.fail(type_at, "byte size overflows");

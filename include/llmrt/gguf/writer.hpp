@@ -8,6 +8,10 @@
 //   w.add_tensor("token_embd.weight", llmrt::qtype::q8_0, {4096, 32000}, bytes);
 //   w.write("model.gguf");
 //
+// A tensor's type may be any type ggml defines (ggml_types.hpp), qtype(16) for iq2_xxs say: the
+// writer sizes it from ggml's table and copies its bytes as they are, so a file holding types
+// llmrt cannot decode can be copied or made.
+//
 // Keys keep the order in which they were first set; tensors keep the order in which they were
 // added, each at the next multiple of the alignment, each followed by zero padding up to it
 // (as ggml writes them). Bad input raises llmrt::error when it is added, not when it is written.
@@ -36,6 +40,7 @@
 #include "llmrt/core/error.hpp"
 #include "llmrt/core/qtype.hpp"
 #include "llmrt/gguf/format.hpp"
+#include "llmrt/gguf/ggml_types.hpp"
 #include "llmrt/gguf/metadata.hpp"
 #include "llmrt/gguf/value.hpp"
 #include "llmrt/quant/codec.hpp"
@@ -48,7 +53,7 @@ public:
     // A tensor to be written; ne[0] is the innermost dimension.
     struct tensor {
         std::string name;
-        qtype type{};
+        qtype type{};  // a ggml type id, maybe one outside llmrt's qtype list
         uint32_t n_dims = 0;
         std::array<int64_t, max_dims> ne{1, 1, 1, 1};
         std::span<const std::byte> bytes() const noexcept { return owned.empty() ? view : std::span(owned); }
@@ -91,9 +96,9 @@ public:
     const gguf::metadata& metadata() const noexcept { return metadata_; }
     const std::vector<tensor>& tensors() const noexcept { return tensors_; }
 
-    // Adds a tensor of `type` with shape {ne[0], ne[1], ...} (at most four dimensions, each at
-    // least 1, ne[0] a multiple of the type's block size) and exactly row_size(type, ne[0]) *
-    // ne[1] * ... bytes, which are copied.
+    // Adds a tensor of `type` (any type ggml defines) with shape {ne[0], ne[1], ...} (at most four
+    // dimensions, each at least 1, ne[0] a multiple of the type's block size) and exactly
+    // ne[0] / block size * bytes per block * ne[1] * ... bytes, which are copied.
     void add_tensor(std::string name, qtype type, std::span<const int64_t> shape, std::span<const std::byte> bytes) {
         tensor t = describe_tensor(std::move(name), type, shape, bytes.size());
         t.owned.assign(bytes.begin(), bytes.end());
@@ -182,9 +187,10 @@ private:
     tensor describe_tensor(std::string name, qtype type, std::span<const int64_t> shape, std::size_t n_bytes) const {
         const auto where = [&] { return "gguf writer: tensor '" + name + "'"; };
         check(!tensor_index_.contains(name), errc::invalid_argument, [&] { return where() + " was already added"; });
-        check(is_in<all_types>(type), errc::unsupported_type, [&] {
-            return where() + ": qtype " + std::to_string(uint32_t(type)) + " is not in llmrt's type list";
-        });
+        const ggml_type_info* info = find_ggml_type(uint32_t(type));
+        check(info != nullptr, errc::unsupported_type,
+              [&] { return where() + ": " + describe_undefined_ggml_type(uint32_t(type)); });
+        const int64_t bs = info->block_size;
         check(shape.size() <= max_dims, errc::invalid_argument,
               [&] { return where() + " has " + std::to_string(shape.size()) + " dimensions, at most 4"; });
         tensor t;
@@ -201,27 +207,26 @@ private:
                   });
             t.ne[d] = shape[d];
         }
-        check(t.ne[0] % block_size(type) == 0, errc::invalid_argument, [&] {
+        check(t.ne[0] % bs == 0, errc::invalid_argument, [&] {
             return "gguf writer: tensor '" + t.name + "': ne[0] = " + std::to_string(t.ne[0]) +
-                   " is not a multiple of " + name_of(type) + "'s block size " + std::to_string(block_size(type));
+                   " is not a multiple of " + info->name + "'s block size " + std::to_string(bs);
         });
         // Every product checked, the first row's included: 2^62 f32 elements are 2^64 bytes, which
         // would wrap to 0 and match an empty span.
-        uint64_t expected = uint64_t(t.ne[0] / block_size(type));
-        bool fits = !__builtin_mul_overflow(expected, uint64_t(type_size(type)), &expected);
+        uint64_t expected = uint64_t(t.ne[0] / bs);
+        bool fits = !__builtin_mul_overflow(expected, uint64_t(info->type_size), &expected);
         for (uint32_t d = 1; d < max_dims; ++d)
             fits = fits && !__builtin_mul_overflow(expected, uint64_t(t.ne[d]), &expected);
         check(fits, errc::invalid_argument, [&] {
-            return "gguf writer: tensor '" + t.name + "' of " + name_of(type) + " with shape [" + shape_string(t) +
+            return "gguf writer: tensor '" + t.name + "' of " + info->name + " with shape [" + shape_string(t) +
                    "]: byte size overflows 64 bits";
         });
         check(n_bytes == expected, errc::shape_mismatch, [&] {
-            return "gguf writer: tensor '" + t.name + "' of " + name_of(type) + " with shape [" + shape_string(t) +
+            return "gguf writer: tensor '" + t.name + "' of " + info->name + " with shape [" + shape_string(t) +
                    "] needs " + std::to_string(expected) + " bytes, got " + std::to_string(n_bytes);
         });
         return t;
     }
-    static const char* name_of(qtype type) { return llmrt::name(type); }
     static std::string shape_string(const tensor& t) {
         std::string s;
         for (uint32_t d = 0; d < t.n_dims; ++d) {

@@ -12,7 +12,9 @@
 //   blk.N.ffn_down.weight       [n_ff, n_embd]
 //
 // Matrices keep GGUF's layout (ne[0] = k contiguous, one row per output), the mat-vec layout, and
-// stay where the file holds them; nothing is copied except norms stored in 16 bits.
+// stay where the file holds them; nothing is copied except norms stored in 16 bits. A weight of a
+// type llmrt cannot decode (iq2_xxs, say) raises errc::unsupported_type naming it and its type;
+// tensors the model does not use may be of any type.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -71,11 +73,16 @@ inline const gguf::tensor_info& require_tensor(const gguf::file& f, const std::s
 // A matrix [ne0, ne1] (a vector when ne1 = 1 and the file holds one dimension).
 inline weight_ref matrix(const gguf::file& f, const std::string& name, int64_t ne0, int64_t ne1) {
     const gguf::tensor_info& t = require_tensor(f, name);
+    check(t.decodable(), errc::unsupported_type, [&] {
+        return "llama model: tensor '" + name + "' in " + f.source() + " has type " + t.type_name() +
+               " (ggml type id " + std::to_string(t.type_id) + "), which llmrt cannot decode (it decodes " +
+               llmrt::detail::type_names(all_types{}) + ")";
+    });
     check(t.ne[0] == ne0 && t.ne[1] == ne1 && t.ne[2] == 1 && t.ne[3] == 1, errc::shape_mismatch, [&] {
         return "llama model: tensor '" + name + "' in " + f.source() + " has shape " + shape_text(t) + ", expected [" +
                std::to_string(ne0) + (ne1 == 1 ? "" : ", " + std::to_string(ne1)) + "]";
     });
-    return weight_ref{name, t.type, ne0, ne1, t.data};
+    return weight_ref{name, t.type(), ne0, ne1, t.data};
 }
 
 // A norm weight as f32, converted from f16 or bf16 when stored so.
