@@ -14,6 +14,10 @@ using namespace llmrt;
 TEST_CASE("qtype values are the GGUF type ids") {
     CHECK(uint32_t(qtype::f32) == 0);
     CHECK(uint32_t(qtype::f16) == 1);
+    CHECK(uint32_t(qtype::q4_0) == 2);
+    CHECK(uint32_t(qtype::q4_1) == 3);
+    CHECK(uint32_t(qtype::q5_0) == 6);
+    CHECK(uint32_t(qtype::q5_1) == 7);
     CHECK(uint32_t(qtype::q8_0) == 8);
     CHECK(uint32_t(qtype::q8_1) == 9);
     CHECK(uint32_t(qtype::q2_K) == 10);
@@ -22,6 +26,8 @@ TEST_CASE("qtype values are the GGUF type ids") {
     CHECK(uint32_t(qtype::q5_K) == 13);
     CHECK(uint32_t(qtype::q6_K) == 14);
     CHECK(uint32_t(qtype::q8_K) == 15);
+    CHECK(uint32_t(qtype::iq4_nl) == 20);
+    CHECK(uint32_t(qtype::iq4_xs) == 23);
     CHECK(uint32_t(qtype::bf16) == 30);
     CHECK(uint32_t(qtype::mxfp4) == 39);
 }
@@ -30,6 +36,12 @@ TEST_CASE("row_size gives ggml's bytes per row for every type") {
     CHECK(row_size(qtype::f32, 7) == 28);
     CHECK(row_size(qtype::f16, 7) == 14);
     CHECK(row_size(qtype::bf16, 7) == 14);
+    CHECK(row_size(qtype::q4_0, 64) == 36);
+    CHECK(row_size(qtype::q4_1, 64) == 40);
+    CHECK(row_size(qtype::q5_0, 64) == 44);
+    CHECK(row_size(qtype::q5_1, 64) == 48);
+    CHECK(row_size(qtype::iq4_nl, 64) == 36);
+    CHECK(row_size(qtype::iq4_xs, 512) == 272);
     CHECK(row_size(qtype::q8_0, 64) == 68);
     CHECK(row_size(qtype::q8_1, 64) == 72);
     CHECK(row_size(qtype::q2_K, 512) == 168);
@@ -45,7 +57,7 @@ TEST_CASE("row_size gives ggml's bytes per row for every type") {
 TEST_CASE("a length that is not a multiple of the block size is an invalid_argument error") {
     std::vector<float> x(300);
     std::vector<uint8_t> q(4096);
-    for (qtype t : {qtype::q8_0, qtype::q4_K, qtype::mxfp4}) {
+    for (qtype t : {qtype::q8_0, qtype::q4_K, qtype::mxfp4, qtype::q5_1, qtype::iq4_xs}) {
         CHECK_THROWS_AS(row_size(t, 300), error);
         CHECK_THROWS_AS(quantize(t, x.data(), q.data(), 300), error);
         CHECK_THROWS_AS(dequantize(t, q.data(), x.data(), 300), error);
@@ -70,7 +82,8 @@ TEST_CASE("a negative length is an invalid_argument error") {
 TEST_CASE("an unknown type is an unsupported_type error naming its id") {
     float x[32] = {};
     uint8_t q[64] = {};
-    for (uint32_t id : {2u, 7u, 16u, 40u, 1000u}) {
+    // 4 and 5: ids ggml has removed; 16: iq2_xxs, which llmrt does not decode; 40: nvfp4, likewise.
+    for (uint32_t id : {4u, 5u, 16u, 40u, 1000u}) {
         const qtype t = qtype(id);
         CHECK_THROWS_AS(row_size(t, 32), error);
         CHECK_THROWS_AS(quantize(t, x, q, 32), error);
@@ -112,8 +125,9 @@ TEST_CASE("dispatch reaches the block type of every listed qtype") {
 
 // Round-trip error of each type on unit Gaussian data, as RMSE relative to the data's RMS.
 // The bounds sit about 10% above what ggml's reference quantizers achieve (measured: q8_0 0.0053,
-// q6_K 0.0177, q5_K 0.0359, q4_K 0.0711, q3_K 0.150, q2_K 0.294, mxfp4 0.115), so a regression in
-// any codec fails here.
+// q6_K 0.0177, q5_K 0.0359, q4_K 0.0711, q3_K 0.150, q2_K 0.294, mxfp4 0.115, q4_0 0.0858,
+// q4_1 0.0776, q5_0 0.0427, q5_1 0.0375, iq4_nl 0.0760, iq4_xs 0.0766), so a regression in any
+// codec fails here.
 TEST_CASE("round-trip error on Gaussian data stays within each type's bound") {
     struct bound {
         qtype t;
@@ -123,6 +137,8 @@ TEST_CASE("round-trip error on Gaussian data stays within each type's bound") {
         {qtype::f32, 0.0},       {qtype::f16, 2.3e-4},  {qtype::bf16, 1.85e-3}, {qtype::q8_0, 5.9e-3},
         {qtype::q8_1, 5.9e-3},   {qtype::q8_K, 7.7e-3}, {qtype::q6_K, 1.95e-2}, {qtype::q5_K, 3.95e-2},
         {qtype::q4_K, 7.8e-2},   {qtype::q3_K, 1.65e-1}, {qtype::q2_K, 3.2e-1}, {qtype::mxfp4, 1.27e-1},
+        {qtype::q4_0, 9.45e-2},  {qtype::q4_1, 8.55e-2}, {qtype::q5_0, 4.7e-2},  {qtype::q5_1, 4.15e-2},
+        {qtype::iq4_nl, 8.4e-2}, {qtype::iq4_xs, 8.45e-2},
     };
     const int64_t n = 256 * 64;
     std::mt19937 rng(20261122);

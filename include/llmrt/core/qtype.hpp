@@ -10,6 +10,10 @@ namespace llmrt {
 enum class qtype : uint32_t {
     f32 = 0,
     f16 = 1,
+    q4_0 = 2,
+    q4_1 = 3,
+    q5_0 = 6,
+    q5_1 = 7,
     q8_0 = 8,
     q8_1 = 9,
     q2_K = 10,
@@ -18,6 +22,8 @@ enum class qtype : uint32_t {
     q5_K = 13,
     q6_K = 14,
     q8_K = 15,
+    iq4_nl = 20,
+    iq4_xs = 23,
     bf16 = 30,
     mxfp4 = 39,
 };

@@ -58,6 +58,15 @@ LLMRT_HOST_DEVICE float mul_sub(float a, float b, float c) {
 #endif
 }
 
+// a*b + c, the product rounded before the addition (Q4_1 and Q5_1 dequantize x = q·d + m so).
+LLMRT_HOST_DEVICE float mul_add(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+    return __fadd_rn(__fmul_rn(a, b), c);
+#else
+    return a * b + c;
+#endif
+}
+
 }  // namespace llmrt
 
 LLMRT_STRICT_FP_END
