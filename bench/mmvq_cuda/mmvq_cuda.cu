@@ -68,13 +68,17 @@ __global__ void fix_scales(uint8_t* w, int64_t blocks) {
         const uint16_t scale = uint16_t(0x1c00 | (h & 0x3ff));  // about 2^-8, finite
         const uint16_t min = uint16_t(0x1c00 | ((h >> 10) & 0x3ff));
         auto put = [&](int offset, uint16_t v) { block[offset] = uint8_t(v), block[offset + 1] = uint8_t(v >> 8); };
-        if constexpr (std::is_same_v<B, llmrt::q8_0>) put(0, scale);
-        else if constexpr (std::is_same_v<B, llmrt::mxfp4>) block[0] = uint8_t(120 + h % 11);
-        else if constexpr (std::is_same_v<B, llmrt::q2_K>) put(80, scale), put(82, min);
-        else if constexpr (std::is_same_v<B, llmrt::q3_K>) put(108, scale);
-        else if constexpr (std::is_same_v<B, llmrt::q4_K> || std::is_same_v<B, llmrt::q5_K>) put(0, scale), put(2, min);
-        else if constexpr (std::is_same_v<B, llmrt::q6_K>) put(208, scale);
-        else static_assert(llmrt::detail::always_false<B>, "fix_scales: add this type's scale fields");
+        if constexpr (std::is_same_v<B, llmrt::q8_0>) put(offsetof(llmrt::q8_0, d), scale);
+        else if constexpr (std::is_same_v<B, llmrt::mxfp4>) block[offsetof(llmrt::mxfp4, e)] = uint8_t(120 + h % 11);
+        else if constexpr (std::is_same_v<B, llmrt::q2_K>) put(offsetof(llmrt::q2_K, d), scale), put(offsetof(llmrt::q2_K, dmin), min);
+        else if constexpr (std::is_same_v<B, llmrt::q3_K>) put(offsetof(llmrt::q3_K, d), scale);
+        else if constexpr (std::is_same_v<B, llmrt::q4_K>) put(offsetof(llmrt::q4_K, d), scale), put(offsetof(llmrt::q4_K, dmin), min);
+        else if constexpr (std::is_same_v<B, llmrt::q5_K>) put(offsetof(llmrt::q5_K, d), scale), put(offsetof(llmrt::q5_K, dmin), min);
+        else if constexpr (std::is_same_v<B, llmrt::q6_K>) put(offsetof(llmrt::q6_K, d), scale);
+        else if constexpr (llmrt::nibble32_block<B>) {
+            put(llmrt::block_layout<B>::value.d, scale);
+            if constexpr (llmrt::block_layout<B>::value.m >= 0) put(llmrt::block_layout<B>::value.m, min);
+        } else static_assert(llmrt::detail::always_false<B>, "fix_scales: add this type's scale fields");
     }
 }
 
@@ -325,7 +329,8 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
 
 int main(int argc, char** argv) try {
     std::string json_path = "mmvq_cuda.json";
-    std::vector<std::string> types = {"q8_0", "mxfp4", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K"};
+    std::vector<std::string> types;  // every weight type
+    llmrt::weight_types::for_each([&](auto tag) { types.push_back(decltype(tag)::type::name); });
     std::vector<shape> shapes = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {128256, 4096}};
     std::vector<int> ncols = {1, 2, 4, 8};
     for (llmrt_examples::command_line cl(argc, argv); cl.next();) {

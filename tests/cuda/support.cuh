@@ -7,12 +7,22 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "llmrt/core/float_convert.hpp"
 #include "llmrt/quant/types.hpp"
 #include "llmrt/testing.hpp"
 #include "llmrt/testing/cuda.hpp"
+
+// The weight types every CUDA test runs over, in llmrt::weight_types' order (doctest's
+// TEST_CASE_TEMPLATE takes the types spelled out); a type added to the list and not here is a
+// compile error.
+#define LLMRT_WEIGHT_TYPES                                                                                        \
+    llmrt::q8_0, llmrt::q2_K, llmrt::q3_K, llmrt::q4_K, llmrt::q5_K, llmrt::q6_K, llmrt::mxfp4, llmrt::q4_0,        \
+        llmrt::q4_1, llmrt::q5_0, llmrt::q5_1, llmrt::iq4_nl, llmrt::iq4_xs
+static_assert(std::is_same_v<llmrt::type_list<LLMRT_WEIGHT_TYPES>, llmrt::weight_types>,
+              "tests/cuda/support.cuh: LLMRT_WEIGHT_TYPES must spell llmrt::weight_types, in its order");
 
 namespace llmrt_cuda_test {
 
@@ -108,6 +118,10 @@ std::vector<uint8_t> random_blocks(int64_t count, uint64_t seed) {
             set_fp16(offsetof(llmrt::q5_K, dmin), 1);
         } else if constexpr (std::is_same_v<B, llmrt::q6_K>) {
             set_fp16(offsetof(llmrt::q6_K, d), 0);
+        } else if constexpr (llmrt::nibble32_block<B>) {
+            constexpr llmrt::nibble32_layout L = llmrt::block_layout<B>::value;
+            set_fp16(std::size_t(L.d), 0);
+            if constexpr (L.m >= 0) set_fp16(std::size_t(L.m), 1);
         } else {
             static_assert(llmrt::detail::always_false<B>, "random_blocks: add this type's scale fields");
         }

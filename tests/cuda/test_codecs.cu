@@ -26,7 +26,6 @@ __global__ void dot_blocks(const B* w, const llmrt::q8_1* x, float* y, int nbloc
 
 }  // namespace
 
-#define LLMRT_WEIGHT_TYPES llmrt::q8_0, llmrt::q2_K, llmrt::q3_K, llmrt::q4_K, llmrt::q5_K, llmrt::q6_K, llmrt::mxfp4
 
 TEST_CASE_TEMPLATE("dequantize_block in device code equals the host's, bit for bit", B, LLMRT_WEIGHT_TYPES) {
     static_assert(llmrt::list_contains_v<B, llmrt::weight_types>);

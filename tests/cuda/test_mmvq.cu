@@ -120,7 +120,6 @@ __global__ void slow_copy(const uint4* src, uint4* dst, int64_t n) {
 
 }  // namespace
 
-#define LLMRT_WEIGHT_TYPES llmrt::q8_0, llmrt::q2_K, llmrt::q3_K, llmrt::q4_K, llmrt::q5_K, llmrt::q6_K, llmrt::mxfp4
 
 TEST_CASE_TEMPLATE("mmvq matches the CPU reference and each column's bits do not depend on the column count", B,
                    LLMRT_WEIGHT_TYPES) {

@@ -67,8 +67,12 @@ double closable_margin(std::span<const float> logits) {
     return std::sqrt(2.0 * mmvq_nmse_bound * sum);
 }
 
-const qtype all_weight_types[] = {qtype::q8_0, qtype::q4_K, qtype::q2_K, qtype::q3_K,
-                                  qtype::q5_K, qtype::q6_K, qtype::mxfp4};
+// Every type of llmrt::weight_types.
+const std::vector<qtype> all_weight_types = [] {
+    std::vector<qtype> types;
+    weight_types::for_each([&](auto tag) { types.push_back(decltype(tag)::type::id); });
+    return types;
+}();
 
 }  // namespace
 

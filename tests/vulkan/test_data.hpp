@@ -13,7 +13,7 @@
 namespace llmrt::testing {
 
 // Random bytes for every field, then the scale fields set: fp16 d in [0.001, 0.01], fp16 dmin in
-// [0.0005, 0.005], E8M0 e in 120..130 (2^-8 .. 2^2 with MXFP4's halving).
+// [0.0005, 0.005], fp16 m in [-0.005, 0.005], E8M0 e in 120..130 (2^-8 .. 2^2 with MXFP4's halving).
 template <class B>
 void set_sane_scales(B& block, uint64_t seed, uint64_t index) {
     auto draw = [&](uint64_t stream, float lo, float hi) {
@@ -26,6 +26,7 @@ void set_sane_scales(B& block, uint64_t seed, uint64_t index) {
         block.d = draw(102, 0.001f, 0.01f);
     }
     if constexpr (requires(B& b) { b.dmin; }) block.dmin = draw(103, 0.0005f, 0.005f);
+    if constexpr (requires(B& b) { b.m; }) block.m = draw(104, -0.005f, 0.005f);  // Q4_1, Q5_1: x = d·q + m
 }
 
 // `count` blocks of B as bytes.

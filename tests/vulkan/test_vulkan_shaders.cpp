@@ -25,7 +25,7 @@ struct field {
 // here does not compile.
 template <class B>
 std::vector<field> cpp_fields() {
-    static_assert(llmrt::detail::always_false<B>,
+    static_assert(llmrt::nibble32_block<B>,  // the family types' GLSL layouts are generated
                   "test_vulkan_shaders: list the fields of this weight type in cpp_fields<B>()");
     return {};
 }
@@ -88,10 +88,12 @@ TEST_CASE("an unknown shader name is an llmrt::error naming it") {
     CHECK_THROWS_WITH_AS(llmrt::vulkan::shader("mmvq_q9_K"), doctest::Contains("mmvq_q9_K"), llmrt::error);
 }
 
-TEST_CASE("each GLSL block layout matches its C++ struct field for field") {
+TEST_CASE("each hand-written GLSL block layout matches its C++ struct field for field") {
     llmrt::weight_types::for_each([](auto tag) {
         using B = typename decltype(tag)::type;
         CAPTURE(B::name);
+        // A family type's GLSL layout is generated from its C++ layout (tools/glsl_layouts): no drift.
+        if constexpr (llmrt::nibble32_block<B>) return;
         const llmrt::vulkan::spirv_blob* probe = find_probe(std::string("layout_probe_") + B::name);
         REQUIRE_MESSAGE(probe != nullptr, "no layout probe for " << B::name);
         const llmrt::testing::spirv::module module(probe->words);

@@ -13,6 +13,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include <cmath>
 #include <cstring>
 
@@ -22,6 +24,7 @@
 #include "llmrt/quant/kquant_search.hpp"
 #include "llmrt/quant/q8_K.hpp"
 #include "llmrt/quant/rounding.hpp"
+#include "llmrt/quant/layout.hpp"
 #include "llmrt/quant/traits.hpp"
 #include "llmrt/quant/strict_fp.hpp"
 
@@ -39,8 +42,14 @@ struct iq4_xs {
     static constexpr int64_t block_size = 256;
     static constexpr const char* name = "iq4_xs";
     using vec_dot_type = q8_K;
+    static constexpr block_family family = block_family::nibble32;
 };
 static_assert(sizeof(iq4_xs) == 136, "iq4_xs must be 136 bytes, as ggml's block_iq4_xs");
+// GPU codecs: the nibble32 family (llmrt/quant/layout.hpp).
+template <>
+struct block_layout<iq4_xs> {
+    static constexpr nibble32_layout value = {.bytes = int(sizeof(iq4_xs)), .slices_per_block = 8, .d = int(offsetof(iq4_xs, d)), .qs = int(offsetof(iq4_xs, qs)), .scales_h = int(offsetof(iq4_xs, scales_h)), .scales_l = int(offsetof(iq4_xs, scales_l)), .iq4nl_table = true};
+};
 
 // The 6-bit scale code (0..63) of sub-block s (0..7); the sub-block's scale is d·(code − 32).
 LLMRT_HOST_DEVICE int iq4_xs_scale_code(const iq4_xs& b, int s) {

@@ -10,6 +10,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include <cfloat>
 #include <cmath>
 
@@ -17,6 +19,7 @@
 #include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/q8_0.hpp"
 #include "llmrt/quant/rounding.hpp"
+#include "llmrt/quant/layout.hpp"
 #include "llmrt/quant/traits.hpp"
 #include "llmrt/quant/strict_fp.hpp"
 
@@ -32,8 +35,14 @@ struct q4_0 {
     static constexpr int64_t block_size = 32;
     static constexpr const char* name = "q4_0";
     using vec_dot_type = q8_0;
+    static constexpr block_family family = block_family::nibble32;
 };
 static_assert(sizeof(q4_0) == 18, "q4_0 must be 18 bytes, as ggml's block_q4_0");
+// GPU codecs: the nibble32 family (llmrt/quant/layout.hpp).
+template <>
+struct block_layout<q4_0> {
+    static constexpr nibble32_layout value = {.bytes = int(sizeof(q4_0)), .d = int(offsetof(q4_0, d)), .qs = int(offsetof(q4_0, qs)), .code_offset = 8};
+};
 
 LLMRT_HOST_DEVICE void dequantize_block(const q4_0& b, float* y) {
     const float d = fp16_to_fp32(b.d);

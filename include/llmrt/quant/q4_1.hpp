@@ -11,6 +11,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include <cfloat>
 #include <cmath>
 
@@ -18,6 +20,7 @@
 #include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/q8_1.hpp"
 #include "llmrt/quant/rounding.hpp"
+#include "llmrt/quant/layout.hpp"
 #include "llmrt/quant/traits.hpp"
 #include "llmrt/quant/strict_fp.hpp"
 
@@ -34,8 +37,14 @@ struct q4_1 {
     static constexpr int64_t block_size = 32;
     static constexpr const char* name = "q4_1";
     using vec_dot_type = q8_1;
+    static constexpr block_family family = block_family::nibble32;
 };
 static_assert(sizeof(q4_1) == 20, "q4_1 must be 20 bytes, as ggml's block_q4_1");
+// GPU codecs: the nibble32 family (llmrt/quant/layout.hpp).
+template <>
+struct block_layout<q4_1> {
+    static constexpr nibble32_layout value = {.bytes = int(sizeof(q4_1)), .d = int(offsetof(q4_1, d)), .m = int(offsetof(q4_1, m)), .qs = int(offsetof(q4_1, qs))};
+};
 
 LLMRT_HOST_DEVICE void dequantize_block(const q4_1& b, float* y) {
     const float d = fp16_to_fp32(b.d);

@@ -11,9 +11,12 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include "llmrt/core/float_convert.hpp"
 #include "llmrt/quant/q4_0.hpp"
 #include "llmrt/quant/q8_0.hpp"
+#include "llmrt/quant/layout.hpp"
 #include "llmrt/quant/traits.hpp"
 #include "llmrt/quant/strict_fp.hpp"
 
@@ -30,8 +33,14 @@ struct q5_0 {
     static constexpr int64_t block_size = 32;
     static constexpr const char* name = "q5_0";
     using vec_dot_type = q8_0;
+    static constexpr block_family family = block_family::nibble32;
 };
 static_assert(sizeof(q5_0) == 22, "q5_0 must be 22 bytes, as ggml's block_q5_0");
+// GPU codecs: the nibble32 family (llmrt/quant/layout.hpp).
+template <>
+struct block_layout<q5_0> {
+    static constexpr nibble32_layout value = {.bytes = int(sizeof(q5_0)), .d = int(offsetof(q5_0, d)), .qs = int(offsetof(q5_0, qs)), .qh = int(offsetof(q5_0, qh)), .code_offset = 16};
+};
 
 // The 5-bit level of element e (0..31) of a Q5_0 or Q5_1 block: low nibble from qs, bit 4 from qh.
 LLMRT_HOST_DEVICE int q5_level(const uint8_t* qs, const uint8_t* qh, int e) {

@@ -12,11 +12,14 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include "llmrt/core/float_convert.hpp"
 #include "llmrt/quant/q4_1.hpp"
 #include "llmrt/quant/q5_0.hpp"
 #include "llmrt/quant/q8_1.hpp"
 #include "llmrt/quant/rounding.hpp"
+#include "llmrt/quant/layout.hpp"
 #include "llmrt/quant/traits.hpp"
 #include "llmrt/quant/strict_fp.hpp"
 
@@ -34,8 +37,14 @@ struct q5_1 {
     static constexpr int64_t block_size = 32;
     static constexpr const char* name = "q5_1";
     using vec_dot_type = q8_1;
+    static constexpr block_family family = block_family::nibble32;
 };
 static_assert(sizeof(q5_1) == 24, "q5_1 must be 24 bytes, as ggml's block_q5_1");
+// GPU codecs: the nibble32 family (llmrt/quant/layout.hpp).
+template <>
+struct block_layout<q5_1> {
+    static constexpr nibble32_layout value = {.bytes = int(sizeof(q5_1)), .d = int(offsetof(q5_1, d)), .m = int(offsetof(q5_1, m)), .qs = int(offsetof(q5_1, qs)), .qh = int(offsetof(q5_1, qh))};
+};
 
 LLMRT_HOST_DEVICE void dequantize_block(const q5_1& b, float* y) {
     const float d = fp16_to_fp32(b.d);

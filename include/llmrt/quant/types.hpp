@@ -30,6 +30,6 @@ using all_types = type_list<f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q8_1, 
 
 // Quantized weight types: each has a CPU reference mat-vec, a CUDA mmvq kernel and a Vulkan
 // integer-dot shader.
-using weight_types = type_list<q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, mxfp4>;
+using weight_types = type_list<q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, mxfp4, q4_0, q4_1, q5_0, q5_1, iq4_nl, iq4_xs>;
 
 }  // namespace llmrt

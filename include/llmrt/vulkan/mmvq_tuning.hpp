@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "llmrt/core/qtype.hpp"
+#include "llmrt/quant/types.hpp"
 #include "llmrt/vulkan/context.hpp"
 
 namespace llmrt::vulkan {
@@ -69,7 +70,27 @@ inline constexpr tuned_shape nvidia_shapes[] = {
     {qtype::q5_K, 128, 2, 0, 1, false, {1, 2, 2, 2, 2, 2, 2, 2}},
     {qtype::q6_K, 64, 1, 2, 1, true, {2, 2, 2, 4, 4, 4, 4, 2}},
     {qtype::mxfp4, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
+    // The nibble32 types: MXFP4's shape (32-value slices of 4-bit codes, staged), not yet swept.
+    {qtype::q4_0, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::q4_1, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::q5_0, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::q5_1, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::iq4_nl, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
+    {qtype::iq4_xs, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
 };
+
+// A weight type added to llmrt::weight_types without a shape here is a compile error.
+constexpr bool shapes_cover_every_weight_type() {
+    bool all = true;
+    weight_types::for_each([&](auto tag) {
+        bool found = false;
+        for (const tuned_shape& shape : nvidia_shapes) found = found || shape.type == decltype(tag)::type::id;
+        all = all && found;
+    });
+    return all;
+}
+static_assert(shapes_cover_every_weight_type(),
+              "llmrt::vulkan: a type of llmrt::weight_types has no row in nvidia_shapes (mmvq_tuning.hpp)");
 
 }  // namespace detail
 

@@ -69,8 +69,8 @@ __device__ __forceinline__ void mxfp4_dot_word_signed_parts(uint32_t w, int x0, 
 
 struct mxfp4_bits {
     static constexpr int align = 1;
-    __device__ __forceinline__ static float scale(const uint8_t* block) { return e8m0_to_fp32_half(*block); }
-    __device__ __forceinline__ static void values(const uint8_t* block, uint32_t (&v)[8]) {
+    __device__ __forceinline__ static float scale(const uint8_t* block, int) { return e8m0_to_fp32_half(*block); }
+    __device__ __forceinline__ static void values(const uint8_t* block, int, uint32_t (&v)[8]) {
         uint32_t q[4];
         ptx::load_words<align>(block + 1, q);
 #pragma unroll
@@ -86,7 +86,7 @@ struct mxfp4_bits {
     // 5.33 µs; 5 columns alike.
     static constexpr int a_parts = 2;
     template <int Residue>
-    __device__ __forceinline__ static void a_fragment(const uint8_t* block, int t, uint32_t (&w)[4]) {
+    __device__ __forceinline__ static void a_fragment(const uint8_t* block, int, int t, uint32_t (&w)[4]) {
         uint32_t positive[2], negative[2];
         mxfp4_signed_parts(ptx::load_u32_at<align, ptx::residue_after(Residue, 1)>(block + 1 + 4 * t), positive, negative);
         w[0] = positive[0], w[1] = positive[1], w[2] = negative[0], w[3] = negative[1];
@@ -125,7 +125,7 @@ struct device_codec<mxfp4> : detail::block32_codec<mxfp4, detail::mxfp4_bits> {
         for (int i = 0; i < 4; ++i) {
             if (i >= nvalid) break;
             const uint8_t* block = step + (4 * part + i) * int(sizeof(mxfp4));
-            const float dw = detail::mxfp4_bits::scale(block);
+            const float dw = detail::mxfp4_bits::scale(block, 0);
             uint32_t q[4];
             ptx::load_words<align>(block + 1, q);
             const uint8_t* record = records + i * rec::bytes;

@@ -15,13 +15,13 @@ namespace detail {
 struct q8_0_bits {
     static constexpr int align = 2;
     static constexpr bool paired_fragments = false;
-    __device__ __forceinline__ static float scale(const uint8_t* block) { return ptx::load_fp16(block); }
-    __device__ __forceinline__ static void values(const uint8_t* block, uint32_t (&v)[8]) {
+    __device__ __forceinline__ static float scale(const uint8_t* block, int) { return ptx::load_fp16(block); }
+    __device__ __forceinline__ static void values(const uint8_t* block, int, uint32_t (&v)[8]) {
         ptx::load_words<align>(block + 2, v);
     }
     static constexpr int a_parts = 1;
     template <int Residue>
-    __device__ __forceinline__ static void a_fragment(const uint8_t* block, int t, uint32_t (&w)[2]) {
+    __device__ __forceinline__ static void a_fragment(const uint8_t* block, int, int t, uint32_t (&w)[2]) {
         w[0] = ptx::load_u32_at<align, ptx::residue_after(Residue, 2)>(block + 2 + 4 * t);
         w[1] = ptx::load_u32_at<align, ptx::residue_after(Residue, 18)>(block + 18 + 4 * t);
     }
