@@ -12,7 +12,6 @@
 #include "llmrt/core/cxx20.hpp"
 
 #include <cstddef>
-
 #include <cmath>
 
 #include "llmrt/core/float_convert.hpp"
@@ -37,10 +36,16 @@ struct iq4_nl {
     static constexpr block_family family = block_family::nibble32;
 };
 static_assert(sizeof(iq4_nl) == 18, "iq4_nl must be 18 bytes, as ggml's block_iq4_nl");
+
 // GPU codecs: the nibble32 family (llmrt/quant/layout.hpp).
 template <>
 struct block_layout<iq4_nl> {
-    static constexpr nibble32_layout value = {.bytes = int(sizeof(iq4_nl)), .d = int(offsetof(iq4_nl, d)), .qs = int(offsetof(iq4_nl, qs)), .iq4nl_table = true};
+    static constexpr nibble32_layout value = {
+        .bytes = int(sizeof(iq4_nl)),
+        .d = int(offsetof(iq4_nl, d)),
+        .qs = int(offsetof(iq4_nl, qs)),
+        .iq4nl_table = true,
+    };
 };
 
 // The value of a 4-bit IQ4_NL/IQ4_XS code (ggml's kvalues_iq4nl), ascending with the code.

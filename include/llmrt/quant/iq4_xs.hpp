@@ -14,7 +14,6 @@
 #include "llmrt/core/cxx20.hpp"
 
 #include <cstddef>
-
 #include <cmath>
 #include <cstring>
 
@@ -45,10 +44,19 @@ struct iq4_xs {
     static constexpr block_family family = block_family::nibble32;
 };
 static_assert(sizeof(iq4_xs) == 136, "iq4_xs must be 136 bytes, as ggml's block_iq4_xs");
+
 // GPU codecs: the nibble32 family (llmrt/quant/layout.hpp).
 template <>
 struct block_layout<iq4_xs> {
-    static constexpr nibble32_layout value = {.bytes = int(sizeof(iq4_xs)), .slices_per_block = 8, .d = int(offsetof(iq4_xs, d)), .qs = int(offsetof(iq4_xs, qs)), .scales_h = int(offsetof(iq4_xs, scales_h)), .scales_l = int(offsetof(iq4_xs, scales_l)), .iq4nl_table = true};
+    static constexpr nibble32_layout value = {
+        .bytes = int(sizeof(iq4_xs)),
+        .slices_per_block = 8,
+        .d = int(offsetof(iq4_xs, d)),
+        .qs = int(offsetof(iq4_xs, qs)),
+        .scales_h = int(offsetof(iq4_xs, scales_h)),
+        .scales_l = int(offsetof(iq4_xs, scales_l)),
+        .iq4nl_table = true,
+    };
 };
 
 // The 6-bit scale code (0..63) of sub-block s (0..7); the sub-block's scale is d·(code − 32).

@@ -11,7 +11,6 @@
 #include "llmrt/core/cxx20.hpp"
 
 #include <cstddef>
-
 #include <cfloat>
 #include <cmath>
 
@@ -38,10 +37,16 @@ struct q4_0 {
     static constexpr block_family family = block_family::nibble32;
 };
 static_assert(sizeof(q4_0) == 18, "q4_0 must be 18 bytes, as ggml's block_q4_0");
+
 // GPU codecs: the nibble32 family (llmrt/quant/layout.hpp).
 template <>
 struct block_layout<q4_0> {
-    static constexpr nibble32_layout value = {.bytes = int(sizeof(q4_0)), .d = int(offsetof(q4_0, d)), .qs = int(offsetof(q4_0, qs)), .code_offset = 8};
+    static constexpr nibble32_layout value = {
+        .bytes = int(sizeof(q4_0)),
+        .d = int(offsetof(q4_0, d)),
+        .qs = int(offsetof(q4_0, qs)),
+        .code_offset = 8,
+    };
 };
 
 LLMRT_HOST_DEVICE void dequantize_block(const q4_0& b, float* y) {

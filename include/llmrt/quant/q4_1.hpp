@@ -12,7 +12,6 @@
 #include "llmrt/core/cxx20.hpp"
 
 #include <cstddef>
-
 #include <cfloat>
 #include <cmath>
 
@@ -40,10 +39,16 @@ struct q4_1 {
     static constexpr block_family family = block_family::nibble32;
 };
 static_assert(sizeof(q4_1) == 20, "q4_1 must be 20 bytes, as ggml's block_q4_1");
+
 // GPU codecs: the nibble32 family (llmrt/quant/layout.hpp).
 template <>
 struct block_layout<q4_1> {
-    static constexpr nibble32_layout value = {.bytes = int(sizeof(q4_1)), .d = int(offsetof(q4_1, d)), .m = int(offsetof(q4_1, m)), .qs = int(offsetof(q4_1, qs))};
+    static constexpr nibble32_layout value = {
+        .bytes = int(sizeof(q4_1)),
+        .d = int(offsetof(q4_1, d)),
+        .m = int(offsetof(q4_1, m)),
+        .qs = int(offsetof(q4_1, qs)),
+    };
 };
 
 LLMRT_HOST_DEVICE void dequantize_block(const q4_1& b, float* y) {

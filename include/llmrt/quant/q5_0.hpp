@@ -36,10 +36,17 @@ struct q5_0 {
     static constexpr block_family family = block_family::nibble32;
 };
 static_assert(sizeof(q5_0) == 22, "q5_0 must be 22 bytes, as ggml's block_q5_0");
+
 // GPU codecs: the nibble32 family (llmrt/quant/layout.hpp).
 template <>
 struct block_layout<q5_0> {
-    static constexpr nibble32_layout value = {.bytes = int(sizeof(q5_0)), .d = int(offsetof(q5_0, d)), .qs = int(offsetof(q5_0, qs)), .qh = int(offsetof(q5_0, qh)), .code_offset = 16};
+    static constexpr nibble32_layout value = {
+        .bytes = int(sizeof(q5_0)),
+        .d = int(offsetof(q5_0, d)),
+        .qs = int(offsetof(q5_0, qs)),
+        .qh = int(offsetof(q5_0, qh)),
+        .code_offset = 16,
+    };
 };
 
 // The 5-bit level of element e (0..31) of a Q5_0 or Q5_1 block: low nibble from qs, bit 4 from qh.

@@ -40,10 +40,17 @@ struct q5_1 {
     static constexpr block_family family = block_family::nibble32;
 };
 static_assert(sizeof(q5_1) == 24, "q5_1 must be 24 bytes, as ggml's block_q5_1");
+
 // GPU codecs: the nibble32 family (llmrt/quant/layout.hpp).
 template <>
 struct block_layout<q5_1> {
-    static constexpr nibble32_layout value = {.bytes = int(sizeof(q5_1)), .d = int(offsetof(q5_1, d)), .m = int(offsetof(q5_1, m)), .qs = int(offsetof(q5_1, qs)), .qh = int(offsetof(q5_1, qh))};
+    static constexpr nibble32_layout value = {
+        .bytes = int(sizeof(q5_1)),
+        .d = int(offsetof(q5_1, d)),
+        .m = int(offsetof(q5_1, m)),
+        .qs = int(offsetof(q5_1, qs)),
+        .qh = int(offsetof(q5_1, qh)),
+    };
 };
 
 LLMRT_HOST_DEVICE void dequantize_block(const q5_1& b, float* y) {
