@@ -149,6 +149,22 @@ constexpr bool reads_at_residue(unsigned form) {
         return false;
 }
 
+// The values of the 8 codes of w (two 4-bit codes per byte) in a 16-entry int8 table whose entries
+// 0..3, 4..7, 8..11 and 12..15 are the words T0..T3, in the codes' own order: `pair0` holds
+// elements 4j, 16+4j, 4j+1, 17+4j (the low 16 bits: low nibble, high nibble, ...), `pair1`
+// elements 4j+2, 18+4j, 4j+3, 19+4j. A code's low 3 bits index each half of the table; a third
+// permute picks, per byte, the half that its bit 3 names (selector nibble n: byte n of the first
+// half's lookup, or byte 4 + n of the second's). 11 instructions for 8 values (MXFP4, IQ4_NL).
+template <uint32_t T0, uint32_t T1, uint32_t T2, uint32_t T3>
+__device__ __forceinline__ void table16_decode_word_paired(uint32_t w, uint32_t& pair0, uint32_t& pair1) {
+    const uint32_t index = w & 0x77777777u;
+    const uint32_t half = ((w >> 1) & 0x44444444u) | 0x32103210u;
+    const uint32_t index1 = index >> 16, half1 = half >> 16;
+    pair0 = ptx::byte_perm_unmasked(ptx::byte_perm_unmasked(T0, T1, index), ptx::byte_perm_unmasked(T2, T3, index), half);
+    pair1 = ptx::byte_perm_unmasked(ptx::byte_perm_unmasked(T0, T1, index1), ptx::byte_perm_unmasked(T2, T3, index1),
+                                    half1);
+}
+
 // Words j and 4 + j of a 32-block (elements 4j..4j+3 and 16+4j..19+4j) in the paired order:
 // pair0 holds elements 4j, 16+4j, 4j+1, 17+4j and pair1 4j+2, 18+4j, 4j+3, 19+4j.
 __device__ __forceinline__ void to_paired_order(uint32_t low, uint32_t high, uint32_t& pair0, uint32_t& pair1) {

@@ -1161,6 +1161,26 @@ void launch_mmvq(mmvq_params p, const weight_geometry& w, dim3 grid, int split, 
     with_steps(std::false_type{}, std::false_type{});
 }
 
+// Programs built with LLMRT_CUDA_MMVQ_PRECOMPILED link llmrt's mat-vec kernels compiled once (the
+// CMake target llmrt_cuda_mmvq_kernels, tools/cuda_mmvq_kernels/mmvq_kernels.cu, which defines
+// this function) and launch through it: their own translation units then compile none of mmvq's
+// kernels, which are most of a CUDA program's build time (every weight type × 1..8 columns × the
+// step variants). The launch, and so every result, is the same. llmrt's own tests, examples and
+// benches build so; a program that includes the headers alone compiles the kernels itself.
+void launch_mmvq_precompiled(qtype type, int ncols, mmvq_params p, const weight_geometry& w, dim3 grid, int split,
+                             const device_limits& device, cudaStream_t stream, const launch_options& options);
+
+// launch_mmvq<B, NCols>, or the precompiled launch of the same.
+template <class B, int NCols>
+void launch_mmvq_of(const mmvq_params& p, const weight_geometry& w, dim3 grid, int split, const device_limits& device,
+                    cudaStream_t stream, const launch_options& options) {
+#if defined(LLMRT_CUDA_MMVQ_PRECOMPILED)
+    launch_mmvq_precompiled(B::id, NCols, p, w, grid, split, device, stream, options);
+#else
+    launch_mmvq<B, NCols>(p, w, grid, split, device, stream, options);
+#endif
+}
+
 inline std::string mmvq_shapes(const qmatrix_view& w, const std::string& x, const output_columns& y) {
     return "W " + w.describe() + ", X " + x + ", Y " + y.describe();
 }
@@ -1254,7 +1274,7 @@ void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const out
     const dim3 grid(unsigned(tiles), unsigned(x.batch2), unsigned(x.batch3));
     const weight_geometry geometry{w.data,      p.w_row_bytes, w.rows,      w.batch2,
                                    w.batch3,    p.w_row_stride, p.w_stride2, p.w_stride3};
-    launch_mmvq<B, NCols>(p, geometry, grid, split, device, stream, options);
+    launch_mmvq_of<B, NCols>(p, geometry, grid, split, device, stream, options);
 }
 
 }  // namespace detail
@@ -1453,7 +1473,7 @@ inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const e
         const dim3 grid(unsigned(tiles), unsigned(ids.n_used), unsigned(ids.n_tokens));
         const detail::weight_geometry geometry{experts.data,    p.w_row_bytes, experts.rows, experts.batch2, 1,
                                                p.w_row_stride, p.w_stride2,  experts.batch2 * p.w_stride2};
-        detail::launch_mmvq<B, 1>(p, geometry, grid, split, device, stream, options);
+        detail::launch_mmvq_of<B, 1>(p, geometry, grid, split, device, stream, options);
     });
 }
 

@@ -49,7 +49,7 @@ struct block_layout<iq4_nl> {
 };
 
 // The value of a 4-bit IQ4_NL/IQ4_XS code (ggml's kvalues_iq4nl), ascending with the code.
-LLMRT_HOST_DEVICE int8_t iq4nl_value(int code) {
+LLMRT_HOST_DEVICE constexpr int8_t iq4nl_value(int code) {
     constexpr int8_t table[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
     return table[code & 15];
 }

@@ -14,22 +14,11 @@ namespace llmrt::cuda {
 
 namespace detail {
 
-// The values of the 8 codes in the 4 bytes qs[4j..4j+3], in the order of the codes in the word:
-// `pair0` holds elements 4j, 16+4j, 4j+1, 17+4j (the low 16 bits: low nibble, high nibble, ...),
-// `pair1` elements 4j+2, 18+4j, 4j+3, 19+4j, each as 4 int8.
-// A code indexes the positive half of the table {0,1,2,3,4,6,8,12} and the negative half alike by
-// its low 3 bits; a third permute picks, per byte, the half that the code's bit 3 names (selector
-// nibble n: byte n, or byte 4 + n). 11 instructions for 8 values.
+// The values of the 8 codes in the 4 bytes qs[4j..4j+3], in the order of the codes in the word
+// (codec.cuh's table16_decode_word_paired over the doubled E2M1 table: its positive half
+// {0,1,2,3,4,6,8,12}, then its negative half).
 __device__ __forceinline__ void mxfp4_decode_word_paired(uint32_t w, uint32_t& pair0, uint32_t& pair1) {
-    constexpr uint32_t positive_lo = 0x03020100u, positive_hi = 0x0c080604u;
-    constexpr uint32_t negative_lo = 0xfdfeff00u, negative_hi = 0xf4f8fafcu;
-    const uint32_t index = w & 0x77777777u;
-    const uint32_t half = ((w >> 1) & 0x44444444u) | 0x32103210u;
-    const uint32_t index1 = index >> 16, half1 = half >> 16;
-    pair0 = ptx::byte_perm_unmasked(ptx::byte_perm_unmasked(positive_lo, positive_hi, index),
-                                    ptx::byte_perm_unmasked(negative_lo, negative_hi, index), half);
-    pair1 = ptx::byte_perm_unmasked(ptx::byte_perm_unmasked(positive_lo, positive_hi, index1),
-                                    ptx::byte_perm_unmasked(negative_lo, negative_hi, index1), half1);
+    table16_decode_word_paired<0x03020100u, 0x0c080604u, 0xfdfeff00u, 0xf4f8fafcu>(w, pair0, pair1);
 }
 
 // The same values in element order: `low` holds elements 4j..4j+3 (low nibbles), `high`

@@ -11,27 +11,23 @@
 #include <numeric>
 
 #include "llmrt/cuda/codec/block32.cuh"
+#include "llmrt/quant/iq4_nl.hpp"
 #include "llmrt/quant/layout.hpp"
 
 namespace llmrt::cuda {
 
 namespace detail {
 
-// The table values of the 8 codes of w (two per byte), in the codes' own order: `pair0` holds
-// elements 4j, 16+4j, 4j+1, 17+4j (the low 16 bits: low nibble, high nibble, ...), `pair1`
-// elements 4j+2, 18+4j, 4j+3, 19+4j. A code's low 3 bits index each half of the table; a third
-// permute picks, per byte, the half that its bit 3 names (selector nibble n: byte n of the first
-// half's lookup, or byte 4 + n of the second's).
-__device__ __forceinline__ void table16_decode_word_paired(uint32_t w, uint32_t& pair0, uint32_t& pair1) {
-    // ggml's IQ4_NL table (llmrt::iq4nl_value) as four words of int8: entries 0..3, 4..7, 8..11, 12..15.
-    constexpr uint32_t t0 = 0xBFAD9881u, t1 = 0xF6EADDCFu, t2 = 0x26190D01u, t3 = 0x71594535u;
-    const uint32_t index = w & 0x77777777u;
-    const uint32_t half = ((w >> 1) & 0x44444444u) | 0x32103210u;
-    const uint32_t index1 = index >> 16, half1 = half >> 16;
-    pair0 = ptx::byte_perm_unmasked(ptx::byte_perm_unmasked(t0, t1, index),
-                                    ptx::byte_perm_unmasked(t2, t3, index), half);
-    pair1 = ptx::byte_perm_unmasked(ptx::byte_perm_unmasked(t0, t1, index1),
-                                    ptx::byte_perm_unmasked(t2, t3, index1), half1);
+// Entries 4i .. 4i+3 of ggml's IQ4_NL table (llmrt::iq4nl_value) as a word of int8.
+constexpr uint32_t iq4nl_word(int i) {
+    uint32_t w = 0;
+    for (int j = 0; j < 4; ++j) w |= uint32_t(uint8_t(iq4nl_value(4 * i + j))) << (8 * j);
+    return w;
+}
+
+// The IQ4_NL values of the 8 codes of w: table16_decode_word_paired (codec.cuh) over that table.
+__device__ __forceinline__ void iq4nl_decode_word_paired(uint32_t w, uint32_t& pair0, uint32_t& pair1) {
+    table16_decode_word_paired<iq4nl_word(0), iq4nl_word(1), iq4nl_word(2), iq4nl_word(3)>(w, pair0, pair1);
 }
 
 // Four fifth bits (bits 0..3 of `bits4`) as bit 4 of four bytes: bit i to bit 8i + 4.
@@ -76,7 +72,7 @@ struct nibble32_bits {
         for (int j = 0; j < 4; ++j) {
             if constexpr (table) {
                 uint32_t pair0, pair1;
-                table16_decode_word_paired(q[j], pair0, pair1);
+                iq4nl_decode_word_paired(q[j], pair0, pair1);
                 v[j] = ptx::byte_perm_unmasked(pair0, pair1, 0x6420u);
                 v[4 + j] = ptx::byte_perm_unmasked(pair0, pair1, 0x7531u);
             } else {
@@ -98,7 +94,7 @@ struct nibble32_bits {
     __device__ __forceinline__ static void a_fragment(const uint8_t* block, int slice, int t, uint32_t (&w)[2]) {
         const uint32_t q = ptx::load_u32_at<field_align(L.qs), ptx::residue_after(Residue, L.qs)>(block + L.qs + 16 * slice + 4 * t);
         if constexpr (table) {
-            table16_decode_word_paired(q, w[0], w[1]);
+            iq4nl_decode_word_paired(q, w[0], w[1]);
         } else {
             w[0] = q & 0x0f0f0f0fu;
             w[1] = (q >> 4) & 0x0f0f0f0fu;

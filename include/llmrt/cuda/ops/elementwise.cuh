@@ -61,11 +61,15 @@ struct swiglu_round_args {
 
 constexpr int swiglu_round_warps = 8;
 
-__global__ void __launch_bounds__(32 * swiglu_round_warps) swiglu_round_kernel(const swiglu_round_args p) {
+// A template (of its work-group size) so that, like every kernel of these headers, it may be
+// defined in several translation units of one program: a plain __global__ function defined in a
+// header is defined again in each, and the link fails.
+template <int Warps>
+__global__ void __launch_bounds__(32 * Warps) swiglu_round_kernel(const swiglu_round_args p) {
     enter_kernel();
     const int lane = int(threadIdx.x) & 31;
     const int64_t blocks = (p.n + 31) / 32;
-    const int64_t item = int64_t(blockIdx.x) * swiglu_round_warps + (threadIdx.x >> 5);
+    const int64_t item = int64_t(blockIdx.x) * Warps + (threadIdx.x >> 5);
     if (item >= blocks * p.cols) return;
     const int64_t c = item / blocks, b = item % blocks, i = 32 * b + lane;
     float v = 0.0f;
@@ -127,7 +131,7 @@ inline void swiglu_round(const float* gate, int64_t gate_stride, const float* up
     });
     const int64_t items = (n + 31) / 32 * cols;
     const detail::swiglu_round_args a{gate, up, gate_stride, up_stride, y, static_cast<uint8_t*>(records), n, cols};
-    detail::launch(op, detail::swiglu_round_kernel, dim3(detail::blocks_for(items, detail::swiglu_round_warps, op)),
+    detail::launch(op, detail::swiglu_round_kernel<detail::swiglu_round_warps>, dim3(detail::blocks_for(items, detail::swiglu_round_warps, op)),
                    dim3(32 * detail::swiglu_round_warps), 0, stream, o, a);
 }
 

@@ -26,8 +26,8 @@ const uint SLICE_VALUES = 32u;
 
 const bool NIBBLE32_LINEAR = NIBBLE32_TABLE == 0;
 
-// ggml's IQ4_NL table, four values to a word (byte i of word j: entry 4j + i).
-const uint nibble32_table_words[4] = uint[4](0xBFAD9881u, 0xF6EADDCFu, 0x26190D01u, 0x71594535u);
+// ggml's IQ4_NL table, four values to a word (byte i of word j: entry 4j + i), from the C++ table.
+const uint nibble32_table_words[4] = uint[4](NIBBLE32_TABLE_WORDS);
 
 struct weight_slice {
     uvec4 lo, hi;  // values 0..15 and 16..31 of the slice, one byte each (u, or int8 table values)
