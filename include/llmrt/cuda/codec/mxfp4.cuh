@@ -7,6 +7,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include "llmrt/cuda/codec/block32.cuh"
 #include "llmrt/quant/mxfp4.hpp"
 
@@ -58,10 +60,11 @@ __device__ __forceinline__ void mxfp4_dot_word_signed_parts(uint32_t w, int x0, 
 
 struct mxfp4_bits {
     static constexpr int align = 1;
-    __device__ __forceinline__ static float scale(const uint8_t* block, int) { return e8m0_to_fp32_half(*block); }
+    static constexpr int e_at = int(offsetof(mxfp4, e)), qs_at = int(offsetof(mxfp4, qs));  // llmrt::mxfp4
+    __device__ __forceinline__ static float scale(const uint8_t* block, int) { return e8m0_to_fp32_half(block[e_at]); }
     __device__ __forceinline__ static void values(const uint8_t* block, int, uint32_t (&v)[8]) {
         uint32_t q[4];
-        ptx::load_words<align>(block + 1, q);
+        ptx::load_words<align>(block + qs_at, q);
 #pragma unroll
         for (int j = 0; j < 4; ++j) mxfp4_decode_word(q[j], v[j], v[4 + j]);
     }
@@ -77,7 +80,7 @@ struct mxfp4_bits {
     template <int Residue>
     __device__ __forceinline__ static void a_fragment(const uint8_t* block, int, int t, uint32_t (&w)[4]) {
         uint32_t positive[2], negative[2];
-        mxfp4_signed_parts(ptx::load_u32_at<align, ptx::residue_after(Residue, 1)>(block + 1 + 4 * t), positive, negative);
+        mxfp4_signed_parts(ptx::load_u32_at<align, ptx::residue_after(Residue, qs_at)>(block + qs_at + 4 * t), positive, negative);
         w[0] = positive[0], w[1] = positive[1], w[2] = negative[0], w[3] = negative[1];
     }
 };
@@ -116,7 +119,7 @@ struct device_codec<mxfp4> : detail::block32_codec<mxfp4, detail::mxfp4_bits> {
             const uint8_t* block = step + (4 * part + i) * int(sizeof(mxfp4));
             const float dw = detail::mxfp4_bits::scale(block, 0);
             uint32_t q[4];
-            ptx::load_words<align>(block + 1, q);
+            ptx::load_words<align>(block + detail::mxfp4_bits::qs_at, q);
             const uint8_t* record = records + i * rec::bytes;
             if constexpr (NCols == 1) {
                 int x[8];

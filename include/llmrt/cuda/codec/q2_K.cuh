@@ -10,6 +10,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include "llmrt/cuda/codec.cuh"
 #include "llmrt/quant/q2_K.hpp"
 
@@ -18,6 +20,10 @@ namespace llmrt::cuda {
 template <>
 struct device_codec<q2_K> {
     static constexpr int align = 4;
+    // Where the fields start (llmrt::q2_K): scales, qs, then d and dmin, read as one word.
+    static constexpr int scales_at = int(offsetof(q2_K, scales)), qs_at = int(offsetof(q2_K, qs));
+    static constexpr int dm_at = int(offsetof(q2_K, d));
+    static_assert(offsetof(q2_K, dmin) == offsetof(q2_K, d) + 2, "q2_K: dmin follows d (read as one word)");
 
     // The 2-bit quants of 4 elements, at shift 2i of their bytes.
     __device__ __forceinline__ static uint32_t quants(uint32_t w, int i) { return (w >> (2 * i)) & 0x03030303u; }
@@ -59,9 +65,9 @@ struct device_codec<q2_K> {
                                                     float (&acc)[NCols]) {
         using rec = detail::records<NCols>;
         uint32_t q[8], scales[2];
-        ptx::load_words<align>(block + 16 + 32 * part, q);
-        ptx::load_words<align>(block + 8 * part, scales);
-        const uint32_t dm = ptx::load_u32<align>(block + 80);
+        ptx::load_words<align>(block + qs_at + 32 * part, q);
+        ptx::load_words<align>(block + scales_at + 8 * part, scales);
+        const uint32_t dm = ptx::load_u32<align>(block + dm_at);
         const float d = ptx::fp16_bits_to_float(dm & 0xffffu), dmin = ptx::fp16_bits_to_float(dm >> 16);
         uint32_t sc[2], mins[2];
         scales_and_mins(scales, sc, mins);
@@ -112,7 +118,7 @@ struct device_codec<q2_K> {
         float d[2], dmin[2];
 #pragma unroll
         for (int ri = 0; ri < 2; ++ri) {
-            const uint32_t dm = ptx::load_u32<align>((ri ? row_hi : row_lo) + 80);
+            const uint32_t dm = ptx::load_u32<align>((ri ? row_hi : row_lo) + dm_at);
             d[ri] = ptx::fp16_bits_to_float(dm & 0xffffu);
             dmin[ri] = ptx::fp16_bits_to_float(dm >> 16);
         }
@@ -122,10 +128,10 @@ struct device_codec<q2_K> {
 #pragma unroll
             for (int ri = 0; ri < 2; ++ri) {
                 const uint8_t* block = ri ? row_hi : row_lo;
-                qa[ri] = ptx::load_u32<align>(block + 16 + 32 * h + 4 * t);
-                qb[ri] = ptx::load_u32<align>(block + 32 + 32 * h + 4 * t);
+                qa[ri] = ptx::load_u32<align>(block + qs_at + 32 * h + 4 * t);
+                qb[ri] = ptx::load_u32<align>(block + qs_at + 16 + 32 * h + 4 * t);
                 uint32_t scales[2];
-                ptx::load_words<align>(block + 8 * h, scales);
+                ptx::load_words<align>(block + scales_at + 8 * h, scales);
                 scales_and_mins(scales, sc[ri], mins[ri]);
             }
             float sd[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}}, sm[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};

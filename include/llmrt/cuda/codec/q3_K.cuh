@@ -9,6 +9,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include "llmrt/cuda/codec.cuh"
 #include "llmrt/quant/q3_K.hpp"
 
@@ -17,6 +19,9 @@ namespace llmrt::cuda {
 template <>
 struct device_codec<q3_K> {
     static constexpr int align = 2;
+    // Where the fields start (llmrt::q3_K): hmask, qs, scales, d.
+    static constexpr int hmask_at = int(offsetof(q3_K, hmask)), qs_at = int(offsetof(q3_K, qs));
+    static constexpr int scales_at = int(offsetof(q3_K, scales)), d_at = int(offsetof(q3_K, d));
     // mma_step and dot_part read at fixed offsets where mmvq knows their rows' address modulo 4
     // (codec.cuh, mmvq.cuh); every word they read sits at a multiple of 4 bytes from the block
     // start, so at that same residue.
@@ -78,11 +83,11 @@ struct device_codec<q3_K> {
                                                     float (&acc)[NCols]) {
         using rec = detail::records<NCols>;
         uint32_t q[8], hmask[8], s[3], scales[2];
-        ptx::load_words_at<align, Residue>(block + 32 + 32 * part, q);
+        ptx::load_words_at<align, Residue>(block + qs_at + 32 * part, q);
         ptx::load_words_at<align, Residue>(block, hmask);
-        ptx::load_words_at<align, Residue>(block + 96, s);
+        ptx::load_words_at<align, Residue>(block + scales_at, s);
         scale_words_times4(s, part, scales);
-        const float d = detail::mul_rn(0.25f, ptx::load_fp16(block + 108));  // the scales are times 4
+        const float d = detail::mul_rn(0.25f, ptx::load_fp16(block + d_at));  // the scales are times 4
         float sd[NCols];
 #pragma unroll
         for (int c = 0; c < NCols; ++c) sd[c] = 0.0f;
@@ -125,10 +130,10 @@ struct device_codec<q3_K> {
 #pragma unroll
         for (int ri = 0; ri < 2; ++ri) {
             const uint8_t* block = ri ? row_hi : row_lo;
-            d[ri] = detail::mul_rn(0.25f, ptx::load_fp16(block + 108));  // the scales are times 4
-            ptx::load_words_at<align, Residue>(block + 96, s[ri]);
-            hm_a[ri] = ptx::load_u32_at<align, Residue>(block + 4 * t);
-            hm_b[ri] = ptx::load_u32_at<align, Residue>(block + 16 + 4 * t);
+            d[ri] = detail::mul_rn(0.25f, ptx::load_fp16(block + d_at));  // the scales are times 4
+            ptx::load_words_at<align, Residue>(block + scales_at, s[ri]);
+            hm_a[ri] = ptx::load_u32_at<align, Residue>(block + hmask_at + 4 * t);
+            hm_b[ri] = ptx::load_u32_at<align, Residue>(block + hmask_at + 16 + 4 * t);
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -136,8 +141,8 @@ struct device_codec<q3_K> {
 #pragma unroll
             for (int ri = 0; ri < 2; ++ri) {
                 const uint8_t* block = ri ? row_hi : row_lo;
-                qa[ri] = ptx::load_u32_at<align, Residue>(block + 32 + 32 * h + 4 * t);
-                qb[ri] = ptx::load_u32_at<align, Residue>(block + 48 + 32 * h + 4 * t);
+                qa[ri] = ptx::load_u32_at<align, Residue>(block + qs_at + 32 * h + 4 * t);
+                qb[ri] = ptx::load_u32_at<align, Residue>(block + qs_at + 16 + 32 * h + 4 * t);
                 scale_words_times4(s[ri], h, scales[ri]);  // read whole by the dp2a below
             }
             float sd[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};

@@ -5,6 +5,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include "llmrt/cuda/codec/scale_min.cuh"
 #include "llmrt/quant/q4_K.hpp"
 
@@ -13,7 +15,7 @@ namespace llmrt::cuda {
 namespace detail {
 
 struct q4_K_bits {
-    static constexpr int qs_offset = 16;
+    static constexpr int qs_offset = int(offsetof(q4_K, qs));
     static constexpr bool has_qh = false;
     __device__ __forceinline__ static uint32_t quants(uint32_t qs, uint32_t, int j) {
         return (qs >> (4 * (j % 2))) & 0x0f0f0f0fu;

@@ -5,6 +5,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include "llmrt/cuda/codec/scale_min.cuh"
 #include "llmrt/quant/q5_K.hpp"
 
@@ -13,7 +15,8 @@ namespace llmrt::cuda {
 namespace detail {
 
 struct q5_K_bits {
-    static constexpr int qs_offset = 48;
+    static constexpr int qs_offset = int(offsetof(q5_K, qs));
+    static constexpr int qh_offset = int(offsetof(q5_K, qh));
     static constexpr bool has_qh = true;
     // The nibble at shift 4(j%2) of their qs word and bit j of their qh word.
     __device__ __forceinline__ static uint32_t quants(uint32_t qs, uint32_t qh, int j) {

@@ -9,6 +9,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include "llmrt/cuda/codec.cuh"
 #include "llmrt/quant/q6_K.hpp"
 
@@ -17,6 +19,9 @@ namespace llmrt::cuda {
 template <>
 struct device_codec<q6_K> {
     static constexpr int align = 2;
+    // Where the fields start (llmrt::q6_K): ql, qh, scales, d.
+    static constexpr int ql_at = int(offsetof(q6_K, ql)), qh_at = int(offsetof(q6_K, qh));
+    static constexpr int scales_at = int(offsetof(q6_K, scales)), d_at = int(offsetof(q6_K, d));
     // mma_step reads at fixed offsets where mmvq knows its rows' address modulo 4 (codec.cuh); every
     // word it reads sits at a multiple of 4 bytes from the block start, so at that same residue.
     static constexpr unsigned reads_at_residue = detail::residue_in_mma_step;
@@ -52,10 +57,10 @@ struct device_codec<q6_K> {
                                                     float (&acc)[NCols]) {
         using rec = detail::records<NCols>;
         uint32_t ql[16], qh[8], scales[2];
-        ptx::load_words<align>(block + 64 * part, ql);
-        ptx::load_words<align>(block + 128 + 32 * part, qh);
-        ptx::load_words<align>(block + 192 + 8 * part, scales);
-        const float d = ptx::load_fp16(block + 208);
+        ptx::load_words<align>(block + ql_at + 64 * part, ql);
+        ptx::load_words<align>(block + qh_at + 32 * part, qh);
+        ptx::load_words<align>(block + scales_at + 8 * part, scales);
+        const float d = ptx::load_fp16(block + d_at);
         float sd[NCols];
 #pragma unroll
         for (int c = 0; c < NCols; ++c) sd[c] = 0.0f;
@@ -78,16 +83,16 @@ struct device_codec<q6_K> {
         const int t = lane & 3;
         float d[2];
 #pragma unroll
-        for (int ri = 0; ri < 2; ++ri) d[ri] = ptx::load_fp16((ri ? row_hi : row_lo) + 208);
+        for (int ri = 0; ri < 2; ++ri) d[ri] = ptx::load_fp16((ri ? row_hi : row_lo) + d_at);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             uint32_t qh_a[2], qh_b[2], scales[2][2];
 #pragma unroll
             for (int ri = 0; ri < 2; ++ri) {
                 const uint8_t* block = ri ? row_hi : row_lo;
-                qh_a[ri] = ptx::load_u32_at<align, Residue>(block + 128 + 32 * h + 4 * t);
-                qh_b[ri] = ptx::load_u32_at<align, Residue>(block + 144 + 32 * h + 4 * t);
-                ptx::load_words_at<align, Residue>(block + 192 + 8 * h, scales[ri]);
+                qh_a[ri] = ptx::load_u32_at<align, Residue>(block + qh_at + 32 * h + 4 * t);
+                qh_b[ri] = ptx::load_u32_at<align, Residue>(block + qh_at + 16 + 32 * h + 4 * t);
+                ptx::load_words_at<align, Residue>(block + scales_at + 8 * h, scales[ri]);
             }
             float sd[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
 #pragma unroll
@@ -100,7 +105,7 @@ struct device_codec<q6_K> {
                 int sc_a[2], sc_b[2];
 #pragma unroll
                 for (int ri = 0; ri < 2; ++ri) {
-                    const uint8_t* ql = (ri ? row_hi : row_lo) + 64 * h + 32 * (i & 1) + 4 * t;
+                    const uint8_t* ql = (ri ? row_hi : row_lo) + ql_at + 64 * h + 32 * (i & 1) + 4 * t;
                     va[ri] = values(ptx::load_u32_at<align, Residue>(ql), qh_a[ri], i);
                     vb[ri] = values(ptx::load_u32_at<align, Residue>(ql + 16), qh_b[ri], i);
                     sc_a[ri] = scale_byte(scales[ri][i >> 1], 2 * (i & 1));

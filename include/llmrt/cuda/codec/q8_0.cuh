@@ -5,6 +5,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include "llmrt/cuda/codec/block32.cuh"
 #include "llmrt/quant/q8_0.hpp"
 
@@ -14,16 +16,17 @@ namespace detail {
 
 struct q8_0_bits {
     static constexpr int align = 2;
+    static constexpr int d_at = int(offsetof(q8_0, d)), qs_at = int(offsetof(q8_0, qs));  // llmrt::q8_0
     static constexpr bool paired_fragments = false;
-    __device__ __forceinline__ static float scale(const uint8_t* block, int) { return ptx::load_fp16(block); }
+    __device__ __forceinline__ static float scale(const uint8_t* block, int) { return ptx::load_fp16(block + d_at); }
     __device__ __forceinline__ static void values(const uint8_t* block, int, uint32_t (&v)[8]) {
-        ptx::load_words<align>(block + 2, v);
+        ptx::load_words<align>(block + qs_at, v);
     }
     static constexpr int a_parts = 1;
     template <int Residue>
     __device__ __forceinline__ static void a_fragment(const uint8_t* block, int, int t, uint32_t (&w)[2]) {
-        w[0] = ptx::load_u32_at<align, ptx::residue_after(Residue, 2)>(block + 2 + 4 * t);
-        w[1] = ptx::load_u32_at<align, ptx::residue_after(Residue, 18)>(block + 18 + 4 * t);
+        w[0] = ptx::load_u32_at<align, ptx::residue_after(Residue, qs_at)>(block + qs_at + 4 * t);
+        w[1] = ptx::load_u32_at<align, ptx::residue_after(Residue, qs_at + 16)>(block + qs_at + 16 + 4 * t);
     }
 };
 

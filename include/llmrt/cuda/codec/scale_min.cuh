@@ -10,6 +10,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include "llmrt/cuda/codec.cuh"
 #include "llmrt/quant/q4_K.hpp"
 
@@ -30,13 +32,17 @@ __device__ __forceinline__ void k4_scale_min_words(const uint32_t (&s)[3], int p
 
 // Bits is a type with
 //   static constexpr int qs_offset                      where qs start in the block
-//   static constexpr bool has_qh                        whether a fifth bit comes from qh[32] at 16
+//   static constexpr bool has_qh                        whether a fifth bit comes from qh[32]
+//   static constexpr int qh_offset                      where qh starts, where has_qh
 //   static uint32_t quants(uint32_t qs, uint32_t qh, int j)        4 quants of sub-block j
 //   static uint32_t quants_scaled(uint32_t qs, uint32_t qh, int j) the same times 2^scale_shift(j)
 //   static int scale_shift(int j)                                   (a byte must still hold them)
 template <class Block, class Bits>
 struct scale_min_codec {
     static constexpr int align = 16;
+    // Where d (then dmin, read as one word with it) and the packed scales start.
+    static constexpr int dm_at = int(offsetof(Block, d)), scales_at = int(offsetof(Block, scales));
+    static_assert(offsetof(Block, dmin) == offsetof(Block, d) + 2, "scale_min_codec: dmin follows d (read as one word)");
 
     __device__ static float dot_q8_1(const Block& w, const q8_1* x) {
         float sd = 0.0f, sm = 0.0f;
@@ -61,12 +67,12 @@ struct scale_min_codec {
     __device__ __forceinline__ static void dot_part(const uint8_t* block, int part, int, const uint8_t* records,
                                                     float (&acc)[NCols]) {
         using rec = detail::records<NCols>;
-        const uint32_t dm = ptx::load_u32<align>(block);
+        const uint32_t dm = ptx::load_u32<align>(block + dm_at);
         const float d = ptx::fp16_bits_to_float(dm & 0xffffu), dmin = ptx::fp16_bits_to_float(dm >> 16);
         uint32_t s[3], scales, mins, q[16], qh[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        ptx::load_words<4>(block + 4, s);
+        ptx::load_words<4>(block + scales_at, s);
         k4_scale_min_words(s, part, scales, mins);
-        if constexpr (Bits::has_qh) ptx::load_words<align>(block + 16, qh);
+        if constexpr (Bits::has_qh) ptx::load_words<align>(block + Bits::qh_offset, qh);
         ptx::load_words<align>(block + Bits::qs_offset + 64 * part, q);
         float sd[NCols], sm[NCols];
 #pragma unroll
@@ -105,13 +111,13 @@ struct scale_min_codec {
 #pragma unroll
         for (int ri = 0; ri < 2; ++ri) {
             const uint8_t* block = ri ? row_hi : row_lo;
-            const uint32_t dm = ptx::load_u32<align>(block);
+            const uint32_t dm = ptx::load_u32<align>(block + dm_at);
             d[ri] = ptx::fp16_bits_to_float(dm & 0xffffu);
             dmin[ri] = ptx::fp16_bits_to_float(dm >> 16);
-            ptx::load_words<4>(block + 4, s[ri]);
+            ptx::load_words<4>(block + scales_at, s[ri]);
             if constexpr (Bits::has_qh) {
-                qh_a[ri] = ptx::load_u32<4>(block + 16 + 4 * t);
-                qh_b[ri] = ptx::load_u32<4>(block + 32 + 4 * t);
+                qh_a[ri] = ptx::load_u32<4>(block + Bits::qh_offset + 4 * t);
+                qh_b[ri] = ptx::load_u32<4>(block + Bits::qh_offset + 16 + 4 * t);
             }
         }
 #pragma unroll
