@@ -19,44 +19,17 @@ struct field {
     std::size_t size;
 };
 
-#define LLMRT_FIELD(B, member) field{#member, offsetof(B, member), sizeof(B::member)}
-
-// The C++ side of each block, field by field. A weight type added to the list without its line
-// here does not compile.
+// The C++ side of each own-codec block, field by field: the header's block_fields, which the
+// generated GLSL offsets come from too; the buffer-reference struct of the GLSL include is written by
+// hand, and this holds it to them. A weight type without block_fields or a family layout does not
+// compile (tools/glsl_layouts).
 template <class B>
 std::vector<field> cpp_fields() {
-    static_assert(llmrt::nibble32_block<B>,  // the family types' GLSL layouts are generated
-                  "test_vulkan_shaders: list the fields of this weight type in cpp_fields<B>()");
-    return {};
-}
-template <> std::vector<field> cpp_fields<llmrt::q8_0>() {
-    using llmrt::q8_0;
-    return {LLMRT_FIELD(q8_0, d), LLMRT_FIELD(q8_0, qs)};
-}
-template <> std::vector<field> cpp_fields<llmrt::q2_K>() {
-    using llmrt::q2_K;
-    return {LLMRT_FIELD(q2_K, scales), LLMRT_FIELD(q2_K, qs), LLMRT_FIELD(q2_K, d), LLMRT_FIELD(q2_K, dmin)};
-}
-template <> std::vector<field> cpp_fields<llmrt::q3_K>() {
-    using llmrt::q3_K;
-    return {LLMRT_FIELD(q3_K, hmask), LLMRT_FIELD(q3_K, qs), LLMRT_FIELD(q3_K, scales), LLMRT_FIELD(q3_K, d)};
-}
-template <> std::vector<field> cpp_fields<llmrt::q4_K>() {
-    using llmrt::q4_K;
-    return {LLMRT_FIELD(q4_K, d), LLMRT_FIELD(q4_K, dmin), LLMRT_FIELD(q4_K, scales), LLMRT_FIELD(q4_K, qs)};
-}
-template <> std::vector<field> cpp_fields<llmrt::q5_K>() {
-    using llmrt::q5_K;
-    return {LLMRT_FIELD(q5_K, d), LLMRT_FIELD(q5_K, dmin), LLMRT_FIELD(q5_K, scales), LLMRT_FIELD(q5_K, qh),
-            LLMRT_FIELD(q5_K, qs)};
-}
-template <> std::vector<field> cpp_fields<llmrt::q6_K>() {
-    using llmrt::q6_K;
-    return {LLMRT_FIELD(q6_K, ql), LLMRT_FIELD(q6_K, qh), LLMRT_FIELD(q6_K, scales), LLMRT_FIELD(q6_K, d)};
-}
-template <> std::vector<field> cpp_fields<llmrt::mxfp4>() {
-    using llmrt::mxfp4;
-    return {LLMRT_FIELD(mxfp4, e), LLMRT_FIELD(mxfp4, qs)};
+    std::vector<field> fields;
+    if constexpr (llmrt::has_block_fields<B>)
+        for (const llmrt::block_field& f : llmrt::block_fields<B>::value)
+            fields.push_back({f.name, std::size_t(f.offset), std::size_t(f.bytes)});
+    return fields;
 }
 
 const llmrt::vulkan::spirv_blob* find_probe(const std::string& name) {

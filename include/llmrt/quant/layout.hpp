@@ -10,6 +10,7 @@
 #include "llmrt/core/cxx20.hpp"
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 
 namespace llmrt {
@@ -43,6 +44,23 @@ struct nibble32_layout {
 //   template <> struct block_layout<B> { static constexpr nibble32_layout value = {...}; };
 template <class B>
 struct block_layout;
+
+// The fields of a block type whose GPU codecs are its own (block_family::own), for the GLSL
+// offsets that tools/glsl_layouts generates (llmrt/blocks/layout/<type>.glsl: <TYPE>_OFFSET_<FIELD>
+// and <TYPE>_BYTES) and the layout test: specialized in the type's header as
+//   template <> struct block_fields<B> { static constexpr block_field value[] = {LLMRT_BLOCK_FIELD(B, d), ...}; };
+struct block_field {
+    const char* name;
+    int offset;
+    int bytes;
+};
+#define LLMRT_BLOCK_FIELD(B, member) \
+    ::llmrt::block_field { #member, int(offsetof(B, member)), int(sizeof(B::member)) }
+template <class B>
+struct block_fields;
+
+template <class B>
+concept has_block_fields = requires { block_fields<B>::value; };
 
 // True for a block type of the nibble32 family with its layout given.
 template <class B>

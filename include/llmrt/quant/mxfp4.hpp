@@ -11,11 +11,14 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include <cmath>
 
 #include "llmrt/core/float_convert.hpp"
 #include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/q8_0.hpp"
+#include "llmrt/quant/layout.hpp"
 #include "llmrt/quant/traits.hpp"
 #include "llmrt/quant/strict_fp.hpp"
 
@@ -33,6 +36,12 @@ struct mxfp4 {
     using vec_dot_type = q8_0;
 };
 static_assert(sizeof(mxfp4) == 17, "mxfp4 must be 17 bytes, as ggml's block_mxfp4");
+
+// The fields, for the GLSL offsets generated from them (llmrt/quant/layout.hpp).
+template <>
+struct block_fields<mxfp4> {
+    static constexpr block_field value[] = {LLMRT_BLOCK_FIELD(mxfp4, e), LLMRT_BLOCK_FIELD(mxfp4, qs)};
+};
 
 // 2 × E2M1 {0, 0.5, 1, 1.5, 2, 3, 4, 6}, sign in bit 3 (code 8 is -0, stored as 0).
 LLMRT_HOST_DEVICE int8_t mxfp4_value(int code) {

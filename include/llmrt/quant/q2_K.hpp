@@ -10,6 +10,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include <cmath>
 
 #include "llmrt/core/error.hpp"
@@ -18,6 +20,7 @@
 #include "llmrt/quant/kquant_search.hpp"
 #include "llmrt/quant/q8_K.hpp"
 #include "llmrt/quant/rounding.hpp"
+#include "llmrt/quant/layout.hpp"
 #include "llmrt/quant/traits.hpp"
 #include "llmrt/quant/strict_fp.hpp"
 
@@ -37,6 +40,12 @@ struct q2_K {
     using vec_dot_type = q8_K;
 };
 static_assert(sizeof(q2_K) == 84, "q2_K must be 84 bytes, as ggml's block_q2_K");
+
+// The fields, for the GLSL offsets generated from them (llmrt/quant/layout.hpp).
+template <>
+struct block_fields<q2_K> {
+    static constexpr block_field value[] = {LLMRT_BLOCK_FIELD(q2_K, scales), LLMRT_BLOCK_FIELD(q2_K, qs), LLMRT_BLOCK_FIELD(q2_K, d), LLMRT_BLOCK_FIELD(q2_K, dmin)};
+};
 
 LLMRT_HOST_DEVICE void dequantize_block(const q2_K& b, float* y) {
     const float d = fp16_to_fp32(b.d);

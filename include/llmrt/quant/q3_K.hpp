@@ -10,6 +10,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include <cmath>
 #include <cstdint>
 
@@ -18,6 +20,7 @@
 #include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/q8_K.hpp"
 #include "llmrt/quant/rounding.hpp"
+#include "llmrt/quant/layout.hpp"
 #include "llmrt/quant/traits.hpp"
 #include "llmrt/quant/strict_fp.hpp"
 
@@ -37,6 +40,12 @@ struct q3_K {
     using vec_dot_type = q8_K;
 };
 static_assert(sizeof(q3_K) == 110, "q3_K must be 110 bytes, as ggml's block_q3_K");
+
+// The fields, for the GLSL offsets generated from them (llmrt/quant/layout.hpp).
+template <>
+struct block_fields<q3_K> {
+    static constexpr block_field value[] = {LLMRT_BLOCK_FIELD(q3_K, hmask), LLMRT_BLOCK_FIELD(q3_K, qs), LLMRT_BLOCK_FIELD(q3_K, scales), LLMRT_BLOCK_FIELD(q3_K, d)};
+};
 
 // Six-bit scale of sub-block j with its offset of 32 removed, in [-32, 31].
 LLMRT_HOST_DEVICE int q3_K_scale(const uint8_t* scales, int j) {

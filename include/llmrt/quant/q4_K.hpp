@@ -10,6 +10,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include <cmath>
 
 #include "llmrt/core/error.hpp"
@@ -18,6 +20,7 @@
 #include "llmrt/quant/kquant_search.hpp"
 #include "llmrt/quant/q8_K.hpp"
 #include "llmrt/quant/rounding.hpp"
+#include "llmrt/quant/layout.hpp"
 #include "llmrt/quant/traits.hpp"
 #include "llmrt/quant/strict_fp.hpp"
 
@@ -37,6 +40,12 @@ struct q4_K {
     using vec_dot_type = q8_K;
 };
 static_assert(sizeof(q4_K) == 144, "q4_K must be 144 bytes, as ggml's block_q4_K");
+
+// The fields, for the GLSL offsets generated from them (llmrt/quant/layout.hpp).
+template <>
+struct block_fields<q4_K> {
+    static constexpr block_field value[] = {LLMRT_BLOCK_FIELD(q4_K, d), LLMRT_BLOCK_FIELD(q4_K, dmin), LLMRT_BLOCK_FIELD(q4_K, scales), LLMRT_BLOCK_FIELD(q4_K, qs)};
+};
 
 // Six-bit scale and min of sub-block j (0..7) from the 12 packed bytes shared by Q4_K and Q5_K:
 // bytes 0–3 hold sc0..3 (bits 0–5) and the high bits of sc4..7 (bits 6–7), bytes 4–7 the same

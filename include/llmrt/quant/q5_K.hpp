@@ -11,6 +11,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include "llmrt/core/error.hpp"
 #include "llmrt/core/float_convert.hpp"
 #include "llmrt/quant/finite.hpp"
@@ -18,6 +20,7 @@
 #include "llmrt/quant/q4_K.hpp"
 #include "llmrt/quant/q8_K.hpp"
 #include "llmrt/quant/rounding.hpp"
+#include "llmrt/quant/layout.hpp"
 #include "llmrt/quant/traits.hpp"
 #include "llmrt/quant/strict_fp.hpp"
 
@@ -38,6 +41,12 @@ struct q5_K {
     using vec_dot_type = q8_K;
 };
 static_assert(sizeof(q5_K) == 176, "q5_K must be 176 bytes, as ggml's block_q5_K");
+
+// The fields, for the GLSL offsets generated from them (llmrt/quant/layout.hpp).
+template <>
+struct block_fields<q5_K> {
+    static constexpr block_field value[] = {LLMRT_BLOCK_FIELD(q5_K, d), LLMRT_BLOCK_FIELD(q5_K, dmin), LLMRT_BLOCK_FIELD(q5_K, scales), LLMRT_BLOCK_FIELD(q5_K, qh), LLMRT_BLOCK_FIELD(q5_K, qs)};
+};
 
 LLMRT_HOST_DEVICE void dequantize_block(const q5_K& b, float* y) {
     const float d = fp16_to_fp32(b.d);

@@ -10,6 +10,8 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -19,6 +21,7 @@
 #include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/q8_K.hpp"
 #include "llmrt/quant/rounding.hpp"
+#include "llmrt/quant/layout.hpp"
 #include "llmrt/quant/traits.hpp"
 #include "llmrt/quant/strict_fp.hpp"
 
@@ -38,6 +41,12 @@ struct q6_K {
     using vec_dot_type = q8_K;
 };
 static_assert(sizeof(q6_K) == 210, "q6_K must be 210 bytes, as ggml's block_q6_K");
+
+// The fields, for the GLSL offsets generated from them (llmrt/quant/layout.hpp).
+template <>
+struct block_fields<q6_K> {
+    static constexpr block_field value[] = {LLMRT_BLOCK_FIELD(q6_K, ql), LLMRT_BLOCK_FIELD(q6_K, qh), LLMRT_BLOCK_FIELD(q6_K, scales), LLMRT_BLOCK_FIELD(q6_K, d)};
+};
 
 LLMRT_HOST_DEVICE void dequantize_block(const q6_K& b, float* y) {
     const float d = fp16_to_fp32(b.d);

@@ -8,12 +8,15 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cstddef>
+
 #include <cfloat>
 #include <cmath>
 
 #include "llmrt/core/float_convert.hpp"
 #include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/rounding.hpp"
+#include "llmrt/quant/layout.hpp"
 #include "llmrt/quant/traits.hpp"
 #include "llmrt/quant/strict_fp.hpp"
 
@@ -31,6 +34,12 @@ struct q8_0 {
     using vec_dot_type = q8_0;
 };
 static_assert(sizeof(q8_0) == 34, "q8_0 must be 34 bytes, as ggml's block_q8_0");
+
+// The fields, for the GLSL offsets generated from them (llmrt/quant/layout.hpp).
+template <>
+struct block_fields<q8_0> {
+    static constexpr block_field value[] = {LLMRT_BLOCK_FIELD(q8_0, d), LLMRT_BLOCK_FIELD(q8_0, qs)};
+};
 
 LLMRT_HOST_DEVICE void dequantize_block(const q8_0& b, float* y) {
     const float d = fp16_to_fp32(b.d);

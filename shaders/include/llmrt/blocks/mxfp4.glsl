@@ -23,9 +23,7 @@
 #include "llmrt/int_dot.glsl"
 #include "llmrt/weights.glsl"
 
-#define MXFP4_OFFSET_E 0
-#define MXFP4_OFFSET_QS 1
-#define MXFP4_BYTES 17
+#include "llmrt/blocks/layout/mxfp4.glsl"  // MXFP4_OFFSET_<field>, MXFP4_BYTES: generated from the C++ struct
 
 #ifndef MXFP4_UNSHIFTED_MAX_COLUMNS
 #define MXFP4_UNSHIFTED_MAX_COLUMNS 2u  // the most columns that keep the high nibbles in place

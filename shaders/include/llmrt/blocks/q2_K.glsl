@@ -16,11 +16,7 @@
 #include "llmrt/int_dot.glsl"
 #include "llmrt/weights.glsl"
 
-#define Q2_K_OFFSET_SCALES 0
-#define Q2_K_OFFSET_QS 16
-#define Q2_K_OFFSET_D 80
-#define Q2_K_OFFSET_DMIN 82
-#define Q2_K_BYTES 84
+#include "llmrt/blocks/layout/q2_K.glsl"  // Q2_K_OFFSET_<field>, Q2_K_BYTES: generated from the C++ struct
 
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer block_q2_K {
     layout(offset = Q2_K_OFFSET_SCALES) uint8_t scales[16];

@@ -14,11 +14,7 @@
 
 #include "llmrt/blocks/sub16_slices.glsl"
 
-#define Q3_K_OFFSET_HMASK 0
-#define Q3_K_OFFSET_QS 32
-#define Q3_K_OFFSET_SCALES 96
-#define Q3_K_OFFSET_D 108
-#define Q3_K_BYTES 110
+#include "llmrt/blocks/layout/q3_K.glsl"  // Q3_K_OFFSET_<field>, Q3_K_BYTES: generated from the C++ struct
 
 layout(buffer_reference, std430, buffer_reference_align = 2) readonly buffer block_q3_K {
     layout(offset = Q3_K_OFFSET_HMASK) uint8_t hmask[32];

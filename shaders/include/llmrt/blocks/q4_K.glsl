@@ -14,11 +14,7 @@
 
 #include "llmrt/blocks/k4_scales.glsl"
 
-#define Q4_K_OFFSET_D 0
-#define Q4_K_OFFSET_DMIN 2
-#define Q4_K_OFFSET_SCALES 4
-#define Q4_K_OFFSET_QS 16
-#define Q4_K_BYTES 144
+#include "llmrt/blocks/layout/q4_K.glsl"  // Q4_K_OFFSET_<field>, Q4_K_BYTES: generated from the C++ struct
 
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer block_q4_K {
     layout(offset = Q4_K_OFFSET_D) uint16_t d;

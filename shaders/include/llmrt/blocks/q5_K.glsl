@@ -15,12 +15,7 @@
 
 #include "llmrt/blocks/k4_scales.glsl"
 
-#define Q5_K_OFFSET_D 0
-#define Q5_K_OFFSET_DMIN 2
-#define Q5_K_OFFSET_SCALES 4
-#define Q5_K_OFFSET_QH 16
-#define Q5_K_OFFSET_QS 48
-#define Q5_K_BYTES 176
+#include "llmrt/blocks/layout/q5_K.glsl"  // Q5_K_OFFSET_<field>, Q5_K_BYTES: generated from the C++ struct
 
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer block_q5_K {
     layout(offset = Q5_K_OFFSET_D) uint16_t d;

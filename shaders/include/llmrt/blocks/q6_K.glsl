@@ -14,11 +14,7 @@
 
 #include "llmrt/blocks/sub16_slices.glsl"
 
-#define Q6_K_OFFSET_QL 0
-#define Q6_K_OFFSET_QH 128
-#define Q6_K_OFFSET_SCALES 192
-#define Q6_K_OFFSET_D 208
-#define Q6_K_BYTES 210
+#include "llmrt/blocks/layout/q6_K.glsl"  // Q6_K_OFFSET_<field>, Q6_K_BYTES: generated from the C++ struct
 
 layout(buffer_reference, std430, buffer_reference_align = 2) readonly buffer block_q6_K {
     layout(offset = Q6_K_OFFSET_QL) uint8_t ql[128];

@@ -13,9 +13,7 @@
 #include "llmrt/int_dot.glsl"
 #include "llmrt/weights.glsl"
 
-#define Q8_0_OFFSET_D 0
-#define Q8_0_OFFSET_QS 2
-#define Q8_0_BYTES 34
+#include "llmrt/blocks/layout/q8_0.glsl"  // Q8_0_OFFSET_<field>, Q8_0_BYTES: generated from the C++ struct
 
 // The block field for field (tests/vulkan holds it against the C++ struct).
 layout(buffer_reference, std430, buffer_reference_align = 2) readonly buffer block_q8_0 {
