@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "error_message.hpp"
 #include "gguf_bytes.hpp"
 #include "sample_gguf.hpp"
 
@@ -11,18 +12,7 @@ using llmrt_test::parse_exact;
 
 namespace {
 
-// The message of the llmrt::error that f raises with `code`, or "" when it raises none.
-template <class F>
-std::string error_message(F&& f, errc code) {
-    try {
-        f();
-    } catch (const error& e) {
-        CHECK(e.code() == code);
-        return e.what();
-    }
-    FAIL("no llmrt::error raised");
-    return "";
-}
+using llmrt_test::error_message;
 
 bool contains(const std::string& message, const std::string& fragment) {
     return message.find(fragment) != std::string::npos;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "error_message.hpp"
 #include "gguf_bytes.hpp"
 #include "sample_gguf.hpp"
 #include "scratch_dir.hpp"
@@ -26,18 +27,7 @@ gguf::writer mixed_writer(uint32_t alignment = 32) {
     return w;
 }
 
-// The message of the llmrt::error that f raises with `code`, or "" when it raises none.
-template <class F>
-std::string error_message(F&& f, errc code) {
-    try {
-        f();
-    } catch (const error& e) {
-        CHECK(e.code() == code);
-        return e.what();
-    }
-    FAIL("no llmrt::error raised");
-    return "";
-}
+using llmrt_test::error_message;
 
 }  // namespace
 
