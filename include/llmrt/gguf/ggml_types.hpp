@@ -24,6 +24,18 @@ struct ggml_type_info {
     uint32_t type_size;    // bytes a block takes; 0 for a removed type
 
     constexpr bool removed() const noexcept { return block_size == 0; }
+
+    // Into `bytes`, the bytes of a tensor of this type with dimensions ne (ne[0] a multiple of
+    // block_size, every ne >= 1): ne[0] / block_size · type_size · ne[1] · ..., every product
+    // checked, the first row's included (2^62 f32 elements are 2^64 bytes, which would wrap to 0).
+    // False when they overflow 64 bits.
+    template <std::size_t N>
+    constexpr bool tensor_bytes(const std::array<int64_t, N>& ne, uint64_t& bytes) const noexcept {
+        bytes = uint64_t(ne[0]) / block_size;
+        bool fits = !__builtin_mul_overflow(bytes, uint64_t(type_size), &bytes);
+        for (std::size_t d = 1; d < N; ++d) fits = fits && !__builtin_mul_overflow(bytes, uint64_t(ne[d]), &bytes);
+        return fits;
+    }
 };
 
 // Indexed by id.

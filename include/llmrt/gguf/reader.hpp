@@ -66,13 +66,16 @@ struct tensor_info {
     const char* type_name() const noexcept { return ggml_type_name(type_id); }
     // Whether llmrt can decode the tensor: its type is in llmrt::all_types.
     bool decodable() const { return is_in<all_types>(qtype(type_id)); }
+    // "type iq2_xxs (ggml type id 16), which llmrt cannot decode (it decodes ...)": what the
+    // errors about using an undecodable tensor say of it.
+    std::string undecodable_type() const {
+        return std::string("type ") + type_name() + " (ggml type id " + std::to_string(type_id) +
+               "), which llmrt cannot decode (it decodes " + llmrt::detail::type_names(all_types{}) + ")";
+    }
     // The type as llmrt's qtype, to decode or compute with the tensor. llmrt::error
     // (errc::unsupported_type) naming the tensor and the type when llmrt cannot decode it.
     qtype type() const {
-        check(decodable(), errc::unsupported_type, [&] {
-            return "tensor '" + name + "' has type " + type_name() + " (ggml type id " + std::to_string(type_id) +
-                   "), which llmrt cannot decode (it decodes " + llmrt::detail::type_names(all_types{}) + ")";
-        });
+        check(decodable(), errc::unsupported_type, [&] { return "tensor '" + name + "' has " + undecodable_type(); });
         return qtype(type_id);
     }
 };
@@ -327,10 +330,8 @@ inline void parse(file& f, std::span<const std::byte> bytes) {
             if (uint64_t(t.ne[0]) % bs != 0)
                 c.fail(type_at, std::string("ne[0] = ") + std::to_string(t.ne[0]) + " is not a multiple of " +
                                     type->name + "'s block size " + std::to_string(bs));
-            uint64_t size = uint64_t(t.ne[0]) / bs;
-            bool fits = checked_mul(size, type->type_size, size);
-            for (uint32_t d = 1; d < max_dims; ++d) fits = fits && checked_mul(size, uint64_t(t.ne[d]), size);
-            if (!fits || size > std::numeric_limits<std::size_t>::max())
+            uint64_t size = 0;
+            if (!type->tensor_bytes(t.ne, size) || size > std::numeric_limits<std::size_t>::max())
                 c.fail(type_at, "byte size overflows");
             t.size = std::size_t(size);
             offset_at.push_back(c.offset());

@@ -211,13 +211,8 @@ private:
             return "gguf writer: tensor '" + t.name + "': ne[0] = " + std::to_string(t.ne[0]) +
                    " is not a multiple of " + info->name + "'s block size " + std::to_string(bs);
         });
-        // Every product checked, the first row's included: 2^62 f32 elements are 2^64 bytes, which
-        // would wrap to 0 and match an empty span.
-        uint64_t expected = uint64_t(t.ne[0] / bs);
-        bool fits = !__builtin_mul_overflow(expected, uint64_t(info->type_size), &expected);
-        for (uint32_t d = 1; d < max_dims; ++d)
-            fits = fits && !__builtin_mul_overflow(expected, uint64_t(t.ne[d]), &expected);
-        check(fits, errc::invalid_argument, [&] {
+        uint64_t expected = 0;
+        check(info->tensor_bytes(t.ne, expected), errc::invalid_argument, [&] {
             return "gguf writer: tensor '" + t.name + "' of " + info->name + " with shape [" + shape_string(t) +
                    "]: byte size overflows 64 bits";
         });

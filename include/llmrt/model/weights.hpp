@@ -73,11 +73,8 @@ inline const gguf::tensor_info& require_tensor(const gguf::file& f, const std::s
 // A matrix [ne0, ne1] (a vector when ne1 = 1 and the file holds one dimension).
 inline weight_ref matrix(const gguf::file& f, const std::string& name, int64_t ne0, int64_t ne1) {
     const gguf::tensor_info& t = require_tensor(f, name);
-    check(t.decodable(), errc::unsupported_type, [&] {
-        return "llama model: tensor '" + name + "' in " + f.source() + " has type " + t.type_name() +
-               " (ggml type id " + std::to_string(t.type_id) + "), which llmrt cannot decode (it decodes " +
-               llmrt::detail::type_names(all_types{}) + ")";
-    });
+    check(t.decodable(), errc::unsupported_type,
+          [&] { return "llama model: tensor '" + name + "' in " + f.source() + " has " + t.undecodable_type(); });
     check(t.ne[0] == ne0 && t.ne[1] == ne1 && t.ne[2] == 1 && t.ne[3] == 1, errc::shape_mismatch, [&] {
         return "llama model: tensor '" + name + "' in " + f.source() + " has shape " + shape_text(t) + ", expected [" +
                std::to_string(ne0) + (ne1 == 1 ? "" : ", " + std::to_string(ne1)) + "]";
