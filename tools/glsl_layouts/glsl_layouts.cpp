@@ -38,11 +38,7 @@ std::string nibble32_include() {
     define("TABLE", L.iq4nl_table ? 1 : 0);
     // ggml's IQ4_NL table (llmrt::iq4nl_value), four entries to a word (byte i of word j: entry 4j + i).
     s += "#define NIBBLE32_TABLE_WORDS ";
-    for (int j = 0; j < 4; ++j) {
-        uint32_t w = 0;
-        for (int i = 0; i < 4; ++i) w |= uint32_t(uint8_t(llmrt::iq4nl_value(4 * j + i))) << (8 * i);
-        s += std::to_string(w) + (j < 3 ? "u, " : "u\n");
-    }
+    for (int j = 0; j < 4; ++j) s += std::to_string(llmrt::iq4nl_table_word(j)) + (j < 3 ? "u, " : "u\n");
     s += "#include \"llmrt/blocks/nibble32.glsl\"\n#endif\n";
     return s;
 }

@@ -54,6 +54,14 @@ LLMRT_HOST_DEVICE constexpr int8_t iq4nl_value(int code) {
     return table[code & 15];
 }
 
+// Entries 4i .. 4i+3 of that table as one word of int8, entry 4i in the low byte: how the GPU
+// codecs hold the table (byte permutes in CUDA, the generated NIBBLE32_TABLE_WORDS in GLSL).
+LLMRT_HOST_DEVICE constexpr uint32_t iq4nl_table_word(int i) {
+    uint32_t w = 0;
+    for (int j = 0; j < 4; ++j) w |= uint32_t(uint8_t(iq4nl_value(4 * i + j))) << (8 * j);
+    return w;
+}
+
 LLMRT_HOST_DEVICE void dequantize_block(const iq4_nl& b, float* y) {
     const float d = fp16_to_fp32(b.d);
     for (int j = 0; j < 16; ++j) {
@@ -143,11 +151,6 @@ inline float iq4_fit_block(const float* x, uint8_t* codes) {
     return d;
 }
 
-// Packs 32 codes as IQ4_NL and each IQ4_XS sub-block store them.
-inline void pack_iq4_codes(const uint8_t* codes, uint8_t* qs) {
-    for (int j = 0; j < 16; ++j) qs[j] = uint8_t(codes[j] | (codes[j + 16] << 4));
-}
-
 }  // namespace detail
 
 // ggml's quantize_iq4_nl with no importance matrix, the path ggml_quantize_chunk (and so
@@ -164,7 +167,7 @@ inline void quantize_row(const float* x, iq4_nl* y, int64_t n) {
         y[ib].d = fp32_to_fp16(scale);
         const float id = scale != 0.0f ? 1.0f / scale : 0.0f;
         for (int j = 0; j < 32; ++j) codes[j] = uint8_t(detail::iq4nl_nearest_code(id * x[j]));
-        detail::pack_iq4_codes(codes, y[ib].qs);
+        detail::pack_nibble32_levels(codes, y[ib].qs);
     }
 }
 

@@ -118,7 +118,7 @@ inline void quantize_row(const float* x, iq4_xs* y, int64_t n) {
             b.scales_l[s / 2] = uint8_t(b.scales_l[s / 2] | ((code & 15) << (4 * (s % 2))));
             b.scales_h = uint16_t(b.scales_h | ((code >> 4) << (2 * s)));
         }
-        for (int s = 0; s < 8; ++s) detail::pack_iq4_codes(codes + 32 * s, b.qs + 16 * s);
+        for (int s = 0; s < 8; ++s) detail::pack_nibble32_levels(codes + 32 * s, b.qs + 16 * s);
     }
 }
 

@@ -45,6 +45,15 @@ struct nibble32_layout {
 template <class B>
 struct block_layout;
 
+namespace detail {
+// Stores the low four bits of 32 levels as a nibble32 slice holds them: level e < 16 in the low
+// nibble of qs[e], level 16 + e in the high one (Q4_0, Q4_1, IQ4_NL, an IQ4_XS sub-block, and the
+// low bits of Q5_0's and Q5_1's five-bit levels).
+inline void pack_nibble32_levels(const uint8_t* levels, uint8_t* qs) {
+    for (int j = 0; j < 16; ++j) qs[j] = uint8_t((levels[j] & 15) | ((levels[j + 16] & 15) << 4));
+}
+}  // namespace detail
+
 // The fields of a block type whose GPU codecs are its own (block_family::own), for the GLSL
 // offsets that tools/glsl_layouts generates (llmrt/blocks/layout/<type>.glsl: <TYPE>_OFFSET_<FIELD>
 // and <TYPE>_BYTES) and the layout test: specialized in the type's header as

@@ -98,7 +98,7 @@ inline void quantize_row(const float* x, q4_0* y, int64_t n) {
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
         uint8_t L[32];
         y[ib].d = fp32_to_fp16(detail::quantize_offset_block<8>(x, L, ib, q4_0::name));
-        for (int j = 0; j < 16; ++j) y[ib].qs[j] = uint8_t(L[j] | (L[j + 16] << 4));
+        detail::pack_nibble32_levels(L, y[ib].qs);
     }
 }
 

@@ -119,7 +119,7 @@ inline void quantize_row(const float* x, q4_1* y, int64_t n) {
         const detail::affine_block fit = detail::quantize_affine_block<15>(x, L, ib, q4_1::name);
         y[ib].d = fp32_to_fp16(fit.d);
         y[ib].m = fp32_to_fp16(fit.min);
-        for (int j = 0; j < 16; ++j) y[ib].qs[j] = uint8_t(L[j] | (L[j + 16] << 4));
+        detail::pack_nibble32_levels(L, y[ib].qs);
     }
 }
 

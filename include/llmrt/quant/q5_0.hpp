@@ -63,7 +63,7 @@ LLMRT_HOST_DEVICE void dequantize_block(const q5_0& b, float* y) {
 namespace detail {
 // Packs 32 five-bit levels as Q5_0 and Q5_1 store them.
 inline void pack_q5_levels(const uint8_t* L, uint8_t* qs, uint8_t* qh) {
-    for (int j = 0; j < 16; ++j) qs[j] = uint8_t((L[j] & 15) | ((L[j + 16] & 15) << 4));
+    pack_nibble32_levels(L, qs);
     for (int byte = 0; byte < 4; ++byte) {
         uint8_t bits = 0;
         for (int k = 0; k < 8; ++k) bits = uint8_t(bits | (((L[8 * byte + k] >> 4) & 1) << k));

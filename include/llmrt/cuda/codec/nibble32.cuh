@@ -18,16 +18,11 @@ namespace llmrt::cuda {
 
 namespace detail {
 
-// Entries 4i .. 4i+3 of ggml's IQ4_NL table (llmrt::iq4nl_value) as a word of int8.
-constexpr uint32_t iq4nl_word(int i) {
-    uint32_t w = 0;
-    for (int j = 0; j < 4; ++j) w |= uint32_t(uint8_t(iq4nl_value(4 * i + j))) << (8 * j);
-    return w;
-}
-
-// The IQ4_NL values of the 8 codes of w: table16_decode_word_paired (codec.cuh) over that table.
+// The IQ4_NL values of the 8 codes of w: table16_decode_word_paired (codec.cuh) over ggml's table
+// (llmrt::iq4nl_table_word).
 __device__ __forceinline__ void iq4nl_decode_word_paired(uint32_t w, uint32_t& pair0, uint32_t& pair1) {
-    table16_decode_word_paired<iq4nl_word(0), iq4nl_word(1), iq4nl_word(2), iq4nl_word(3)>(w, pair0, pair1);
+    table16_decode_word_paired<iq4nl_table_word(0), iq4nl_table_word(1), iq4nl_table_word(2), iq4nl_table_word(3)>(
+        w, pair0, pair1);
 }
 
 // Four fifth bits (bits 0..3 of `bits4`) as bit 4 of four bytes: bit i to bit 8i + 4.
