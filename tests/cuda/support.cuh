@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -15,16 +16,18 @@
 #include "llmrt/testing.hpp"
 #include "llmrt/testing/cuda.hpp"
 
-// The weight types every CUDA test runs over, in llmrt::weight_types' order (doctest's
-// TEST_CASE_TEMPLATE takes the types spelled out); a type added to the list and not here is a
-// compile error.
-#define LLMRT_WEIGHT_TYPES                                                                                        \
-    llmrt::q8_0, llmrt::q2_K, llmrt::q3_K, llmrt::q4_K, llmrt::q5_K, llmrt::q6_K, llmrt::mxfp4, llmrt::q4_0,        \
-        llmrt::q4_1, llmrt::q5_0, llmrt::q5_1, llmrt::iq4_nl, llmrt::iq4_xs
-static_assert(std::is_same_v<llmrt::type_list<LLMRT_WEIGHT_TYPES>, llmrt::weight_types>,
-              "tests/cuda/support.cuh: LLMRT_WEIGHT_TYPES must spell llmrt::weight_types, in its order");
-
 namespace llmrt_cuda_test {
+
+// The weight types every CUDA test runs over: llmrt::weight_types as the std::tuple that doctest's
+// TEST_CASE_TEMPLATE_APPLY takes (a test case per type, named after it), so a type added to the
+// list is tested with no edit here.
+template <class List>
+struct as_tuple;
+template <class... Ts>
+struct as_tuple<llmrt::type_list<Ts...>> {
+    using type = std::tuple<Ts...>;
+};
+using weight_type_tuple = as_tuple<llmrt::weight_types>::type;
 
 using llmrt::testing::check_cuda;
 

@@ -27,7 +27,8 @@ __global__ void dot_blocks(const B* w, const llmrt::q8_1* x, float* y, int nbloc
 }  // namespace
 
 
-TEST_CASE_TEMPLATE("dequantize_block in device code equals the host's, bit for bit", B, LLMRT_WEIGHT_TYPES) {
+TEST_CASE_TEMPLATE_DEFINE("dequantize_block in device code equals the host's, bit for bit", B,
+                          dequantize_block_in_device_code_equals) {
     static_assert(llmrt::list_contains_v<B, llmrt::weight_types>);
     LLMRT_CUDA_TEST_NEEDS_DEVICE();
     const int nblocks = 300;
@@ -43,9 +44,10 @@ TEST_CASE_TEMPLATE("dequantize_block in device code equals the host's, bit for b
     const std::vector<float> got = d_y.download<float>(expected.size());
     CHECK(bits_equal(got.data(), expected.data(), got.size()));
 }
+TEST_CASE_TEMPLATE_APPLY(dequantize_block_in_device_code_equals, llmrt_cuda_test::weight_type_tuple);
 
-TEST_CASE_TEMPLATE("dot_q8_1 equals the double dot of the dequantized block with the Q8_1 activations", B,
-                   LLMRT_WEIGHT_TYPES) {
+TEST_CASE_TEMPLATE_DEFINE("dot_q8_1 equals the double dot of the dequantized block with the Q8_1 activations", B,
+                          dot_q8_1_equals_the_double) {
     LLMRT_CUDA_TEST_NEEDS_DEVICE();
     const int nblocks = 257;
     const int64_t n = int64_t(nblocks) * B::block_size;
@@ -75,3 +77,4 @@ TEST_CASE_TEMPLATE("dot_q8_1 equals the double dot of the dequantized block with
     CHECK_MESSAGE(r.complete(), r.describe(expected.data()));
     CHECK_MESSAGE(r.nmse < 1e-10, r.describe(expected.data()));
 }
+TEST_CASE_TEMPLATE_APPLY(dot_q8_1_equals_the_double, llmrt_cuda_test::weight_type_tuple);

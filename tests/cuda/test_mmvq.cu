@@ -121,8 +121,8 @@ __global__ void slow_copy(const uint4* src, uint4* dst, int64_t n) {
 }  // namespace
 
 
-TEST_CASE_TEMPLATE("mmvq matches the CPU reference and each column's bits do not depend on the column count", B,
-                   LLMRT_WEIGHT_TYPES) {
+TEST_CASE_TEMPLATE_DEFINE("mmvq matches the CPU reference and each column's bits do not depend on the column count", B,
+                          mmvq_matches_the_cpu_reference_and) {
     LLMRT_CUDA_TEST_NEEDS_DEVICE();
     uint64_t seed = 1000 * uint64_t(B::id);
     for (const int64_t k : test_ks<B>()) {
@@ -171,9 +171,10 @@ TEST_CASE_TEMPLATE("mmvq matches the CPU reference and each column's bits do not
         }
     }
 }
+TEST_CASE_TEMPLATE_APPLY(mmvq_matches_the_cpu_reference_and, llmrt_cuda_test::weight_type_tuple);
 
-TEST_CASE_TEMPLATE("mmvq gives the same bits whether W's rows come through a tensor map or row by row", B,
-                   LLMRT_WEIGHT_TYPES) {
+TEST_CASE_TEMPLATE_DEFINE("mmvq gives the same bits whether W's rows come through a tensor map or row by row", B,
+                          mmvq_gives_the_same_bits_whether) {
     // k = 2048 makes every type's rows a multiple of 16 bytes, so a 16-byte aligned dense W is
     // loaded as tensor-map boxes; the same rows at an odd offset with padded rows are not, and go
     // through the per-row copies, each row at its own address modulo 4. A third copy has every
@@ -216,8 +217,10 @@ TEST_CASE_TEMPLATE("mmvq gives the same bits whether W's rows come through a ten
         CHECK_MESSAGE((report.all_finite_match() && report.nmse < nmse_bound), report.describe(a.y.data(), ref.data()));
     }
 }
+TEST_CASE_TEMPLATE_APPLY(mmvq_gives_the_same_bits_whether, llmrt_cuda_test::weight_type_tuple);
 
-TEST_CASE_TEMPLATE("a programmatic dependent launch gives the same bits as a plain one", B, LLMRT_WEIGHT_TYPES) {
+TEST_CASE_TEMPLATE_DEFINE("a programmatic dependent launch gives the same bits as a plain one", B,
+                          a_programmatic_dependent_launch_gives_the) {
     // The programmatic launch starts W's copies before waiting for the previous kernel; on a
     // matrix of 314 row tiles (the last one partial), dense (tensor-map boxes) and with padded rows
     // at an odd offset (per-row copies), its results must equal the plain launch's bit for bit.
@@ -246,9 +249,10 @@ TEST_CASE_TEMPLATE("a programmatic dependent launch gives the same bits as a pla
     }
     check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
 }
+TEST_CASE_TEMPLATE_APPLY(a_programmatic_dependent_launch_gives_the, llmrt_cuda_test::weight_type_tuple);
 
-TEST_CASE_TEMPLATE("mmvq gives the same bits however many warps run the shares of its k-split", B,
-                   LLMRT_WEIGHT_TYPES) {
+TEST_CASE_TEMPLATE_DEFINE("mmvq gives the same bits however many warps run the shares of its k-split", B,
+                          mmvq_gives_the_same_bits_however) {
     // launch_options::mmvq_max_warps lets fewer warps per CTA run the k-split, each taking several
     // neighbouring shares and keeping their sums apart: the sums added, and so the bits, must not
     // change. k: 9 units shared unevenly by the widest split, and 4096; W dense (tensor-map boxes)
@@ -278,8 +282,10 @@ TEST_CASE_TEMPLATE("mmvq gives the same bits however many warps run the shares o
         }
     }
 }
+TEST_CASE_TEMPLATE_APPLY(mmvq_gives_the_same_bits_however, llmrt_cuda_test::weight_type_tuple);
 
-TEST_CASE_TEMPLATE("mmvq_prepared_many gives every product the bits of its own mmvq_prepared", B, LLMRT_WEIGHT_TYPES) {
+TEST_CASE_TEMPLATE_DEFINE("mmvq_prepared_many gives every product the bits of its own mmvq_prepared", B,
+                          mmvq_prepared_many_gives_every_product) {
     // Four W (a partial last row tile, two model-sized one-wave grids, a single row tile) sharing X,
     // quantized on the same stream just before, all as programmatic launches: the first product
     // reads X after the quantizer is complete, the others at once. Each Y must equal that of a
@@ -344,6 +350,7 @@ TEST_CASE_TEMPLATE("mmvq_prepared_many gives every product the bits of its own m
     }
     check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
 }
+TEST_CASE_TEMPLATE_APPLY(mmvq_prepared_many_gives_every_product, llmrt_cuda_test::weight_type_tuple);
 
 TEST_CASE("launches sharing X read the X that the kernel just before them wrote, never an older one") {
     // Rounds of: a slow producer kernel (it lets its dependents start at once, waits for the kernel
@@ -416,7 +423,8 @@ TEST_CASE("launches sharing X read the X that the kernel just before them wrote,
     check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
 }
 
-TEST_CASE_TEMPLATE("large one-wave grids give each column the same bits at every column count", B, LLMRT_WEIGHT_TYPES) {
+TEST_CASE_TEMPLATE_DEFINE("large one-wave grids give each column the same bits at every column count", B,
+                          large_one_wave_grids_give_each) {
     // Model-sized matrices whose grids fill the GPU in one wave: there the ring takes the shapes
     // that small tests never reach (wide steps of two units, compact tensor-map slots, rings sized
     // from the SM's share of shared memory, one-slot rings beside room for the next launch), and
@@ -457,9 +465,10 @@ TEST_CASE_TEMPLATE("large one-wave grids give each column the same bits at every
         }
     }
 }
+TEST_CASE_TEMPLATE_APPLY(large_one_wave_grids_give_each, llmrt_cuda_test::weight_type_tuple);
 
-TEST_CASE_TEMPLATE("the batched form broadcasts W across activation batches and matches separate launches", B,
-                   LLMRT_WEIGHT_TYPES) {
+TEST_CASE_TEMPLATE_DEFINE("the batched form broadcasts W across activation batches and matches separate launches", B,
+                          the_batched_form_broadcasts_w_across) {
     LLMRT_CUDA_TEST_NEEDS_DEVICE();
     const int64_t rows = 33, k = test_ks<B>()[1], ncols = 3;
     const int64_t w_batch2 = 2, w_batch3 = 1, batch2 = 4, batch3 = 3;  // ratios 2 and 3
@@ -510,9 +519,10 @@ TEST_CASE_TEMPLATE("the batched form broadcasts W across activation batches and 
             CHECK_MESSAGE(bits_equal(separate.data(), yslice, separate.size()), "batched and separate launches differ");
         }
 }
+TEST_CASE_TEMPLATE_APPLY(the_batched_form_broadcasts_w_across, llmrt_cuda_test::weight_type_tuple);
 
-TEST_CASE_TEMPLATE("mmvq_id multiplies each column by the expert its id names, and an invalid id gives NaN", B,
-                   LLMRT_WEIGHT_TYPES) {
+TEST_CASE_TEMPLATE_DEFINE("mmvq_id multiplies each column by the expert its id names, and an invalid id gives NaN", B,
+                          mmvq_id_multiplies_each_column_by) {
     LLMRT_CUDA_TEST_NEEDS_DEVICE();
     const int64_t rows = 33, k = test_ks<B>()[1], n_experts = 4, n_tokens = 3, n_used = 2;
     const int64_t row_bytes = int64_t(llmrt::row_size(B::id, k)), matrix_bytes = rows * row_bytes;
@@ -570,6 +580,7 @@ TEST_CASE_TEMPLATE("mmvq_id multiplies each column by the expert its id names, a
             }
     }
 }
+TEST_CASE_TEMPLATE_APPLY(mmvq_id_multiplies_each_column_by, llmrt_cuda_test::weight_type_tuple);
 
 namespace {
 

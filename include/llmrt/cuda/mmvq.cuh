@@ -1162,8 +1162,8 @@ void launch_mmvq(mmvq_params p, const weight_geometry& w, dim3 grid, int split, 
 }
 
 // Programs built with LLMRT_CUDA_MMVQ_PRECOMPILED link llmrt's mat-vec kernels compiled once (the
-// CMake target llmrt_cuda_mmvq_kernels, tools/cuda_mmvq_kernels/mmvq_kernels.cu, which defines
-// this function) and launch through it: their own translation units then compile none of mmvq's
+// CMake target llmrt_cuda_mmvq_kernels, tools/cuda_mmvq_kernels/, whose dispatch.cu defines this
+// function over parts that build in parallel) and launch through it: their own translation units then compile none of mmvq's
 // kernels, which are most of a CUDA program's build time (every weight type × 1..8 columns × the
 // step variants). The launch, and so every result, is the same. llmrt's own tests, examples and
 // benches build so; a program that includes the headers alone compiles the kernels itself.

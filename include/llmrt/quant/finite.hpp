@@ -1,4 +1,4 @@
-// The finite-input check of the quantizers.
+// The input checks of the row functions: whole blocks, and finite values for the quantizers.
 //
 // ggml's reference quantizers convert x·(1/d) to an integer without looking at it: a NaN or
 // ±Inf input (or one that turns the scale into Inf) makes that conversion undefined behaviour
@@ -18,6 +18,15 @@
 #include "llmrt/core/error.hpp"
 
 namespace llmrt {
+
+// quantize_row and vec_dot take whole blocks: n a non-negative multiple of the block size (a
+// shorter count would leave the tail unwritten or unread, a negative one wrap a size).
+inline void check_whole_blocks(int64_t n, int64_t block_size, const char* type_name, const char* operation) {
+    check(n >= 0 && n % block_size == 0, errc::invalid_argument, [&] {
+        return std::string(type_name) + " " + operation + ": " + std::to_string(n) +
+               " elements is not a non-negative multiple of the block size " + std::to_string(block_size);
+    });
+}
 
 // True when none of the n values is NaN or ±Inf, i.e. none has all exponent bits set. Integer
 // operations with no early exit, so that g++ and clang vectorize it even for plain SSE2 (a float

@@ -32,6 +32,7 @@ struct iq4_nl {
     static constexpr qtype id = qtype::iq4_nl;
     static constexpr int64_t block_size = 32;
     static constexpr const char* name = "iq4_nl";
+    static constexpr double round_trip_rmse = 0.0761;  // see llmrt/quant/traits.hpp
     using vec_dot_type = q8_0;
     static constexpr block_family family = block_family::nibble32;
 };
@@ -160,6 +161,7 @@ inline float iq4_fit_block(const float* x, uint8_t* codes) {
 // which skips the search and the recoding, and gives other bytes; GGUF files hold these.
 // A NaN or ±Inf value is an invalid_argument error naming it (llmrt/quant/finite.hpp).
 inline void quantize_row(const float* x, iq4_nl* y, int64_t n) {
+    check_whole_blocks(n, iq4_nl::block_size, iq4_nl::name, "quantize_row");
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
         check_finite_block(x, 32, ib, iq4_nl::name);
         uint8_t codes[32];
@@ -173,6 +175,7 @@ inline void quantize_row(const float* x, iq4_nl* y, int64_t n) {
 
 // ggml's iq4_nl x q8_0 CPU dot (ggml_vec_dot_iq4_nl_q8_0_generic): sum += (dy·dx)·Σ value·qy.
 inline float vec_dot(const iq4_nl* x, const q8_0* y, int64_t n) {
+    check_whole_blocks(n, iq4_nl::block_size, iq4_nl::name, "vec_dot");
     float sum = 0.0f;
     for (int64_t ib = 0; ib < n / 32; ++ib) {
         const float d = fp16_to_fp32(y[ib].d) * fp16_to_fp32(x[ib].d);

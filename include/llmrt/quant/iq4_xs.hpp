@@ -40,6 +40,7 @@ struct iq4_xs {
     static constexpr qtype id = qtype::iq4_xs;
     static constexpr int64_t block_size = 256;
     static constexpr const char* name = "iq4_xs";
+    static constexpr double round_trip_rmse = 0.0766;  // see llmrt/quant/traits.hpp
     using vec_dot_type = q8_K;
     static constexpr block_family family = block_family::nibble32;
 };

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "llmrt/core/error.hpp"
+#include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/rounding.hpp"
 #include "llmrt/quant/strict_fp.hpp"
 
@@ -111,10 +112,7 @@ inline qkx2_fit make_qkx2_quants(const float* x, const float* w, uint8_t* L, con
 
 // The k-quant row functions take whole 256-element super-blocks.
 inline void check_superblock_row(int64_t n, const char* type_name, const char* operation) {
-    check(n >= 0 && n % 256 == 0, errc::invalid_argument, [&] {
-        return std::string(type_name) + " " + operation + ": " + std::to_string(n) +
-               " elements is not a non-negative multiple of the super-block size 256";
-    });
+    check_whole_blocks(n, 256, type_name, operation);
 }
 
 }  // namespace llmrt

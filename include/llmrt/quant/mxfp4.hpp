@@ -33,6 +33,7 @@ struct mxfp4 {
     static constexpr qtype id = qtype::mxfp4;
     static constexpr int64_t block_size = 32;
     static constexpr const char* name = "mxfp4";
+    static constexpr double round_trip_rmse = 0.115;  // see llmrt/quant/traits.hpp
     using vec_dot_type = q8_0;
 };
 static_assert(sizeof(mxfp4) == 17, "mxfp4 must be 17 bytes, as ggml's block_mxfp4");
@@ -79,6 +80,7 @@ inline int mxfp4_best_code(float x, float d) {
 // make e infinite and its conversion to uint8_t undefined, and a NaN one has no nearest code:
 // both are an invalid_argument error naming the value (llmrt/quant/finite.hpp).
 inline void quantize_row(const float* x, mxfp4* y, int64_t n) {
+    check_whole_blocks(n, mxfp4::block_size, mxfp4::name, "quantize_row");
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
         check_finite_block(x, 32, ib, mxfp4::name);
         float amax = 0.0f;
@@ -102,6 +104,7 @@ inline void quantize_row(const float* x, mxfp4* y, int64_t n) {
 
 // ggml's mxfp4 x q8_0 CPU dot: Σ_blocks (dy · 2^(e-128)) · Σ table[code] · qy.
 inline float vec_dot(const mxfp4* x, const q8_0* y, int64_t n) {
+    check_whole_blocks(n, mxfp4::block_size, mxfp4::name, "vec_dot");
     float sum = 0.0f;
     for (int64_t ib = 0; ib < n / 32; ++ib) {
         const float d = fp16_to_fp32(y[ib].d) * e8m0_to_fp32_half(x[ib].e);

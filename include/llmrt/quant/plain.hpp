@@ -19,18 +19,21 @@ struct f32 {
     static constexpr qtype id = qtype::f32;
     static constexpr int64_t block_size = 1;
     static constexpr const char* name = "f32";
+    static constexpr double round_trip_rmse = 0.0;  // see llmrt/quant/traits.hpp
 };
 struct f16 {
     uint16_t bits;
     static constexpr qtype id = qtype::f16;
     static constexpr int64_t block_size = 1;
     static constexpr const char* name = "f16";
+    static constexpr double round_trip_rmse = 2.08e-4;  // see llmrt/quant/traits.hpp
 };
 struct bf16 {
     uint16_t bits;
     static constexpr qtype id = qtype::bf16;
     static constexpr int64_t block_size = 1;
     static constexpr const char* name = "bf16";
+    static constexpr double round_trip_rmse = 1.66e-3;  // see llmrt/quant/traits.hpp
 };
 static_assert(sizeof(f32) == 4 && sizeof(f16) == 2 && sizeof(bf16) == 2, "plain element sizes");
 

@@ -37,6 +37,7 @@ struct q2_K {
     static constexpr qtype id = qtype::q2_K;
     static constexpr int64_t block_size = 256;
     static constexpr const char* name = "q2_K";
+    static constexpr double round_trip_rmse = 0.294;  // see llmrt/quant/traits.hpp
     using vec_dot_type = q8_K;
 };
 static_assert(sizeof(q2_K) == 84, "q2_K must be 84 bytes, as ggml's block_q2_K");

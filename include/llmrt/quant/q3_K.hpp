@@ -37,6 +37,7 @@ struct q3_K {
     static constexpr qtype id = qtype::q3_K;
     static constexpr int64_t block_size = 256;
     static constexpr const char* name = "q3_K";
+    static constexpr double round_trip_rmse = 0.150;  // see llmrt/quant/traits.hpp
     using vec_dot_type = q8_K;
 };
 static_assert(sizeof(q3_K) == 110, "q3_K must be 110 bytes, as ggml's block_q3_K");
@@ -120,6 +121,7 @@ inline float make_q3_quants(int n, int nmax, const float* x, int8_t* L) {
 // sc+32; then every weight is requantized against the stored fp16 d times its decoded
 // sub-scale (a sub-block whose product is 0 keeps its make_q3_quants codes).
 inline void quantize_row(const float* x, q3_K* y, int64_t n) {
+    check_whole_blocks(n, q3_K::block_size, q3_K::name, "quantize_row");
     for (int64_t ib = 0; ib < n / 256; ++ib, x += 256) {
         // NaN and ±Inf would go through nearest_int as garbage codes: refused, see finite.hpp.
         check_finite_block(x, 256, ib, q3_K::name);
@@ -178,6 +180,7 @@ inline void quantize_row(const float* x, q3_K* y, int64_t n) {
 // accumulator as (fp32(d)·d8)·lane; the 8 float lanes are summed in order at the end.
 // Keeping ggml's lane structure makes the float result bit-identical to ggml's.
 inline float vec_dot(const q3_K* x, const q8_K* y, int64_t n) {
+    check_whole_blocks(n, q3_K::block_size, q3_K::name, "vec_dot");
     float sums[8] = {};
     for (int64_t ib = 0; ib < n / 256; ++ib) {
         const q3_K& b = x[ib];

@@ -33,6 +33,7 @@ struct q4_0 {
     static constexpr qtype id = qtype::q4_0;
     static constexpr int64_t block_size = 32;
     static constexpr const char* name = "q4_0";
+    static constexpr double round_trip_rmse = 0.0858;  // see llmrt/quant/traits.hpp
     using vec_dot_type = q8_0;
     static constexpr block_family family = block_family::nibble32;
 };
@@ -95,6 +96,7 @@ inline float quantize_offset_block(const float* x, uint8_t* levels, int64_t bloc
 // ggml's quantize_row_q4_0_ref (see detail::quantize_offset_block for the levels and for the
 // inputs llmrt defines itself).
 inline void quantize_row(const float* x, q4_0* y, int64_t n) {
+    check_whole_blocks(n, q4_0::block_size, q4_0::name, "quantize_row");
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
         uint8_t L[32];
         y[ib].d = fp32_to_fp16(detail::quantize_offset_block<8>(x, L, ib, q4_0::name));
@@ -105,6 +107,7 @@ inline void quantize_row(const float* x, q4_0* y, int64_t n) {
 // ggml's q4_0 x q8_0 CPU dot (ggml_vec_dot_q4_0_q8_0_generic): per block the integer sum
 // Σ (q − 8)·qy, then sum += (Σ · dx) · dy, in that order.
 inline float vec_dot(const q4_0* x, const q8_0* y, int64_t n) {
+    check_whole_blocks(n, q4_0::block_size, q4_0::name, "vec_dot");
     float sum = 0.0f;
     for (int64_t ib = 0; ib < n / 32; ++ib) {
         int sum_lo = 0, sum_hi = 0;

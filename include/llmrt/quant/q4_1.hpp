@@ -35,6 +35,7 @@ struct q4_1 {
     static constexpr qtype id = qtype::q4_1;
     static constexpr int64_t block_size = 32;
     static constexpr const char* name = "q4_1";
+    static constexpr double round_trip_rmse = 0.0776;  // see llmrt/quant/traits.hpp
     using vec_dot_type = q8_1;
     static constexpr block_family family = block_family::nibble32;
 };
@@ -114,6 +115,7 @@ inline float affine_dot_term(uint16_t d, uint16_t m, const q8_1& a, int sumi) {
 // ggml's quantize_row_q4_1_ref (see detail::quantize_affine_block for the levels and for the
 // inputs llmrt defines itself).
 inline void quantize_row(const float* x, q4_1* y, int64_t n) {
+    check_whole_blocks(n, q4_1::block_size, q4_1::name, "quantize_row");
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
         uint8_t L[32];
         const detail::affine_block fit = detail::quantize_affine_block<15>(x, L, ib, q4_1::name);
@@ -125,6 +127,7 @@ inline void quantize_row(const float* x, q4_1* y, int64_t n) {
 
 // ggml's q4_1 x q8_1 CPU dot (ggml_vec_dot_q4_1_q8_1_generic).
 inline float vec_dot(const q4_1* x, const q8_1* y, int64_t n) {
+    check_whole_blocks(n, q4_1::block_size, q4_1::name, "vec_dot");
     float sum = 0.0f;
     for (int64_t ib = 0; ib < n / 32; ++ib) {
         int sum_lo = 0, sum_hi = 0;

@@ -37,6 +37,7 @@ struct q4_K {
     static constexpr qtype id = qtype::q4_K;
     static constexpr int64_t block_size = 256;
     static constexpr const char* name = "q4_K";
+    static constexpr double round_trip_rmse = 0.0711;  // see llmrt/quant/traits.hpp
     using vec_dot_type = q8_K;
 };
 static_assert(sizeof(q4_K) == 144, "q4_K must be 144 bytes, as ggml's block_q4_K");

@@ -14,6 +14,7 @@
 #include <cstddef>
 
 #include "llmrt/core/float_convert.hpp"
+#include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/q4_0.hpp"
 #include "llmrt/quant/q8_0.hpp"
 #include "llmrt/quant/layout.hpp"
@@ -32,6 +33,7 @@ struct q5_0 {
     static constexpr qtype id = qtype::q5_0;
     static constexpr int64_t block_size = 32;
     static constexpr const char* name = "q5_0";
+    static constexpr double round_trip_rmse = 0.0427;  // see llmrt/quant/traits.hpp
     using vec_dot_type = q8_0;
     static constexpr block_family family = block_family::nibble32;
 };
@@ -75,6 +77,7 @@ inline void pack_q5_levels(const uint8_t* L, uint8_t* qs, uint8_t* qh) {
 // ggml's quantize_row_q5_0_ref: Q4_0's rounding with 32 levels, d = max / −16 (see
 // detail::quantize_offset_block in q4_0.hpp, also for the inputs llmrt defines itself).
 inline void quantize_row(const float* x, q5_0* y, int64_t n) {
+    check_whole_blocks(n, q5_0::block_size, q5_0::name, "quantize_row");
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
         uint8_t L[32];
         y[ib].d = fp32_to_fp16(detail::quantize_offset_block<16>(x, L, ib, q5_0::name));
@@ -85,6 +88,7 @@ inline void quantize_row(const float* x, q5_0* y, int64_t n) {
 // ggml's q5_0 x q8_0 CPU dot (ggml_vec_dot_q5_0_q8_0_generic): per block the integer sum
 // Σ (q − 16)·qy, then sum += (dx · dy) · Σ.
 inline float vec_dot(const q5_0* x, const q8_0* y, int64_t n) {
+    check_whole_blocks(n, q5_0::block_size, q5_0::name, "vec_dot");
     float sum = 0.0f;
     for (int64_t ib = 0; ib < n / 32; ++ib) {
         int sumi = 0;

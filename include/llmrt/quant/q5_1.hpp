@@ -18,6 +18,7 @@
 #include "llmrt/quant/q4_1.hpp"
 #include "llmrt/quant/q5_0.hpp"
 #include "llmrt/quant/q8_1.hpp"
+#include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/rounding.hpp"
 #include "llmrt/quant/layout.hpp"
 #include "llmrt/quant/traits.hpp"
@@ -36,6 +37,7 @@ struct q5_1 {
     static constexpr qtype id = qtype::q5_1;
     static constexpr int64_t block_size = 32;
     static constexpr const char* name = "q5_1";
+    static constexpr double round_trip_rmse = 0.0375;  // see llmrt/quant/traits.hpp
     using vec_dot_type = q8_1;
     static constexpr block_family family = block_family::nibble32;
 };
@@ -62,6 +64,7 @@ LLMRT_HOST_DEVICE void dequantize_block(const q5_1& b, float* y) {
 // ggml's quantize_row_q5_1_ref: Q4_1's rounding with 32 levels, d = (max − min) / 31 (see
 // detail::quantize_affine_block in q4_1.hpp, also for the inputs llmrt defines itself).
 inline void quantize_row(const float* x, q5_1* y, int64_t n) {
+    check_whole_blocks(n, q5_1::block_size, q5_1::name, "quantize_row");
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
         uint8_t L[32];
         const detail::affine_block fit = detail::quantize_affine_block<31>(x, L, ib, q5_1::name);
@@ -73,6 +76,7 @@ inline void quantize_row(const float* x, q5_1* y, int64_t n) {
 
 // ggml's q5_1 x q8_1 CPU dot (ggml_vec_dot_q5_1_q8_1_generic): (dx·dy)·Σ q·qy + m·s per block.
 inline float vec_dot(const q5_1* x, const q8_1* y, int64_t n) {
+    check_whole_blocks(n, q5_1::block_size, q5_1::name, "vec_dot");
     float sum = 0.0f;
     for (int64_t ib = 0; ib < n / 32; ++ib) {
         int sumi = 0;

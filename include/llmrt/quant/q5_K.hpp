@@ -38,6 +38,7 @@ struct q5_K {
     static constexpr qtype id = qtype::q5_K;
     static constexpr int64_t block_size = 256;
     static constexpr const char* name = "q5_K";
+    static constexpr double round_trip_rmse = 0.0359;  // see llmrt/quant/traits.hpp
     using vec_dot_type = q8_K;
 };
 static_assert(sizeof(q5_K) == 176, "q5_K must be 176 bytes, as ggml's block_q5_K");

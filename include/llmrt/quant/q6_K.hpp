@@ -38,6 +38,7 @@ struct q6_K {
     static constexpr qtype id = qtype::q6_K;
     static constexpr int64_t block_size = 256;
     static constexpr const char* name = "q6_K";
+    static constexpr double round_trip_rmse = 0.0177;  // see llmrt/quant/traits.hpp
     using vec_dot_type = q8_K;
 };
 static_assert(sizeof(q6_K) == 210, "q6_K must be 210 bytes, as ggml's block_q6_K");
@@ -110,6 +111,7 @@ inline float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
 // fp16 d times its int8 sub-scale (a sub-block whose product is 0 keeps its first codes).
 // A block whose sub-scales are all below 1e-15 in magnitude is all zero bytes.
 inline void quantize_row(const float* x, q6_K* y, int64_t n) {
+    check_whole_blocks(n, q6_K::block_size, q6_K::name, "quantize_row");
     for (int64_t ib = 0; ib < n / 256; ++ib, x += 256) {
         // NaN and ±Inf would go through nearest_int as garbage codes: refused, see finite.hpp.
         check_finite_block(x, 256, ib, q6_K::name);
@@ -157,6 +159,7 @@ inline void quantize_row(const float* x, q6_K* y, int64_t n) {
 // (fp32(d)·d8)·lane; the 8 float lanes are summed in order at the end, as ggml does, which
 // makes the float result bit-identical to ggml's.
 inline float vec_dot(const q6_K* x, const q8_K* y, int64_t n) {
+    check_whole_blocks(n, q6_K::block_size, q6_K::name, "vec_dot");
     float sums[8] = {};
     for (int64_t ib = 0; ib < n / 256; ++ib) {
         const q6_K& b = x[ib];

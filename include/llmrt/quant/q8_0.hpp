@@ -31,6 +31,7 @@ struct q8_0 {
     static constexpr qtype id = qtype::q8_0;
     static constexpr int64_t block_size = 32;
     static constexpr const char* name = "q8_0";
+    static constexpr double round_trip_rmse = 5.35e-3;  // see llmrt/quant/traits.hpp
     using vec_dot_type = q8_0;
 };
 static_assert(sizeof(q8_0) == 34, "q8_0 must be 34 bytes, as ggml's block_q8_0");
@@ -72,12 +73,14 @@ inline float quantize_q8_block(const float* x, int8_t* qs, int64_t block_index, 
 }  // namespace detail
 
 inline void quantize_row(const float* x, q8_0* y, int64_t n) {
+    check_whole_blocks(n, q8_0::block_size, q8_0::name, "quantize_row");
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32)
         y[ib].d = fp32_to_fp16(detail::quantize_q8_block(x, y[ib].qs, ib, q8_0::name));
 }
 
 // Σ_blocks Σ qx·qy · (dx·dy), ggml's q8_0 x q8_0 CPU dot.
 inline float vec_dot(const q8_0* x, const q8_0* y, int64_t n) {
+    check_whole_blocks(n, q8_0::block_size, q8_0::name, "vec_dot");
     float sum = 0.0f;
     for (int64_t ib = 0; ib < n / 32; ++ib) {
         int sumi = 0;

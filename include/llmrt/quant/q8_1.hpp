@@ -13,6 +13,7 @@
 
 #include "llmrt/core/float_convert.hpp"
 #include "llmrt/quant/q8_0.hpp"
+#include "llmrt/quant/finite.hpp"
 #include "llmrt/quant/rounding.hpp"
 #include "llmrt/quant/traits.hpp"
 #include "llmrt/quant/strict_fp.hpp"
@@ -29,6 +30,7 @@ struct q8_1 {
     static constexpr qtype id = qtype::q8_1;
     static constexpr int64_t block_size = 32;
     static constexpr const char* name = "q8_1";
+    static constexpr double round_trip_rmse = 5.35e-3;  // see llmrt/quant/traits.hpp
 };
 static_assert(sizeof(q8_1) == 36, "q8_1 must be 36 bytes, as ggml's block_q8_1");
 
@@ -42,6 +44,7 @@ LLMRT_HOST_DEVICE void dequantize_block(const q8_1& b, float* y) {
 // an invalid_argument error, and a block whose 1/d overflows gets zero quants (see
 // detail::quantize_q8_block).
 inline void quantize_row(const float* x, q8_1* y, int64_t n) {
+    check_whole_blocks(n, q8_1::block_size, q8_1::name, "quantize_row");
     for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
         const float d = detail::quantize_q8_block(x, y[ib].qs, ib, q8_1::name);
         int sum = 0;

@@ -29,6 +29,7 @@ struct q8_K {
     static constexpr qtype id = qtype::q8_K;
     static constexpr int64_t block_size = 256;
     static constexpr const char* name = "q8_K";
+    static constexpr double round_trip_rmse = 6.93e-3;  // see llmrt/quant/traits.hpp
 };
 static_assert(sizeof(q8_K) == 292, "q8_K must be 292 bytes, as ggml's block_q8_K");
 
@@ -40,6 +41,7 @@ LLMRT_HOST_DEVICE void dequantize_block(const q8_K& b, float* y) {
 // An all-zero block gets d = 0 and zero quants; ggml leaves its bsums unwritten, llmrt zeroes
 // them so that the bytes are deterministic.
 inline void quantize_row(const float* x, q8_K* y, int64_t n) {
+    check_whole_blocks(n, q8_K::block_size, q8_K::name, "quantize_row");
     for (int64_t ib = 0; ib < n / 256; ++ib, x += 256) {
         // NaN and ±Inf would go through nearest_int as garbage codes: refused, see finite.hpp.
         check_finite_block(x, 256, ib, q8_K::name);

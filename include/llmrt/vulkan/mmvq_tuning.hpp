@@ -9,6 +9,8 @@
 #include <cstdint>
 
 #include "llmrt/core/qtype.hpp"
+#include "llmrt/quant/dispatch.hpp"
+#include "llmrt/quant/layout.hpp"
 #include "llmrt/quant/types.hpp"
 #include "llmrt/vulkan/context.hpp"
 
@@ -70,27 +72,30 @@ inline constexpr tuned_shape nvidia_shapes[] = {
     {qtype::q5_K, 128, 2, 0, 1, false, {1, 2, 2, 2, 2, 2, 2, 2}},
     {qtype::q6_K, 64, 1, 2, 1, true, {2, 2, 2, 4, 4, 4, 4, 2}},
     {qtype::mxfp4, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
-    // The nibble32 types: MXFP4's shape (32-value slices of 4-bit codes, staged), not yet swept.
-    {qtype::q4_0, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
-    {qtype::q4_1, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
-    {qtype::q5_0, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
-    {qtype::q5_1, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
-    {qtype::iq4_nl, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
-    {qtype::iq4_xs, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}},
 };
 
-// A weight type added to llmrt::weight_types without a shape here is a compile error.
+// The shape of a family type with no row above: the nibble32 types (Q4_0 ... IQ4_XS) take
+// MXFP4's (32-value slices of 4-bit codes, staged); not yet swept for each.
+inline constexpr tuned_shape nibble32_shape = {qtype::f32, 128, 1, 0, 2, true, {2, 2, 2, 2, 2, 2, 2, 2}};
+
+// The shape for `type` on NVIDIA, or nullptr where it has none (a type of no family and no row).
+template <class B>
+constexpr const tuned_shape* nvidia_shape() {
+    for (const tuned_shape& shape : nvidia_shapes)
+        if (shape.type == B::id) return &shape;
+    if constexpr (nibble32_block<B>) return &nibble32_shape;
+    return nullptr;
+}
+
+// A weight type of its own codec (block_family::own) added to llmrt::weight_types without a row
+// in nvidia_shapes is a compile error.
 constexpr bool shapes_cover_every_weight_type() {
     bool all = true;
-    weight_types::for_each([&](auto tag) {
-        bool found = false;
-        for (const tuned_shape& shape : nvidia_shapes) found = found || shape.type == decltype(tag)::type::id;
-        all = all && found;
-    });
+    weight_types::for_each([&](auto tag) { all = all && nvidia_shape<typename decltype(tag)::type>() != nullptr; });
     return all;
 }
 static_assert(shapes_cover_every_weight_type(),
-              "llmrt::vulkan: a type of llmrt::weight_types has no row in nvidia_shapes (mmvq_tuning.hpp)");
+              "llmrt::vulkan: a type of llmrt::weight_types has no row in nvidia_shapes (mmvq_tuning.hpp) and no family shape");
 
 }  // namespace detail
 
@@ -101,17 +106,17 @@ inline mmvq_tuning default_tuning(const device_info& device, qtype type) {
     t.subgroup_size = device.subgroup_size;
     t.workgroup_size = std::min<uint32_t>(4 * device.subgroup_size, device.max_workgroup_size);
     if (device.maker == vendor::nvidia && device.subgroup_size == 32) {
-        for (const detail::tuned_shape& shape : detail::nvidia_shapes) {
-            if (shape.type != type) continue;
-            t.workgroup_size = shape.workgroup_size;
-            t.k_split = shape.k_split;
-            t.long_row_k_split = shape.long_row_k_split;
-            t.slices_per_lane = shape.slices_per_lane;
-            t.staged = shape.staged;
-            for (int64_t i = 0; i < mmvq_max_columns; ++i) {
-                t.rows[i] = shape.rows[i];
-                t.unroll[i] = shape.unroll[i];
-            }
+        const detail::tuned_shape* shape = nullptr;
+        dispatch<weight_types>(type, "Vulkan mmvq tuning",
+                               [&](auto tag) { shape = detail::nvidia_shape<typename decltype(tag)::type>(); });
+        t.workgroup_size = shape->workgroup_size;
+        t.k_split = shape->k_split;
+        t.long_row_k_split = shape->long_row_k_split;
+        t.slices_per_lane = shape->slices_per_lane;
+        t.staged = shape->staged;
+        for (int64_t i = 0; i < mmvq_max_columns; ++i) {
+            t.rows[i] = shape->rows[i];
+            t.unroll[i] = shape->unroll[i];
         }
     }
     return t;
