@@ -18,6 +18,9 @@
 //                         [--max-warps N]      (launch_options::mmvq_max_warps: at most N warps per CTA)
 //                         [--quick 1]          (PDL launches only: no plain or quantizer + mmvq
 //                                               timings, reported as 0; for comparing builds)
+//                         [--l2-resident 1]    (every launch reads one W buffer, which stays in the
+//                                               L2 where it fits: the conditions of ggml's
+//                                               test-backend-ops perf, for a like-for-like comparison)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -192,6 +195,7 @@ double time_graph(int launches, int replays, Enqueue&& enqueue) {
 
 bool per_row_copies = false;
 bool quick = false;
+bool l2_resident = false;
 int max_warps = 0;
 int device_sms = 132;  // the device's SM count, set in main: the ceilings launch a fixed number of CTAs per SM
 
@@ -201,7 +205,8 @@ void bench_type(const std::vector<shape>& shapes, const std::vector<int>& ncols_
         const int64_t row_bytes = int64_t(llmrt::row_size(B::id, s.k));
         const int64_t matrix_bytes = s.rows * row_bytes;
         const int64_t slot_bytes = (matrix_bytes + 255) / 256 * 256;
-        const int nbuf = int(std::max<int64_t>(2, int64_t(std::ceil(3 * l2_bytes / double(matrix_bytes)))));
+        const int nbuf =
+            l2_resident ? 1 : int(std::max<int64_t>(2, int64_t(std::ceil(3 * l2_bytes / double(matrix_bytes)))));
         uint8_t* w = nullptr;
         check(cudaMalloc(&w, std::size_t(slot_bytes) * nbuf), "cudaMalloc weights");
         fill_random<<<1024, 256>>>(reinterpret_cast<uint32_t*>(w), slot_bytes * nbuf / 4, uint64_t(B::id) * 1000 + s.rows);
@@ -342,6 +347,7 @@ int main(int argc, char** argv) try {
                 llmrt_examples::bad_argument("--copies is per-row or tensor-map, not '" + copies + "'");
             per_row_copies = copies == "per-row";
         } else if (flag == "--quick") quick = cl.int_value(0, 1) != 0;
+        else if (flag == "--l2-resident") l2_resident = cl.int_value(0, 1) != 0;
         else if (flag == "--max-warps") max_warps = cl.int_value(0, llmrt::cuda::detail::mmvq_max_split);
         else if (flag == "--types") {
             types = cl.list_value();
@@ -352,7 +358,7 @@ int main(int argc, char** argv) try {
             for (const auto& [rows, k] : llmrt_examples::to_shapes(flag, cl.value())) shapes.push_back({rows, k});
         } else if (flag == "-h" || flag == "--help") {
             std::printf("usage: %s [--json FILE] [--types a,b] [--shapes RxK,...] [--ncols 1,8] [--copies per-row] "
-                        "[--max-warps N] [--quick 1]\n",
+                        "[--max-warps N] [--quick 1] [--l2-resident 1]\n",
                         argv[0]);
             return 0;
         } else {
@@ -385,8 +391,10 @@ int main(int argc, char** argv) try {
         std::perror(json_path.c_str());
         return 1;
     }
-    std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"read_bandwidth_bytes_per_s\": %.3g,\n  \"results\": [\n", prop.name,
-                 read_bandwidth);
+    std::fprintf(f,
+                 "{\n  \"device\": \"%s\",\n  \"read_bandwidth_bytes_per_s\": %.3g,\n  \"l2_resident\": %s,\n"
+                 "  \"results\": [\n",
+                 prop.name, read_bandwidth, l2_resident ? "true" : "false");
     for (std::size_t i = 0; i < results.size(); ++i) {
         const measurement& m = results[i];
         std::fprintf(f,
