@@ -6,6 +6,7 @@
 
 #include "llmrt/core/type_list.hpp"
 #include "llmrt/quant/iq4_nl.hpp"
+#include "llmrt/quant/iq4_xs.hpp"
 #include "llmrt/quant/mxfp4.hpp"
 #include "llmrt/quant/plain.hpp"
 #include "llmrt/quant/q2_K.hpp"
@@ -26,7 +27,7 @@ namespace llmrt {
 // Quantized weight types: each has a CPU reference mat-vec, a CUDA mmvq kernel and a Vulkan
 // integer-dot shader. Adding a type of an existing decoding family is its header (included
 // above) and its entry here: every test, bench, kernel instantiation and table follows.
-using weight_types = type_list<q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, mxfp4, q4_0, q4_1, q5_0, q5_1, iq4_nl>;
+using weight_types = type_list<q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, mxfp4, q4_0, q4_1, q5_0, q5_1, iq4_nl, iq4_xs>;
 
 // Unquantized element types (tensors, KV caches, activations).
 using plain_types = type_list<f32, f16, bf16>;
