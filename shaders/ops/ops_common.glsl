@@ -56,13 +56,17 @@ void llmrt_store_cache(uint64_t cache, bool f16, uint64_t at, float value) {
 float llmrt_silu(float v) { return v / (1.0 + exp(-v)); }
 
 // Rotary embedding of element `first ? a : b` of the pair (x0, x1) = (x[a], x[b]) at `position`,
-// pair index `pair`: θ = position · theta_scale^pair, stepped by `pair` float multiplications as
-// the CPU reference steps it, so θ has the reference's bits; θ is reduced to [−π, π] in double
-// before cos and sin, whose accuracy Vulkan only bounds on that range. rope.comp and the fused
-// rope_cache step both rotate through it.
-float llmrt_rope_rotate(float x0, float x1, bool first, int position, uint pair, float theta_scale) {
+// pair index `pair`: θ = (position · theta_scale^pair / factor) · freq_scale, the power stepped by
+// `pair` float multiplications as the CPU reference steps it, so θ has the reference's bits (the
+// division, done in double and rounded to float, is exact when factor is 1, and then so is the
+// scaling by freq_scale 1); θ is reduced to [−π, π] in double before cos and sin, whose accuracy
+// Vulkan only bounds on that range. rope.comp and the fused rope_cache step both rotate through it.
+float llmrt_rope_rotate(float x0, float x1, bool first, int position, uint pair, float theta_scale, float factor,
+                        float freq_scale) {
     precise float theta = float(position);
     for (uint i = 0u; i < pair; ++i) theta *= theta_scale;
+    if (factor != 1.0) theta = float(double(theta) / double(factor));
+    theta *= freq_scale;
     const double two_pi = 6.283185307179586476925286766559;
     const double turns = round(double(theta) / two_pi);
     const float reduced = float(double(theta) - turns * two_pi);

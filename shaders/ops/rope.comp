@@ -1,9 +1,9 @@
 #version 460
 // rope: rotary position embedding, one invocation per element of a column of n_head heads of
 // head_dim values. Pair i (< n_rot/2) of a head is (2i, 2i+1) in normal order, (i, i + n_rot/2) in
-// NeoX order; it turns by θ = pos · theta_scale^i, theta_scale = base^(−2/n_rot) (computed on the
-// host as the CPU reference does), through llmrt_rope_rotate (ops_common.glsl). Elements past
-// n_rot pass through.
+// NeoX order; it turns by θ = (pos · theta_scale^i / factor_i) · freq_scale, theta_scale =
+// base^(−2/n_rot) (computed on the host as the CPU reference does), through llmrt_rope_rotate
+// (ops_common.glsl). Elements past n_rot pass through.
 #extension GL_GOOGLE_include_directive : require
 #include "ops_common.glsl"
 
@@ -18,7 +18,8 @@ layout(push_constant) uniform llmrt_rope_params {
     uint n_rot;
     uint neox;           // 0: normal pair order, 1: NeoX
     float theta_scale;
-    uint unused;       // pads the block to the C++ struct's size
+    float freq_scale;
+    uint64_t factors;    // n_rot/2 floats, or 0: every factor 1
 } p;
 
 void main() {
@@ -35,5 +36,7 @@ void main() {
     bool first;
     const uvec2 ab = (e - r) + llmrt_rope_pair(r, p.n_rot, p.neox, pair, first);
     const float x0 = x.v[t * p.ne0 + ab.x], x1 = x.v[t * p.ne0 + ab.y];
-    llmrt_op_f32(p.y).v[at] = llmrt_rope_rotate(x0, x1, first, llmrt_op_i32(p.positions).v[t], pair, p.theta_scale);
+    const float factor = p.factors != 0ul ? llmrt_op_f32(p.factors).v[pair] : 1.0;
+    llmrt_op_f32(p.y).v[at] = llmrt_rope_rotate(x0, x1, first, llmrt_op_i32(p.positions).v[t], pair, p.theta_scale, factor,
+                                                p.freq_scale);
 }

@@ -35,6 +35,9 @@ layout(push_constant) uniform llmrt_rope_cache_params {
     uint n_ctx;
     uint tokens;         // live columns
     uint cache_f16;      // bit 0: K cache f16, bit 1: V cache f16
+    float freq_scale;
+    uint unused;         // aligns factors
+    uint64_t factors;    // n_rot/2 floats, or 0: every factor 1
 } p;
 
 void main() {
@@ -60,7 +63,8 @@ void main() {
         uint pair;
         bool first;
         const uvec2 ab = (i - r) + llmrt_rope_pair(r, p.n_rot, p.neox, pair, first);
-        value = llmrt_rope_rotate(x.v[ab.x], x.v[ab.y], first, position, pair, p.theta_scale);
+        const float factor = p.factors != 0ul ? llmrt_op_f32(p.factors).v[pair] : 1.0;
+        value = llmrt_rope_rotate(x.v[ab.x], x.v[ab.y], first, position, pair, p.theta_scale, factor, p.freq_scale);
     }
     if (is_q) {
         llmrt_op_f32(p.q_out + uint64_t(t) * q_ne0 * 4u).v[i] = value;

@@ -85,6 +85,70 @@ TEST_CASE("rope at position 0 leaves every element unchanged") {
     }
 }
 
+TEST_CASE("rope with linear scaling and frequency factors turns pair i by pos·base^(-2i/n_rot)/factor_i·freq_scale") {
+    for (auto order : {graph::rope_order::normal, graph::rope_order::neox}) {
+        CAPTURE(int(order));
+        graph::rope_params p{2, 16, 12, 10000.0f, order, 0.25f};
+        const std::vector<float> factors{1.0f, 1.5f, 2.0f, 4.0f, 8.0f, 32.0f};
+        const std::vector<int32_t> pos{0, 3, 1000};
+        const auto x = gaussian(std::size_t(32 * 3), 12);
+        std::vector<float> y(x.size());
+        cpu::rope(x.data(), y.data(), pos.data(), 3, p, factors.data());
+        for (int c = 0; c < 3; ++c)
+            for (int h = 0; h < 2; ++h) {
+                const float* xh = x.data() + c * 32 + h * 16;
+                for (int i = 0; i < 6; ++i) {
+                    const double theta = pos[std::size_t(c)] * std::pow(10000.0, -2.0 * i / 12) / factors[std::size_t(i)] * 0.25;
+                    const int a = order == graph::rope_order::normal ? 2 * i : i;
+                    const int b = order == graph::rope_order::normal ? 2 * i + 1 : i + 6;
+                    CHECK(double(y[std::size_t(c * 32 + h * 16 + a)]) ==
+                          doctest::Approx(xh[a] * std::cos(theta) - xh[b] * std::sin(theta)).epsilon(1e-4).scale(1.0));
+                    CHECK(double(y[std::size_t(c * 32 + h * 16 + b)]) ==
+                          doctest::Approx(xh[a] * std::sin(theta) + xh[b] * std::cos(theta)).epsilon(1e-4).scale(1.0));
+                }
+            }
+        // freq_scale 1 and factors of 1 give the bits of plain rope.
+        p.freq_scale = 1.0f;
+        const std::vector<float> ones(6, 1.0f);
+        std::vector<float> plain(x.size()), with_ones(x.size());
+        cpu::rope(x.data(), plain.data(), pos.data(), 3, p);
+        cpu::rope(x.data(), with_ones.data(), pos.data(), 3, p, ones.data());
+        CHECK(std::memcmp(plain.data(), with_ones.data(), plain.size() * sizeof(float)) == 0);
+    }
+}
+
+TEST_CASE("a grouped rms_norm normalizes each group on its own, and mul and add repeat a shorter weight down the column") {
+    const int64_t group = 16, n = 64, max_batch = 3;
+    const auto w = gaussian(std::size_t(group), 21);
+    graph::graph g(max_batch);
+    const auto x = g.input("x", qtype::f32, n);
+    const auto normed = g.rms_norm(x, 1e-6f, group);
+    const auto weight = g.weight("w", qtype::f32, group, 1, w.data());
+    const auto scaled = g.mul(normed, weight);
+    const auto shifted = g.add(normed, weight);
+    g.mark_output(scaled);
+    g.mark_output(shifted);
+    CHECK_THROWS_AS(g.rms_norm(x, 1e-6f, 24), llmrt::error);  // 24 does not divide 64
+    cpu::backend b;
+    graph::executor<cpu::backend> ex(b, g);
+    const auto in = gaussian(std::size_t(n * max_batch), 22, 3.0f);
+    ex.write(x, std::span<const float>(in));
+    ex.run(max_batch);
+    std::vector<float> got_mul(in.size()), got_add(in.size());
+    ex.read(scaled, std::span<float>(got_mul));
+    ex.read(shifted, std::span<float>(got_add));
+    for (int64_t at = 0; at < n * max_batch; at += group) {
+        double ss = 0;
+        for (int64_t i = 0; i < group; ++i) ss += double(in[std::size_t(at + i)]) * in[std::size_t(at + i)];
+        const double scale = 1.0 / std::sqrt(ss / double(group) + 1e-6);
+        for (int64_t i = 0; i < group; ++i) {
+            const double normed_value = in[std::size_t(at + i)] * scale;
+            CHECK(double(got_mul[std::size_t(at + i)]) == doctest::Approx(normed_value * w[std::size_t(i)]).epsilon(1e-5));
+            CHECK(double(got_add[std::size_t(at + i)]) == doctest::Approx(normed_value + w[std::size_t(i)]).epsilon(1e-5));
+        }
+    }
+}
+
 TEST_CASE("softmax gives exp(x - max) normalized to sum one per column") {
     const int n = 37, cols = 4;
     auto x = gaussian(std::size_t(n * cols), 5, 4.0f);

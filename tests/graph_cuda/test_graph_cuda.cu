@@ -126,6 +126,29 @@ TEST_CASE("rope in normal and NeoX order agrees with the CPU backend, elements p
     }
 }
 
+TEST_CASE("rope with linear scaling and frequency factors, a grouped rms_norm and a repeated weight agree with the CPU backend") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const std::vector<float> factors{1.0f, 1.5f, 2.0f, 4.0f, 8.0f, 32.0f, 1.0f, 3.0f, 5.0f, 7.0f, 9.0f, 11.0f,
+                                     13.0f, 15.0f, 17.0f, 19.0f, 21.0f, 23.0f, 25.0f, 27.0f, 29.0f, 31.0f, 33.0f, 35.0f};
+    const std::vector<float> gain = gaussian(64, 4);
+    for (auto order : {graph::rope_order::normal, graph::rope_order::neox}) {
+        CAPTURE(int(order));
+        const graph::rope_params p{3, 64, 48, 10000.0f, order, 0.25f};
+        graph::graph g(5);
+        auto x = g.input("x", qtype::f32, 3 * 64);
+        auto pos = g.input("pos", graph::i32_type, 1);
+        const auto f = g.weight("factors", qtype::f32, 24, 1, factors.data());
+        const auto w = g.weight("gain", qtype::f32, 64, 1, gain.data());
+        const auto normed = g.mul(g.rms_norm(x, 1e-6f, 64), w);  // per head, as qwen3's q/k norms
+        g.mark_output(g.rope(g.add(normed, w), pos, p, f));
+        pair_of_executors ex(g);
+        ex.write(x, gaussian(3 * 64 * 5, 5, 2.0f));
+        ex.write(pos, std::vector<int32_t>{0, 1, 17, 500, 4095});
+        ex.run(5);
+        ex.check_nodes(5, exact_ops);
+    }
+}
+
 TEST_CASE("get_rows dequantizes the rows of every table type bit for bit as the CPU does") {
     LLMRT_NEEDS_CUDA_DEVICE();
     const int64_t ne0 = 512, n_rows = 37;

@@ -294,6 +294,27 @@ TEST_CASE("rope in normal and NeoX order agrees with the CPU backend, at large p
     }
 }
 
+TEST_CASE("rope with linear scaling and frequency factors, a grouped rms_norm and a repeated weight agree with the CPU backend") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    const std::vector<float> factors{1.0f, 1.5f, 2.0f, 4.0f, 8.0f, 32.0f};
+    const std::vector<float> gain = gaussian(20, 52);
+    for (auto order : {graph::rope_order::normal, graph::rope_order::neox}) {
+        CAPTURE(int(order));
+        const graph::rope_params p{3, 20, 12, 10000.0f, order, 0.125f};
+        graph::graph g(6);
+        const auto x = g.input("x", qtype::f32, 60);
+        const auto pos = g.input("pos", graph::i32_type, 1);
+        const auto f = g.weight("factors", qtype::f32, 6, 1, factors.data());
+        const auto w = g.weight("gain", qtype::f32, 20, 1, gain.data());
+        const auto normed = g.mul(g.rms_norm(x, 1e-6f, 20), w);  // per head, as qwen3's q/k norms
+        g.mark_output(g.rope(g.add(normed, w), pos, p, f));
+        g.mark_output(g.rope(x, pos, p));
+        side_by_side s(ctx, g);
+        s.run({input_of(x, gaussian(60 * 6, 53)), input_of(pos, ids_of({0, 1, 7, 1000, 4095, 32767}))}, 6);
+        MESSAGE("NMSE: " << s.check_nodes(6, 1e-9));
+    }
+}
+
 TEST_CASE("attention with grouped-query heads over an f32 or f16 KV cache agrees with the CPU backend run after run") {
     LLMRT_VULKAN_TEST_DEVICE(ctx);
     for (qtype kv : {qtype::f32, qtype::f16}) {

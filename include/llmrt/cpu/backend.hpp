@@ -241,11 +241,16 @@ private:
         const int64_t cols = qr.batched ? n : qr.ne1;
         auto* k_column = static_cast<float*>(scratch(s));
         for (int64_t c = 0; c < cols; ++c) {
-            rope(column(qr.src[0], c), floats(st.q_rope) + c * qr.ne0, pos + c, 1, qr.rope);
-            rope(column(kr.src[0], c), k_column, pos + c, 1, kr.rope);
+            rope(column(qr.src[0], c), floats(st.q_rope) + c * qr.ne0, pos + c, 1, qr.rope, factors(qr));
+            rope(column(kr.src[0], c), k_column, pos + c, 1, kr.rope, factors(kr));
             set_rows(kc.type, address(st.k_write), kc.ne0, kc.ne1, k_column, pos + c, 1);
             set_rows(vc.type, address(st.v_write), vc.ne0, vc.ne1, column(vc.src[1], c), pos + c, 1);
         }
+    }
+
+    // A rope node's frequency factors, or null.
+    const float* factors(const graph::node& rope_node) const {
+        return rope_node.n_src() > 2 ? floats(rope_node.src[2]) : nullptr;
     }
 
     void run_node(int32_t id, int64_t n, void* scratch_memory, std::size_t scratch_size) const {
@@ -264,16 +269,27 @@ private:
             case graph::op::get_rows:
                 get_rows(src(0).type, in(0), nd.ne0, src(0).ne1, static_cast<const int32_t*>(in(1)), y, cols);
                 return;
-            case graph::op::rms_norm: rms_norm(a, y, nd.ne0, cols, nd.eps); return;
-            case graph::op::mul: mul(a, b, y, nd.ne0, cols, !src(1).batched && src(1).ne1 == 1); return;
-            case graph::op::add: add(a, b, y, nd.ne0, cols, !src(1).batched && src(1).ne1 == 1); return;
+            // A grouped norm is the plain norm over columns of `group` elements, and a b shorter
+            // than a's columns the plain broadcast over columns of b's length (columns are dense).
+            case graph::op::rms_norm: {
+                const int64_t group = nd.group ? nd.group : nd.ne0;
+                rms_norm(a, y, group, cols * (nd.ne0 / group), nd.eps);
+                return;
+            }
+            case graph::op::mul:
+            case graph::op::add: {
+                const bool broadcast = !src(1).batched && src(1).ne1 == 1;
+                const int64_t len = broadcast ? src(1).ne0 : nd.ne0;
+                (nd.op == graph::op::mul ? mul : add)(a, b, y, len, cols * (nd.ne0 / len), broadcast);
+                return;
+            }
             case graph::op::mul_mat: {
                 const graph::node& w = src(0);
                 mul_mat(w.type, in(0), b, y, matvec_shape{w.ne1, w.ne0, cols, 0, 0}, activations_[std::size_t(id)],
                         scratch_memory, scratch_size);
                 return;
             }
-            case graph::op::rope: rope(a, y, static_cast<const int32_t*>(in(1)), cols, nd.rope); return;
+            case graph::op::rope: rope(a, y, static_cast<const int32_t*>(in(1)), cols, nd.rope, factors(nd)); return;
             case graph::op::attention:
                 attention(a, src(1).type, in(1), in(2), src(1).ne1, static_cast<const int32_t*>(in(3)), y, cols,
                           nd.attention, static_cast<float*>(scratch_memory));

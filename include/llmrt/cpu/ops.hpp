@@ -6,7 +6,8 @@
 //   rms_norm   y = x · 1/sqrt(Σx²/n + eps)                      (Σ in double)
 //   softmax    y = exp(x − max) / Σ exp(x − max)                 (Σ in double)
 //   silu       y = x / (1 + exp(−x));  swiglu  y = silu(g) · u
-//   rope       pair (a, b) of head h, pair index i < n_rot/2, angle θ = pos · base^(−2i/n_rot):
+//   rope       pair (a, b) of head h, pair index i < n_rot/2, angle
+//              θ = (pos · base^(−2i/n_rot) / factor_i) · freq_scale   (factor_i = 1 without factors):
 //              (a, b) -> (a cosθ − b sinθ, a sinθ + b cosθ); pairs (2i, 2i+1) in normal order,
 //              (i, i + n_rot/2) in NeoX order; elements past n_rot are copied
 //   attention  per query column t at position p, head h, kv head g = h / (n_head / n_head_kv):
@@ -88,8 +89,10 @@ inline void check_position(int32_t p, int64_t limit, const char* operation, int6
 }
 }  // namespace detail
 
-// x and y hold cols columns of n_head · head_dim floats; pos one position per column.
-inline void rope(const float* x, float* y, const int32_t* pos, int64_t cols, const graph::rope_params& p) {
+// x and y hold cols columns of n_head · head_dim floats; pos one position per column; factors
+// n_rot/2 floats or null (all 1).
+inline void rope(const float* x, float* y, const int32_t* pos, int64_t cols, const graph::rope_params& p,
+                 const float* factors = nullptr) {
     const int64_t ne0 = int64_t(p.n_head) * p.head_dim;
     const int32_t half = p.n_rot / 2;
     // θ_i = pos · base^(−2i/n_rot), stepped by repeated multiplication as ggml does.
@@ -103,7 +106,9 @@ inline void rope(const float* x, float* y, const int32_t* pos, int64_t cols, con
             float* yh = y + c * ne0 + int64_t(h) * p.head_dim;
             float theta = float(pos[c]);
             for (int32_t i = 0; i < half; ++i, theta *= theta_scale) {
-                const float cs = std::cos(theta), sn = std::sin(theta);
+                // ggml's order: divided by the factor, then scaled (both exact when 1).
+                const float angle = (theta / (factors ? factors[i] : 1.0f)) * p.freq_scale;
+                const float cs = std::cos(angle), sn = std::sin(angle);
                 const int32_t a = p.order == graph::rope_order::normal ? 2 * i : i;
                 const int32_t b = p.order == graph::rope_order::normal ? 2 * i + 1 : i + half;
                 const float x0 = xh[a], x1 = xh[b];

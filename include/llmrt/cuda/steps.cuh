@@ -185,6 +185,11 @@ void matvec(const context& cx, const resolved& r, int64_t n) {
     }
 }
 
+// A rope node's frequency factors on the device, or null.
+inline const float* factors(const context& cx, const graph::node& rope_node) {
+    return rope_node.n_src() > 2 ? cx.f(rope_node.src[2]) : nullptr;
+}
+
 inline void rope_cache(const context& cx, const resolved& r, int64_t n) {
     const graph::step& st = *r.st;
     const graph::node& qr = cx.node(st.q_rope);
@@ -194,7 +199,7 @@ inline void rope_cache(const context& cx, const resolved& r, int64_t n) {
     const columns_at q = cx.columns(qr.src[0]), k = cx.columns(kr.src[0]), v = cx.columns(vc.src[1]);
     ops::rope_cache(q.f(), q.stride, k.f(), k.stride, v.f(), v.stride, cx.f(st.q_rope), kc.type, cx.at(st.k_write),
                     cx.at(st.v_write), kc.ne1, kr.rope.n_head, reinterpret_cast<const int32_t*>(cx.at(qr.src[1])),
-                    cx.cols(st.q_rope, n), qr.rope, cx.stream, cx.launch);
+                    cx.cols(st.q_rope, n), qr.rope, factors(cx, qr), cx.stream, cx.launch);
 }
 
 // Scratch of the attention step: the split form's partial sums (or the one-block form's scores),
@@ -290,9 +295,19 @@ void node(const context& cx, const resolved& r, int64_t n) {
         case graph::op::get_rows:
             ops::get_rows<all_types>(src(0).type, cx.at(nd.src[0]), nd.ne0, src(0).ne1, ids(1), y, cols, stream, lo);
             return;
-        case graph::op::rms_norm: ops::rms_norm(a, y, nd.ne0, cols, nd.eps, stream, lo); return;
-        case graph::op::mul: ops::mul(a, b, y, nd.ne0, cols, broadcast, stream, lo); return;
-        case graph::op::add: ops::add(a, b, y, nd.ne0, cols, broadcast, stream, lo); return;
+        // A grouped norm is the plain norm over columns of `group` elements, and a b shorter than
+        // a's columns the plain broadcast over columns of b's length (op steps' columns are dense).
+        case graph::op::rms_norm: {
+            const int64_t group = nd.group ? nd.group : nd.ne0;
+            ops::rms_norm(a, y, group, cols * (nd.ne0 / group), nd.eps, stream, lo);
+            return;
+        }
+        case graph::op::mul:
+        case graph::op::add: {
+            const int64_t len = broadcast ? src(1).ne0 : nd.ne0;
+            (nd.op == graph::op::mul ? ops::mul : ops::add)(a, b, y, len, cols * (nd.ne0 / len), broadcast, stream, lo);
+            return;
+        }
         case graph::op::mul_mat: {
             const graph::node& w = src(0);
             if (float_weight(w.type)) {
@@ -306,7 +321,7 @@ void node(const context& cx, const resolved& r, int64_t n) {
             });
             return;
         }
-        case graph::op::rope: ops::rope(a, y, ids(1), cols, nd.rope, stream, lo); return;
+        case graph::op::rope: ops::rope(a, y, ids(1), cols, nd.rope, factors(cx, nd), stream, lo); return;
         case graph::op::attention: attention(cx, r, n); return;
         case graph::op::softmax: ops::softmax(a, y, nd.ne0, cols, stream, lo); return;
         case graph::op::silu: ops::silu(a, y, nd.ne0 * cols, stream, lo); return;

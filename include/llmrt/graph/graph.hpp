@@ -10,6 +10,7 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <cmath>
 #include <cstddef>
 #include <initializer_list>
 #include <string>
@@ -134,10 +135,16 @@ public:
         return push(derived(op::get_rows, qtype::f32, tb.ne0, id, {table.id, ids.id}));
     }
 
-    tensor rms_norm(tensor x, float eps) {
+    // group > 0: each run of `group` elements of a column is normalized on its own (per-head
+    // norms, as Qwen3's q and k have); group must divide the column length.
+    tensor rms_norm(tensor x, float eps, int64_t group = 0) {
         const node& a = activation(x, "rms_norm");
+        check(group >= 0 && (group == 0 || a.ne0 % group == 0), errc::shape_mismatch, [&] {
+            return "rms_norm: group " + std::to_string(group) + " does not divide the columns of " + describe(a);
+        });
         node n = derived(op::rms_norm, qtype::f32, a.ne0, a, {x.id});
         n.eps = eps;
+        n.group = group == a.ne0 ? 0 : group;
         return push(std::move(n));
     }
 
@@ -156,8 +163,19 @@ public:
         return push(derived(op::mul_mat, qtype::f32, wn.ne1, xn, {w.id, x.id}));
     }
 
-    tensor rope(tensor x, tensor positions, rope_params p) {
+    // factors (optional): a one-column f32 weight of n_rot/2 frequency factors (see rope_params).
+    tensor rope(tensor x, tensor positions, rope_params p, tensor factors = {}) {
         const node& xn = activation(x, "rope");
+        check(std::isfinite(p.freq_scale) && p.freq_scale > 0.0f, errc::invalid_argument, [&] {
+            return "rope: freq_scale " + std::to_string(p.freq_scale) + " must be finite and positive";
+        });
+        if (factors.valid()) {
+            const node& f = at(factors, "rope");
+            check(f.op == op::weight && f.type == qtype::f32 && f.ne0 == p.n_rot / 2 && f.ne1 == 1, errc::shape_mismatch, [&] {
+                return "rope: frequency factors " + describe(f) + " must be an f32 weight of n_rot/2 = " +
+                       std::to_string(p.n_rot / 2) + " values";
+            });
+        }
         require_ids(at(positions, "rope"), "rope");
         check(xn.batched && at(positions, "rope").batched, errc::shape_mismatch,
               [&] { return "rope: x " + describe(xn) + " and the positions must both be batched"; });
@@ -169,6 +187,7 @@ public:
                          std::to_string(p.n_rot) + " <= head_dim and freq_base > 0";
               });
         node n = derived(op::rope, qtype::f32, xn.ne0, xn, {x.id, positions.id});
+        if (factors.valid()) n.src[2] = factors.id;
         n.rope = p;
         return push(std::move(n));
     }
@@ -285,10 +304,12 @@ private:
         const node& an = activation(a, to_string(o));
         const node& bn = at(b, to_string(o));
         const bool same = bn.ne0 == an.ne0 && bn.ne1 == an.ne1 && bn.batched == an.batched;
-        const bool broadcast = bn.ne0 == an.ne0 && bn.ne1 == 1 && !bn.batched;
+        // One column of a length that divides a's: repeated down each column of a (a per-head
+        // weight over n_head heads) and across the columns.
+        const bool broadcast = bn.ne0 >= 1 && an.ne0 % bn.ne0 == 0 && bn.ne1 == 1 && !bn.batched;
         check(bn.type == qtype::f32 && (same || broadcast), errc::shape_mismatch, [&] {
             return std::string(to_string(o)) + ": " + describe(an) + " and " + describe(bn) +
-                   " must match, or the second be one f32 column of the same length";
+                   " must match, or the second be one f32 column of a length that divides the first's";
         });
         return push(derived(o, qtype::f32, an.ne0, an, {a.id, b.id}));
     }

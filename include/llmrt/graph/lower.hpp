@@ -3,10 +3,12 @@
 // short fixed sequence of kernels) computes:
 //
 //   op          one node as it is
-//   norm        [s = a + b] -> n = rms_norm(s or x) -> [p = n ⊙ w]      (w: a one-column weight)
+//   norm        [s = a + b] -> n = rms_norm(s or x) -> [p = n ⊙ w]      (w: a one-column weight;
+//               a grouped rms_norm, or a w shorter than the column, stays an op step)
 //   matvec      the quantized mul_mats that read one activation x: x is rounded through Q8_1
 //               once for all of them (by the step that produced x when it can, see `rounds`)
-//   rope_cache  q' = rope(q), k' = rope(k), K[pos] = k', V[pos] = v   (the inputs of one attention)
+//   rope_cache  q' = rope(q), k' = rope(k), K[pos] = k', V[pos] = v   (the inputs of one attention;
+//               both ropes with the same parameters and frequency factors)
 //   attention   one attention node (the CUDA backend splits it over the cache and combines)
 //   swiglu      one swiglu node
 //
@@ -224,11 +226,12 @@ private:
             if (n.op == op::add) {
                 // The residual add and the norm that reads it, when the norm reads nothing else.
                 for (int32_t r : readers_[id])
-                    if (nd(r).op == op::rms_norm && !emitted_[std::size_t(r)] && same_shape(nd(r), n) &&
-                        same_shape(nd(n.src[1]), n))
+                    if (nd(r).op == op::rms_norm && nd(r).group == 0 && !emitted_[std::size_t(r)] &&
+                        same_shape(nd(r), n) && same_shape(nd(n.src[1]), n))
                         return norm_step(r, id);
             }
-            if (n.op == op::rms_norm) return norm_step(id, -1);
+            // A grouped norm (per-head q/k norms) stays an op step, as its product does.
+            if (n.op == op::rms_norm && n.group == 0) return norm_step(id, -1);
         }
         if (o_.matvec_groups && quantized_mul_mat(id)) return matvec_step(id);
         if (o_.rope_cache && (n.op == op::rope || n.op == op::set_rows)) {
@@ -256,7 +259,7 @@ private:
         if (readers.size() == 1 && !readers_.output[std::size_t(norm)]) {
             const node& m = nd(readers[0]);
             if (m.op == op::mul && m.src[0] == norm && nd(m.src[1]).op == op::weight && nd(m.src[1]).ne1 == 1 &&
-                m.src[1] != norm) {
+                nd(m.src[1]).ne0 == m.ne0 && m.src[1] != norm) {
                 s.product = readers[0];
                 s.nodes.push_back(s.product);
             }
@@ -336,7 +339,8 @@ private:
         if (nd(nd(vc).src[0]).op != op::state || !readers_.only_read_by(nd(vc).src[0], vc)) return none;
         const rope_params& rq = nd(qr).rope;
         const rope_params& rk = nd(kr).rope;
-        if (rq.order != rk.order || rq.n_rot != rk.n_rot || rq.freq_base != rk.freq_base || rq.head_dim != rk.head_dim)
+        if (rq.order != rk.order || rq.n_rot != rk.n_rot || rq.freq_base != rk.freq_base || rq.head_dim != rk.head_dim ||
+            rq.freq_scale != rk.freq_scale || nd(qr).src[2] != nd(kr).src[2])
             return none;
         step s;
         s.kind = step_kind::rope_cache;

@@ -32,11 +32,11 @@ enum class op : uint8_t {
     weight,     // constant, host bytes given at build time, uploaded at plan time
     state,      // persistent across runs (the KV cache); zeroed at plan time
     get_rows,   // y[:, t] = dequantize(table[:, ids[t]])
-    rms_norm,   // y = x / sqrt(mean(x²) + eps), per column
-    mul,        // y = a ⊙ b, b broadcast over columns when it has one
-    add,        // y = a + b, b broadcast over columns when it has one
+    rms_norm,   // y = x / sqrt(mean(x²) + eps), per column (or per group of `group` elements)
+    mul,        // y = a ⊙ b, b broadcast over columns when it has one (and repeated when shorter)
+    add,        // y = a + b, b broadcast over columns when it has one (and repeated when shorter)
     mul_mat,    // y[:, t] = W · x[:, t]
-    rope,       // rotary position embedding, normal or NeoX pair order
+    rope,       // rotary position embedding, normal or NeoX pair order; src[2]: frequency factors
     attention,  // causal softmax(q·kᵀ·scale)·v over the KV cache, grouped-query heads
     softmax,    // y = exp(x − max) / Σ exp(x − max), per column
     silu,       // y = x · σ(x)
@@ -72,13 +72,17 @@ inline const char* to_string(op o) noexcept {
 enum class rope_order : uint8_t { normal, neox };
 
 // x holds n_head heads of head_dim elements per column; the first n_rot elements of each head
-// rotate by angle pos · freq_base^(−2i/n_rot) for pair i, the rest pass through.
+// rotate by angle θ_i = (pos · freq_base^(−2i/n_rot) / factor_i) · freq_scale for pair i, the
+// rest pass through. factor_i comes from the rope node's optional third source (n_rot/2 floats,
+// Llama 3's rope_freqs), else 1; freq_scale is 1/f for linear rope scaling by f. With both 1 the
+// angle has the bits of pos · freq_base^(−2i/n_rot) (x/1 and x·1 are exact).
 struct rope_params {
     int32_t n_head = 0;
     int32_t head_dim = 0;
     int32_t n_rot = 0;
     float freq_base = 10000.0f;
     rope_order order = rope_order::normal;
+    float freq_scale = 1.0f;
 };
 
 // q holds n_head heads, the caches n_head_kv heads of head_dim elements per column (one column
@@ -101,6 +105,7 @@ struct node {
     std::array<int32_t, 4> src{-1, -1, -1, -1};  // input tensor ids, unused ones -1
     const void* data = nullptr;                    // weight bytes (host), for op::weight
     float eps = 0.0f;                              // rms_norm
+    int64_t group = 0;                             // rms_norm: elements per normalized group (0: ne0)
     rope_params rope{};
     attention_params attention{};
 

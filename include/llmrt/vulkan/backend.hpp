@@ -376,12 +376,19 @@ private:
             case graph::op::get_rows:
                 ops::record_get_rows(*ops_, r, src(0).type, in(0), nd.ne0, src(0).ne1, in(1), out, cols);
                 return;
-            case graph::op::rms_norm: ops::record_rms_norm(*ops_, r, in(0), out, nd.ne0, cols, nd.eps); return;
+            // A grouped norm is the plain norm over columns of `group` elements, and a b shorter
+            // than a's columns the plain broadcast over columns of b's length (columns are dense).
+            case graph::op::rms_norm: {
+                const int64_t group = nd.group ? nd.group : nd.ne0;
+                ops::record_rms_norm(*ops_, r, in(0), out, group, cols * (nd.ne0 / group), nd.eps);
+                return;
+            }
             case graph::op::mul:
             case graph::op::add: {
                 const bool broadcast = !src(1).batched && src(1).ne1 == 1;
+                const int64_t len = broadcast ? src(1).ne0 : nd.ne0;
                 ops::record_elementwise(*ops_, r, nd.op == graph::op::mul ? ops::elementwise_op::mul : ops::elementwise_op::add,
-                                        in(0), in(1), out, nd.ne0, cols, broadcast);
+                                        in(0), in(1), out, len, cols * (nd.ne0 / len), broadcast);
                 return;
             }
             case graph::op::mul_mat: {
@@ -390,7 +397,9 @@ private:
                                     src(1).batched ? max_batch_ : src(1).ne1, &quantized);
                 return;
             }
-            case graph::op::rope: ops::record_rope(*ops_, r, in(0), in(1), out, cols, nd.rope); return;
+            case graph::op::rope:
+                ops::record_rope(*ops_, r, in(0), in(1), out, cols, nd.rope, nd.n_src() > 2 ? in(2) : ops::operand{});
+                return;
             case graph::op::attention:
                 ops::record_attention(*ops_, r, in(0), src(1).type, in(1), in(2), src(1).ne1, in(3), out, cols, nd.attention,
                                       scratch_of(step, out.part(0, 0)));

@@ -116,6 +116,7 @@ inline void rope_cache(const context& cx, ops::recorder& r, std::size_t s, int64
     o.n_ctx = kc.ne1;
     o.n_head_kv = kr.rope.n_head;
     o.positions = cx.operand_of(qr.src[1]);
+    if (qr.n_src() > 2) o.factors = cx.operand_of(qr.src[2]);  // k's are the same (graph/lower.hpp)
     check(kc.ne1 == vc.ne1 && kr.src[1] == qr.src[1] && kc.src[2] == qr.src[1] && vc.src[2] == qr.src[1],
           errc::invalid_argument, "vulkan backend: a rope_cache step whose caches or positions differ");
     ops::record_rope_cache(*cx.kernels, r, o, cx.cols(st.q_rope, n), qr.rope);

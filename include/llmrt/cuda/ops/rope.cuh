@@ -1,6 +1,7 @@
 // Rotary position embedding on the device, as cpu::rope computes it: pair i of each head rotates
-// by θ_i = pos · s^i with s = freq_base^(−2/n_rot), θ_i stepped by repeated float multiplication
-// as the CPU (and ggml) does, so every thread forms the very θ the CPU forms; the rotation is
+// by θ_i = (pos · s^i / factor_i) · freq_scale with s = freq_base^(−2/n_rot), pos · s^i stepped by
+// repeated float multiplication as the CPU (and ggml) does, so every thread forms the very θ the
+// CPU forms (factor_i = 1 without frequency factors; both 1 leave θ's bits unchanged); the rotation is
 //   (a, b) -> (a cosθ − b sinθ, a sinθ + b cosθ)
 // over pairs (2i, 2i+1) (normal order) or (i, i + n_rot/2) (NeoX); elements past n_rot are
 // copied. A negative position (the CPU raises an error for it) gives a column of NaN.
@@ -24,12 +25,20 @@ namespace detail {
 
 constexpr int rope_threads = 128;
 
+// What the angle of pair i needs besides the position: theta_scale = freq_base^(−2/n_rot)
+// (computed on the host as every rope launcher does), freq_scale, and n_rot/2 factors or null.
+struct rope_angle {
+    float theta_scale;
+    float freq_scale;
+    const float* factors;
+};
+
 struct rope_args {
     const float* x;
     float* y;
     const int32_t* pos;
     int32_t n_head, head_dim, n_rot;
-    float theta_scale;
+    rope_angle angle;
 };
 
 // Pair slot i (< head_dim / 2) of one head at position pos: elements a and b (b < head_dim
@@ -41,20 +50,22 @@ struct rope_slot {
 };
 
 // The pair (x0, x1) of rotated slot i (< n_rot / 2) at position pos >= 0, with the θ the CPU forms.
-__device__ __forceinline__ float2 rope_rotate(float x0, float x1, int32_t pos, int i, float theta_scale) {
+__device__ __forceinline__ float2 rope_rotate(float x0, float x1, int32_t pos, int i, const rope_angle& f) {
     float theta = float(pos);
-    for (int j = 0; j < i; ++j) theta = __fmul_rn(theta, theta_scale);
+    for (int j = 0; j < i; ++j) theta = __fmul_rn(theta, f.theta_scale);
+    theta = __fmul_rn(__fdiv_rn(theta, f.factors ? f.factors[i] : 1.0f), f.freq_scale);
     float sn, cs;
     sincosf(theta, &sn, &cs);
     return make_float2(__fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn)), __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs)));
 }
 
-// theta_scale = freq_base^(−2/n_rot), computed on the host as every rope launcher does.
-inline float rope_theta_scale(const graph::rope_params& p) { return std::pow(p.freq_base, -2.0f / float(p.n_rot)); }
+inline rope_angle rope_angle_of(const graph::rope_params& p, const float* factors) {
+    return {std::pow(p.freq_base, -2.0f / float(p.n_rot)), p.freq_scale, factors};
+}
 
 template <int Neox>
 __device__ __forceinline__ rope_slot rope_slot_of(const float* x, int32_t pos, int i, int head_dim, int n_rot,
-                                                  float theta_scale) {
+                                                  const rope_angle& angle) {
     const int half_rot = n_rot / 2;
     rope_slot r;
     const float nan = __int_as_float(0x7fc00000);
@@ -71,7 +82,7 @@ __device__ __forceinline__ rope_slot rope_slot_of(const float* x, int32_t pos, i
         r.ya = r.yb = nan;
         return r;
     }
-    const float2 y = rope_rotate(x[r.a], x[r.b], pos, i, theta_scale);
+    const float2 y = rope_rotate(x[r.a], x[r.b], pos, i, angle);
     r.ya = y.x;
     r.yb = y.y;
     return r;
@@ -79,8 +90,8 @@ __device__ __forceinline__ rope_slot rope_slot_of(const float* x, int32_t pos, i
 
 template <int Neox>
 __device__ __forceinline__ void rope_pair(const float* x, float* y, int32_t pos, int i, int head_dim, int n_rot,
-                                          float theta_scale) {
-    const rope_slot r = rope_slot_of<Neox>(x, pos, i, head_dim, n_rot, theta_scale);
+                                          const rope_angle& angle) {
+    const rope_slot r = rope_slot_of<Neox>(x, pos, i, head_dim, n_rot, angle);
     y[r.a] = r.ya;
     if (r.b < head_dim) y[r.b] = r.yb;
 }
@@ -94,7 +105,7 @@ __global__ void __launch_bounds__(rope_threads) rope_kernel(const rope_args p) {
     if (slot >= int64_t(p.n_head) * half_dim) return;
     const int h = int(slot / half_dim), i = int(slot % half_dim);
     const int64_t base = int64_t(blockIdx.y) * p.n_head * p.head_dim + int64_t(h) * p.head_dim;
-    rope_pair<Neox>(p.x + base, p.y + base, p.pos[blockIdx.y], i, p.head_dim, p.n_rot, p.theta_scale);
+    rope_pair<Neox>(p.x + base, p.y + base, p.pos[blockIdx.y], i, p.head_dim, p.n_rot, p.angle);
 }
 
 struct rope_cache_args {
@@ -108,7 +119,7 @@ struct rope_cache_args {
     const int32_t* pos;
     int64_t n_ctx;
     int32_t n_head, n_head_kv, head_dim, n_rot;
-    float theta_scale;
+    rope_angle angle;
 };
 
 template <class KV>
@@ -129,14 +140,14 @@ __global__ void rope_cache_kernel(const rope_cache_args p) {
     const int32_t pos = p.pos[c];
     if (slot < p.n_head) {
         rope_pair<Neox>(p.q + c * p.q_stride + int64_t(slot) * hd, p.q_out + int64_t(c) * p.n_head * hd + int64_t(slot) * hd,
-                        pos, i, hd, p.n_rot, p.theta_scale);
+                        pos, i, hd, p.n_rot, p.angle);
         return;
     }
     if (pos < 0 || pos >= p.n_ctx) return;  // the executor refuses such positions before a run
     const int64_t column = int64_t(pos) * p.n_head_kv * hd;
     if (slot < p.n_head + p.n_head_kv) {
         const int h = slot - p.n_head;
-        const rope_slot r = rope_slot_of<Neox>(p.k + c * p.k_stride + int64_t(h) * hd, pos, i, hd, p.n_rot, p.theta_scale);
+        const rope_slot r = rope_slot_of<Neox>(p.k + c * p.k_stride + int64_t(h) * hd, pos, i, hd, p.n_rot, p.angle);
         store_cache<KV>(p.k_cache, column + int64_t(h) * hd + r.a, r.ya);
         if (r.b < hd) store_cache<KV>(p.k_cache, column + int64_t(h) * hd + r.b, r.yb);
         return;
@@ -148,18 +159,19 @@ __global__ void rope_cache_kernel(const rope_cache_args p) {
 
 }  // namespace detail
 
-// x, y: cols columns of n_head · head_dim floats (y may not alias x); pos: one position per column.
+// x, y: cols columns of n_head · head_dim floats (y may not alias x); pos: one position per column;
+// factors: n_rot/2 floats on the device, or null (all 1).
 inline void rope(const float* x, float* y, const int32_t* pos, int64_t cols, const graph::rope_params& p,
-                 cudaStream_t stream, const launch_options& o = {}) {
+                 const float* factors, cudaStream_t stream, const launch_options& o = {}) {
     check(p.n_head >= 1 && p.head_dim >= 2 && p.head_dim % 2 == 0 && p.n_rot >= 2 && p.n_rot % 2 == 0 &&
-              p.n_rot <= p.head_dim && p.freq_base > 0.0f,
+              p.n_rot <= p.head_dim && p.freq_base > 0.0f && p.freq_scale > 0.0f,
           errc::shape_mismatch, [&] {
               return "cuda::ops::rope: n_head " + std::to_string(p.n_head) + ", head_dim " + std::to_string(p.head_dim) +
                      ", n_rot " + std::to_string(p.n_rot) + ": need an even head_dim and an even n_rot <= head_dim";
           });
     if (cols == 0) return;
     detail::check_columns(cols, "cuda::ops::rope");
-    detail::rope_args a{x, y, pos, p.n_head, p.head_dim, p.n_rot, detail::rope_theta_scale(p)};
+    detail::rope_args a{x, y, pos, p.n_head, p.head_dim, p.n_rot, detail::rope_angle_of(p, factors)};
     const dim3 grid(detail::blocks_for(int64_t(p.n_head) * (p.head_dim / 2), detail::rope_threads, "cuda::ops::rope"),
                     unsigned(cols));
     if (p.order == graph::rope_order::neox)
@@ -168,17 +180,24 @@ inline void rope(const float* x, float* y, const int32_t* pos, int64_t cols, con
         detail::launch("cuda::ops::rope", detail::rope_kernel<0>, grid, dim3(detail::rope_threads), 0, stream, o, a);
 }
 
+// Without frequency factors.
+inline void rope(const float* x, float* y, const int32_t* pos, int64_t cols, const graph::rope_params& p,
+                 cudaStream_t stream, const launch_options& o = {}) {
+    rope(x, y, pos, cols, p, static_cast<const float*>(nullptr), stream, o);
+}
+
 // The rope_cache step: q_out = rope(q); K[:, pos] = rope(k); V[:, pos] = v, for cols columns, one
 // kernel. q, k and v are read with column strides (a stacked matvec step's products); q_out is
 // dense; the caches hold n_ctx columns of n_head_kv · head_dim elements of kv_type (f16 or f32).
-// k's rope parameters are q's with n_head_kv heads.
+// k's rope parameters (and frequency factors: n_rot/2 device floats or null) are q's with
+// n_head_kv heads.
 inline void rope_cache(const float* q, int64_t q_stride, const float* k, int64_t k_stride, const float* v,
                        int64_t v_stride, float* q_out, qtype kv_type, void* k_cache, void* v_cache, int64_t n_ctx,
                        int32_t n_head_kv, const int32_t* pos, int64_t cols, const graph::rope_params& p,
-                       cudaStream_t stream, const launch_options& o = {}) {
+                       const float* factors, cudaStream_t stream, const launch_options& o = {}) {
     const char* op = "cuda::ops::rope_cache";
     check(p.n_head >= 1 && n_head_kv >= 1 && p.head_dim >= 2 && p.head_dim <= 2048 && p.n_rot >= 2 && p.n_rot % 2 == 0 &&
-              p.n_rot <= p.head_dim && p.freq_base > 0.0f,
+              p.n_rot <= p.head_dim && p.freq_base > 0.0f && p.freq_scale > 0.0f,
           errc::shape_mismatch, [&] {
               return std::string(op) + ": n_head " + std::to_string(p.n_head) + ", n_head_kv " + std::to_string(n_head_kv) +
                      ", head_dim " + std::to_string(p.head_dim) + ", n_rot " + std::to_string(p.n_rot) +
@@ -190,7 +209,7 @@ inline void rope_cache(const float* q, int64_t q_stride, const float* k, int64_t
     detail::check_columns(cols, op);
     detail::rope_cache_args a{q,       k,       v,   q_stride, k_stride, v_stride,  q_out,    k_cache,
                               v_cache, pos,     n_ctx, p.n_head, n_head_kv, p.head_dim, p.n_rot,
-                              detail::rope_theta_scale(p)};
+                              detail::rope_angle_of(p, factors)};
     const dim3 grid(unsigned(p.n_head + 2 * n_head_kv), unsigned(cols));
     const dim3 block(unsigned((p.head_dim + 1) / 2));
     const bool neox = p.order == graph::rope_order::neox, half = kv_type == qtype::f16;
@@ -198,6 +217,15 @@ inline void rope_cache(const float* q, int64_t q_stride, const float* k, int64_t
     else if (neox) detail::launch(op, detail::rope_cache_kernel<1, float>, grid, block, 0, stream, o, a);
     else if (half) detail::launch(op, detail::rope_cache_kernel<0, uint16_t>, grid, block, 0, stream, o, a);
     else detail::launch(op, detail::rope_cache_kernel<0, float>, grid, block, 0, stream, o, a);
+}
+
+// Without frequency factors.
+inline void rope_cache(const float* q, int64_t q_stride, const float* k, int64_t k_stride, const float* v,
+                       int64_t v_stride, float* q_out, qtype kv_type, void* k_cache, void* v_cache, int64_t n_ctx,
+                       int32_t n_head_kv, const int32_t* pos, int64_t cols, const graph::rope_params& p,
+                       cudaStream_t stream, const launch_options& o = {}) {
+    rope_cache(q, q_stride, k, k_stride, v, v_stride, q_out, kv_type, k_cache, v_cache, n_ctx, n_head_kv, pos, cols, p,
+               static_cast<const float*>(nullptr), stream, o);
 }
 
 }  // namespace llmrt::cuda::ops

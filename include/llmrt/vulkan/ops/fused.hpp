@@ -49,8 +49,11 @@ struct rope_cache_push {
     uint32_t q_stride, k_stride, v_stride, n_head, n_head_kv, head_dim, n_rot, neox;
     float theta_scale;
     uint32_t n_ctx, tokens, cache_f16;
+    float freq_scale;
+    uint32_t unused;
+    uint64_t factors;
 };
-static_assert(sizeof(rope_cache_push) == 112, "rope_cache_push must match shaders/ops/rope_cache.comp");
+static_assert(sizeof(rope_cache_push) == 128, "rope_cache_push must match shaders/ops/rope_cache.comp");
 
 struct attention_step_push {
     uint64_t q, k, v, positions, out, partials, counters, qs_a, records_a, qs_b, records_b;
@@ -156,6 +159,7 @@ struct rope_cache_operands {
     qtype k_type = qtype::f16, v_type = qtype::f16;
     int64_t n_ctx = 0;
     int32_t n_head_kv = 0;
+    operand factors;  // n_rot/2 frequency factors, or empty (every factor 1)
 };
 
 inline void record_rope_cache(kernels& k, recorder& r, const rope_cache_operands& o, int64_t cols, const graph::rope_params& p) {
@@ -165,7 +169,7 @@ inline void record_rope_cache(kernels& k, recorder& r, const rope_cache_operands
           [&] { return std::string(name) + ": caches are f32 or f16"; });
     const int64_t q_ne0 = int64_t(p.n_head) * p.head_dim, kv_ne0 = int64_t(o.n_head_kv) * p.head_dim;
     check(cols >= 1 && p.n_head >= 1 && o.n_head_kv >= 1 && p.head_dim >= 2 && p.n_rot >= 2 && p.n_rot <= p.head_dim &&
-              p.n_rot % 2 == 0 && p.freq_base > 0.0f && o.q_stride >= q_ne0 && o.k_stride >= kv_ne0 && o.v_stride >= kv_ne0 &&
+              p.n_rot % 2 == 0 && p.freq_base > 0.0f && p.freq_scale > 0.0f && o.q_stride >= q_ne0 && o.k_stride >= kv_ne0 && o.v_stride >= kv_ne0 &&
               o.n_ctx >= 1 && uint64_t(kv_ne0) * uint64_t(o.n_ctx) <= UINT32_MAX,
           errc::shape_mismatch, [&] {
               return std::string(name) + ": n_head " + std::to_string(p.n_head) + ", n_head_kv " + std::to_string(o.n_head_kv) +
@@ -190,12 +194,17 @@ inline void record_rope_cache(kernels& k, recorder& r, const rope_cache_operands
         o.v_cache.address, o.positions.address, uint32_t(o.q_stride), uint32_t(o.k_stride), uint32_t(o.v_stride),
         uint32_t(p.n_head), uint32_t(o.n_head_kv), uint32_t(p.head_dim), uint32_t(p.n_rot),
         p.order == graph::rope_order::neox ? 1u : 0u, theta_scale, uint32_t(o.n_ctx), uint32_t(cols),
-        (o.k_type == qtype::f16 ? 1u : 0u) | (o.v_type == qtype::f16 ? 2u : 0u)};
+        (o.k_type == qtype::f16 ? 1u : 0u) | (o.v_type == qtype::f16 ? 2u : 0u), p.freq_scale, 0,
+        o.factors.bytes ? o.factors.address : 0};
     const uint64_t elements = uint64_t(q_ne0 + 2 * kv_ne0);
     const grid g = make_grid(k.device().info(), (elements + workgroup_size - 1) / workgroup_size, uint64_t(cols), name);
     check(g.z == 1, errc::shape_mismatch, [&] { return std::string(name) + ": columns too long"; });
-    const std::vector<operand> reads{o.q.part(0, span(o.q_stride, q_ne0)), o.k.part(0, span(o.k_stride, kv_ne0)),
-                                     o.v.part(0, span(o.v_stride, kv_ne0)), o.positions.part(0, uint64_t(cols) * 4)};
+    std::vector<operand> reads{o.q.part(0, span(o.q_stride, q_ne0)), o.k.part(0, span(o.k_stride, kv_ne0)),
+                               o.v.part(0, span(o.v_stride, kv_ne0)), o.positions.part(0, uint64_t(cols) * 4)};
+    if (o.factors.bytes) {
+        require_bytes(o.factors, uint64_t(p.n_rot / 2) * 4, name, "factors");
+        reads.push_back(o.factors.part(0, uint64_t(p.n_rot / 2) * 4));
+    }
     r.access(reads, writes);
     r.dispatch(k.pipeline("rope_cache", sizeof push), push, g);
 }
