@@ -60,11 +60,15 @@ inline std::shared_ptr<const gguf::file> small_model_file(qtype t, uint64_t seed
     return model_file(small_shape(t), t, seed);
 }
 
-// The whole sequence `tokens` (positions 0..n−1) through the llama formulas in double, from the
-// dequantized weights, with float activations; returns n rows of n_vocab logits.
+// The whole sequence `tokens` (positions 0..n−1) through the formulas of the model's architecture
+// in double, from the dequantized weights, with float activations; returns n rows of n_vocab
+// logits. Written from the architectures' descriptions, not from the graph builder: q/k/v biases,
+// per-head q/k norms, the rope pair order, linear scaling and frequency factors where the weights
+// have them.
 inline std::vector<double> reference_logits(const model::llama_weights& w, const std::vector<int32_t>& tokens) {
     const auto& h = w.hparams;
-    const int n = int(tokens.size()), d = h.n_embd, hd = h.head_dim(), kv = h.n_embd_kv();
+    const int n = int(tokens.size()), d = h.n_embd, hd = h.head_dim(), kv = h.n_embd_kv(), nq = h.n_embd_q();
+    const bool neox = h.arch->attention.rope_order == graph::rope_order::neox;
     auto deq = [](const model::weight_ref& r) {
         std::vector<float> f(static_cast<std::size_t>(r.ne0 * r.ne1));
         dequantize(r.type, r.data, f.data(), r.ne0 * r.ne1);
@@ -87,12 +91,15 @@ inline std::vector<double> reference_logits(const model::llama_weights& w, const
         for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * scale * g[i];
         return y;
     };
-    auto rope = [&](std::vector<double>& x, int heads, int pos) {  // normal (adjacent pair) order
+    std::vector<double> factors(std::size_t(h.n_rot / 2), 1.0);
+    if (w.rope_freqs.data) factors = deq(w.rope_freqs);
+    auto rope = [&](std::vector<double>& x, int heads, int pos) {  // pairs (2i, 2i+1), or (i, i + n_rot/2) for NeoX
         for (int hh = 0; hh < heads; ++hh)
             for (int i = 0; i < h.n_rot / 2; ++i) {
-                const double theta = pos * std::pow(double(h.rope_freq_base), -2.0 * i / h.n_rot);
-                double& a = x[std::size_t(hh * hd + 2 * i)];
-                double& b = x[std::size_t(hh * hd + 2 * i + 1)];
+                const double theta = pos * std::pow(double(h.rope_freq_base), -2.0 * i / h.n_rot) /
+                                     factors[std::size_t(i)] * double(h.rope_freq_scale);
+                double& a = x[std::size_t(hh * hd + (neox ? i : 2 * i))];
+                double& b = x[std::size_t(hh * hd + (neox ? i + h.n_rot / 2 : 2 * i + 1))];
                 const double a0 = a, b0 = b;
                 a = a0 * std::cos(theta) - b0 * std::sin(theta);
                 b = a0 * std::sin(theta) + b0 * std::cos(theta);
@@ -107,17 +114,36 @@ inline std::vector<double> reference_logits(const model::llama_weights& w, const
         const auto an = deq(lw.attn_norm), wq = deq(lw.attn_q), wk = deq(lw.attn_k), wv = deq(lw.attn_v),
                    wo = deq(lw.attn_output), fn = deq(lw.ffn_norm), wg = deq(lw.ffn_gate), wu = deq(lw.ffn_up),
                    wd = deq(lw.ffn_down);
+        auto plus = [&](std::vector<double> y, const model::weight_ref& b) {
+            if (b.data) {
+                const auto bias = deq(b);
+                for (std::size_t i = 0; i < y.size(); ++i) y[i] += bias[i];
+            }
+            return y;
+        };
+        auto head_norms = [&](std::vector<double>& y, const model::weight_ref& g) {  // each head on its own
+            if (!g.data) return;
+            const auto gain = deq(g);
+            for (std::size_t at = 0; at < y.size(); at += std::size_t(hd)) {
+                double ss = 0;
+                for (int i = 0; i < hd; ++i) ss += y[at + std::size_t(i)] * y[at + std::size_t(i)];
+                const double scale = 1.0 / std::sqrt(ss / double(hd) + h.rms_eps);
+                for (int i = 0; i < hd; ++i) y[at + std::size_t(i)] *= scale * gain[std::size_t(i)];
+            }
+        };
         std::vector<std::vector<double>> q(static_cast<std::size_t>(n)), k(static_cast<std::size_t>(n)), v(static_cast<std::size_t>(n));
         for (int t = 0; t < n; ++t) {
             const auto hn = rmsnorm(x[std::size_t(t)], an);
-            q[std::size_t(t)] = matmul(wq, d, d, hn);
-            k[std::size_t(t)] = matmul(wk, d, kv, hn);
-            v[std::size_t(t)] = matmul(wv, d, kv, hn);
+            q[std::size_t(t)] = plus(matmul(wq, d, nq, hn), lw.attn_q_bias);
+            k[std::size_t(t)] = plus(matmul(wk, d, kv, hn), lw.attn_k_bias);
+            v[std::size_t(t)] = plus(matmul(wv, d, kv, hn), lw.attn_v_bias);
+            head_norms(q[std::size_t(t)], lw.attn_q_norm);
+            head_norms(k[std::size_t(t)], lw.attn_k_norm);
             rope(q[std::size_t(t)], h.n_head, t);
             rope(k[std::size_t(t)], h.n_head_kv, t);
         }
         for (int t = 0; t < n; ++t) {
-            std::vector<double> attn(std::size_t(d), 0.0);
+            std::vector<double> attn(std::size_t(nq), 0.0);
             for (int hh = 0; hh < h.n_head; ++hh) {
                 const int g = hh / (h.n_head / h.n_head_kv);
                 std::vector<double> s(static_cast<std::size_t>(t + 1));
@@ -133,7 +159,7 @@ inline std::vector<double> reference_logits(const model::llama_weights& w, const
                     for (int i = 0; i < hd; ++i)
                         attn[std::size_t(hh * hd + i)] += s[std::size_t(j)] / sum * v[std::size_t(j)][std::size_t(g * hd + i)];
             }
-            const auto o = matmul(wo, d, d, attn);
+            const auto o = matmul(wo, nq, d, attn);
             for (int i = 0; i < d; ++i) x[std::size_t(t)][std::size_t(i)] += o[std::size_t(i)];
             const auto hn = rmsnorm(x[std::size_t(t)], fn);
             const auto gate = matmul(wg, d, h.n_ff, hn), up = matmul(wu, d, h.n_ff, hn);

@@ -1,16 +1,26 @@
-// A llama-architecture model's hyperparameters, read from GGUF metadata (llama.* keys).
+// A model's hyperparameters, read from GGUF metadata. general.architecture names the
+// architecture (model/arch/registry.hpp lists those llmrt loads), and every other key takes its
+// name as prefix; for llama:
 //
-//   general.architecture                    "llama"
 //   llama.context_length                    trained context (the default cache length)
 //   llama.embedding_length                  n_embd
 //   llama.block_count                       n_layer
 //   llama.feed_forward_length               n_ff
 //   llama.attention.head_count              n_head
 //   llama.attention.head_count_kv           n_head_kv (optional; n_head when absent)
+//   llama.attention.key_length              head_dim (optional; n_embd / n_head)
+//   llama.attention.value_length            (optional; must equal head_dim)
 //   llama.rope.freq_base                    (optional; 10000)
+//   llama.rope.scaling.type                 (optional) "none" or "linear"; others are refused
+//   llama.rope.scaling.factor               f (optional; 0 or absent: 1): rope positions scale by
+//                                           1/f, freq_scale = 1/f (llama.cpp applies it for
+//                                           either type; old files: llama.rope.scale_linear)
 //   llama.attention.layer_norm_rms_epsilon  rms_eps
 //   llama.vocab_size                        (optional; else token_embd's ne[1])
 //   llama.rope.dimension_count              n_rot (optional; head_dim)
+//
+// Keys that would change the math in ways llmrt does not compute are refused, naming the key:
+// an expert_count above 0 (mixture of experts), a rope.scaling.attn_factor other than 1.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -25,6 +35,7 @@
 
 #include "llmrt/core/error.hpp"
 #include "llmrt/gguf/metadata.hpp"
+#include "llmrt/model/arch/registry.hpp"
 
 namespace llmrt::model {
 
@@ -37,7 +48,10 @@ inline std::string float_text(double v) {
 }
 }  // namespace detail
 
+// The hyperparameters of any architecture of arch/registry.hpp (the name stays llama_hparams:
+// the llama architecture came first and every user spells it so).
 struct llama_hparams {
+    const architecture* arch = &model::arch::llama;
     int32_t n_vocab = 0;
     int32_t n_ctx_train = 0;
     int32_t n_embd = 0;
@@ -46,45 +60,60 @@ struct llama_hparams {
     int32_t n_head = 0;
     int32_t n_head_kv = 0;
     int32_t n_rot = 0;
+    int32_t n_embd_head = 0;  // <arch>.attention.key_length; 0: n_embd / n_head
     float rope_freq_base = 10000.0f;
+    float rope_freq_scale = 1.0f;  // 1 / <arch>.rope.scaling.factor
     float rms_eps = 1e-5f;
 
-    int32_t head_dim() const noexcept { return n_head > 0 ? n_embd / n_head : 0; }
+    int32_t head_dim() const noexcept { return n_embd_head > 0 ? n_embd_head : n_head > 0 ? n_embd / n_head : 0; }
+    int32_t n_embd_q() const noexcept { return n_head * head_dim(); }
     int32_t n_embd_kv() const noexcept { return n_head_kv * head_dim(); }
 
-    // llmrt::error naming the first key whose value cannot describe a llama model.
+    // "<arch>.<suffix>", the metadata key of a hyperparameter.
+    std::string key(std::string_view suffix) const { return std::string(arch->name) + "." + std::string(suffix); }
+
+    // llmrt::error naming the first key whose value cannot describe a model.
     void validate() const {
-        auto positive = [](int32_t v, const char* key) {
+        const std::string model = std::string(arch->name) + " model: ";
+        auto positive = [&](int32_t v, const char* suffix) {
             check(v > 0, errc::invalid_argument,
-                  [&] { return std::string("llama model: ") + key + " = " + std::to_string(v) + " must be positive"; });
+                  [&] { return model + key(suffix) + " = " + std::to_string(v) + " must be positive"; });
         };
-        positive(n_vocab, "llama.vocab_size");
-        positive(n_ctx_train, "llama.context_length");
-        positive(n_embd, "llama.embedding_length");
-        positive(n_layer, "llama.block_count");
-        positive(n_ff, "llama.feed_forward_length");
-        positive(n_head, "llama.attention.head_count");
-        positive(n_head_kv, "llama.attention.head_count_kv");
-        check(n_embd % n_head == 0, errc::invalid_argument, [&] {
-            return "llama model: llama.embedding_length = " + std::to_string(n_embd) +
-                   " is not a multiple of llama.attention.head_count = " + std::to_string(n_head);
+        positive(n_vocab, "vocab_size");
+        positive(n_ctx_train, "context_length");
+        positive(n_embd, "embedding_length");
+        positive(n_layer, "block_count");
+        positive(n_ff, "feed_forward_length");
+        positive(n_head, "attention.head_count");
+        positive(n_head_kv, "attention.head_count_kv");
+        check(n_embd_head > 0 || n_embd % n_head == 0, errc::invalid_argument, [&] {
+            return model + key("embedding_length") + " = " + std::to_string(n_embd) + " is not a multiple of " +
+                   key("attention.head_count") + " = " + std::to_string(n_head) + " (and " +
+                   key("attention.key_length") + " is absent)";
+        });
+        check(n_embd_head >= 0 && int64_t(n_head) * head_dim() <= INT32_MAX, errc::invalid_argument, [&] {
+            return model + key("attention.key_length") + " = " + std::to_string(n_embd_head) + " must be positive";
         });
         check(n_head % n_head_kv == 0, errc::invalid_argument, [&] {
-            return "llama model: llama.attention.head_count = " + std::to_string(n_head) +
-                   " is not a multiple of llama.attention.head_count_kv = " + std::to_string(n_head_kv);
+            return model + key("attention.head_count") + " = " + std::to_string(n_head) + " is not a multiple of " +
+                   key("attention.head_count_kv") + " = " + std::to_string(n_head_kv);
         });
         check(n_rot >= 2 && n_rot % 2 == 0 && n_rot <= head_dim(), errc::invalid_argument, [&] {
-            return "llama model: llama.rope.dimension_count = " + std::to_string(n_rot) +
+            return model + key("rope.dimension_count") + " = " + std::to_string(n_rot) +
                    " must be even and within 2..head_dim = " + std::to_string(head_dim());
         });
         // Both must be finite: an infinite base turns every rope angle into NaN, an infinite
         // epsilon every normalized value into 0; a NaN one fails every comparison below anyway.
         check(std::isfinite(rope_freq_base) && rope_freq_base > 0.0f, errc::invalid_argument, [&] {
-            return "llama model: llama.rope.freq_base = " + detail::float_text(rope_freq_base) +
+            return model + key("rope.freq_base") + " = " + detail::float_text(rope_freq_base) +
+                   " must be finite and positive";
+        });
+        check(std::isfinite(rope_freq_scale) && rope_freq_scale > 0.0f, errc::invalid_argument, [&] {
+            return model + key("rope.scaling.factor") + " = " + detail::float_text(1.0 / double(rope_freq_scale)) +
                    " must be finite and positive";
         });
         check(std::isfinite(rms_eps) && rms_eps > 0.0f, errc::invalid_argument, [&] {
-            return "llama model: llama.attention.layer_norm_rms_epsilon = " + detail::float_text(rms_eps) +
+            return model + key("attention.layer_norm_rms_epsilon") + " = " + detail::float_text(rms_eps) +
                    " must be finite and positive";
         });
     }
@@ -111,7 +140,7 @@ inline int32_t read_int(const gguf::metadata& meta, std::string_view key) {
         },
         v);
     check(integer, errc::invalid_argument, [&] {
-        return "llama model: metadata key '" + std::string(key) + "' holds " + gguf::describe(v) +
+        return "model: metadata key '" + std::string(key) + "' holds " + gguf::describe(v) +
                ", not an integer that fits in int32";
     });
     return int32_t(result);
@@ -125,40 +154,94 @@ inline float read_float(const gguf::metadata& meta, std::string_view key) {
     if (const float* f = std::get_if<float>(&v)) return *f;
     if (const double* d = std::get_if<double>(&v)) {
         check(!(std::fabs(*d) > double(FLT_MAX)) || std::isinf(*d), errc::invalid_argument, [&] {
-            return "llama model: metadata key '" + std::string(key) + "' holds float64 " + float_text(*d) +
+            return "model: metadata key '" + std::string(key) + "' holds float64 " + float_text(*d) +
                    ", beyond float's range";
         });
         return float(*d);
     }
-    throw error(errc::invalid_argument, "llama model: metadata key '" + std::string(key) + "' holds " +
+    throw error(errc::invalid_argument, "model: metadata key '" + std::string(key) + "' holds " +
                                             gguf::describe(v) + ", not a float");
 }
 
 }  // namespace detail
 
-// The hyperparameters in `meta`; n_vocab from llama.vocab_size or, when absent, `vocab_fallback`
-// (token_embd's row count). llmrt::error naming the key that is missing or wrong.
+// The hyperparameters in `meta`; n_vocab from <arch>.vocab_size or, when absent, `vocab_fallback`
+// (token_embd's row count). llmrt::error naming the key that is missing, wrong or unsupported.
 inline llama_hparams llama_hparams_from(const gguf::metadata& meta, int32_t vocab_fallback) {
-    const gguf::value* arch = meta.find("general.architecture");
-    check(arch != nullptr, errc::invalid_argument, "llama model: metadata key 'general.architecture' is missing");
-    const std::string* arch_name = std::get_if<std::string>(arch);
-    check(arch_name != nullptr && *arch_name == "llama", errc::invalid_argument, [&] {
-        return "llama model: metadata key 'general.architecture' is " +
-               (arch_name ? "\"" + *arch_name + "\"" : gguf::describe(*arch)) + ", not \"llama\"";
+    const gguf::value* arch_key = meta.find("general.architecture");
+    check(arch_key != nullptr, errc::invalid_argument, "model: metadata key 'general.architecture' is missing");
+    const std::string* arch_name = std::get_if<std::string>(arch_key);
+    const architecture* arch = arch_name ? find_architecture(*arch_name) : nullptr;
+    check(arch != nullptr, errc::invalid_argument, [&] {
+        return "model: metadata key 'general.architecture' is " +
+               (arch_name ? "\"" + *arch_name + "\"" : gguf::describe(*arch_key)) + ", not one llmrt loads (" +
+               architecture_names() + ")";
     });
     llama_hparams h;
-    h.n_ctx_train = detail::read_int(meta, "llama.context_length");
-    h.n_embd = detail::read_int(meta, "llama.embedding_length");
-    h.n_layer = detail::read_int(meta, "llama.block_count");
-    h.n_ff = detail::read_int(meta, "llama.feed_forward_length");
-    h.n_head = detail::read_int(meta, "llama.attention.head_count");
-    h.n_head_kv = meta.contains("llama.attention.head_count_kv") ? detail::read_int(meta, "llama.attention.head_count_kv")
-                                                                 : h.n_head;
-    h.rms_eps = detail::read_float(meta, "llama.attention.layer_norm_rms_epsilon");
-    if (meta.contains("llama.rope.freq_base")) h.rope_freq_base = detail::read_float(meta, "llama.rope.freq_base");
-    h.n_vocab = meta.contains("llama.vocab_size") ? detail::read_int(meta, "llama.vocab_size") : vocab_fallback;
-    h.n_rot = meta.contains("llama.rope.dimension_count") ? detail::read_int(meta, "llama.rope.dimension_count")
-                                                          : h.head_dim();
+    h.arch = arch;
+    const std::string model = std::string(arch->name) + " model: ";
+    auto has = [&](const char* suffix) { return meta.contains(h.key(suffix)); };
+    auto read_int = [&](const char* suffix) { return detail::read_int(meta, h.key(suffix)); };
+    auto read_float = [&](const char* suffix) { return detail::read_float(meta, h.key(suffix)); };
+    h.n_ctx_train = read_int("context_length");
+    h.n_embd = read_int("embedding_length");
+    h.n_layer = read_int("block_count");
+    h.n_ff = read_int("feed_forward_length");
+    h.n_head = read_int("attention.head_count");
+    h.n_head_kv = has("attention.head_count_kv") ? read_int("attention.head_count_kv") : h.n_head;
+    h.rms_eps = read_float("attention.layer_norm_rms_epsilon");
+    if (has("rope.freq_base")) h.rope_freq_base = read_float("rope.freq_base");
+    h.n_vocab = has("vocab_size") ? read_int("vocab_size") : vocab_fallback;
+    if (has("attention.key_length")) {
+        h.n_embd_head = read_int("attention.key_length");
+        check(h.n_embd_head > 0, errc::invalid_argument, [&] {
+            return model + h.key("attention.key_length") + " = " + std::to_string(h.n_embd_head) + " must be positive";
+        });
+    }
+    if (has("attention.value_length")) {
+        // One head_dim serves q, k and v: the attention reads both caches with it.
+        const int32_t v = read_int("attention.value_length");
+        check(v == h.head_dim(), errc::invalid_argument, [&] {
+            return model + h.key("attention.value_length") + " = " + std::to_string(v) + " differs from the key length " +
+                   std::to_string(h.head_dim()) + "; llmrt supports equal key and value lengths only";
+        });
+    }
+    h.n_rot = has("rope.dimension_count") ? read_int("rope.dimension_count") : h.head_dim();
+
+    // Rope scaling: llama.cpp takes a missing type for "linear" and applies the factor whatever
+    // the type; llmrt computes "none" and "linear" and refuses the rest (yarn, longrope, ...).
+    if (has("rope.scaling.type")) {
+        const gguf::value& t = meta.at(h.key("rope.scaling.type"));
+        const std::string* type = std::get_if<std::string>(&t);
+        check(type != nullptr && (*type == "none" || *type == "linear"), errc::unsupported_type, [&] {
+            return model + h.key("rope.scaling.type") + " is " + (type ? "\"" + *type + "\"" : gguf::describe(t)) +
+                   "; llmrt supports \"none\" and \"linear\" rope scaling only";
+        });
+    }
+    const char* factor_key = has("rope.scaling.factor") ? "rope.scaling.factor"
+                             : has("rope.scale_linear") ? "rope.scale_linear"
+                                                        : nullptr;
+    if (factor_key) {
+        const float factor = read_float(factor_key);
+        check(std::isfinite(factor) && factor >= 0.0f, errc::invalid_argument, [&] {
+            return model + h.key(factor_key) + " = " + detail::float_text(factor) + " must be finite and positive (or 0: none)";
+        });
+        h.rope_freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
+    }
+    if (has("rope.scaling.attn_factor")) {
+        const float f = read_float("rope.scaling.attn_factor");
+        check(f == 1.0f, errc::unsupported_type, [&] {
+            return model + h.key("rope.scaling.attn_factor") + " = " + detail::float_text(f) +
+                   " scales the rope's cos and sin; llmrt supports 1 only";
+        });
+    }
+    if (has("expert_count")) {
+        const int32_t experts = read_int("expert_count");
+        check(experts == 0, errc::unsupported_type, [&] {
+            return model + h.key("expert_count") + " = " + std::to_string(experts) +
+                   ": mixture-of-experts feed-forward layers are not supported";
+        });
+    }
     h.validate();
     return h;
 }

@@ -1,16 +1,21 @@
-// The forward pass of a llama model as a graph, for a batch of up to max_batch tokens:
+// The forward pass of a model of any architecture of arch/registry.hpp as a graph, for a batch of
+// up to max_batch tokens, composed of the shared blocks arch/architecture.hpp describes:
 //
 //   x = token_embd[tokens]
-//   per layer:  h = rms_norm(x) ⊙ attn_norm
-//               q = rope(Wq h), k = rope(Wk h), v = Wv h       (normal pair order, as GGUF's llama)
+//   per layer:  h = rms_norm(x) ⊙ attn_norm                                       norm block
+//               q = Wq h [+ bq], k = Wk h [+ bk], v = Wv h [+ bv]                  attention block
+//               [q = rms_norm_per_head(q) ⊙ q_norm, k likewise]
+//               q = rope(q), k = rope(k)      (the architecture's pair order, freq_scale, factors)
 //               K[pos] = k, V[pos] = v                          (the layer's KV cache)
 //               x = x + Wo · attention(q, K, V)                 (causal, grouped-query)
-//               h = rms_norm(x) ⊙ ffn_norm
-//               x = x + Wdown · (silu(Wgate h) ⊙ Wup h)
+//               h = rms_norm(x) ⊙ ffn_norm                                         norm block
+//               x = x + Wdown · (silu(Wgate h) ⊙ Wup h)                           SwiGLU block
 //   logits = Woutput · (rms_norm(x) ⊙ output_norm),  next = argmax(logits)
 //
-// Nodes carry llama.cpp-like names ("blk.0.q", "blk.0.ffn_out", "logits") so that llmrt-compare
-// can say where two backends part ways.
+// Without the bracketed options (a plain llama) the graph is node for node the one the lowering
+// fuses into norm, matvec, rope_cache, attention and swiglu steps. Nodes carry llama.cpp-like
+// names ("blk.0.q", "blk.0.ffn_out", "logits") so that llmrt-compare can say where two backends
+// part ways.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -31,6 +36,72 @@ struct llama_graph {
     std::vector<graph::tensor> k_cache, v_cache;  // states: n_embd_kv x n_ctx per layer
 };
 
+namespace detail {
+
+// The blocks over one graph under construction, sharing its weight table and naming.
+class block_builder {
+public:
+    block_builder(graph::graph& g, const llama_hparams& h) : g_(g), h_(h) {}
+
+    graph::tensor weight(const weight_ref& r) {
+        const graph::tensor t = g_.find(r.name);
+        return t.valid() ? t : g_.weight(r.name, r.type, r.ne0, r.ne1, r.data);
+    }
+    graph::tensor named(graph::tensor t, std::string name) {
+        g_.set_name(t, std::move(name));
+        return t;
+    }
+
+    // rms_norm(x) ⊙ w (per groups of `group` elements when group > 0).
+    graph::tensor norm(graph::tensor x, const weight_ref& w, const std::string& name, int64_t group = 0) {
+        return named(g_.mul(g_.rms_norm(x, h_.rms_eps, group), weight(w)), name);
+    }
+
+    // W h [+ b], named `name` (the product) and `name`_bias (the sum).
+    graph::tensor projection(const weight_ref& w, const weight_ref& b, graph::tensor h, const std::string& name) {
+        graph::tensor y = named(g_.mul_mat(weight(w), h), name);
+        return b.data ? named(g_.add(y, weight(b)), name + "_bias") : y;
+    }
+
+    // The attention block of layer `l` on the normed h; appends the layer's caches to m.
+    graph::tensor attention(const llama_layer_weights& lw, graph::tensor h, const std::string& p, llama_graph& m,
+                            int32_t n_ctx, qtype kv_type, graph::tensor rope_factors) {
+        const attention_block& opt = h_.arch->attention;
+        const int32_t hd = h_.head_dim();
+        graph::tensor q = projection(lw.attn_q, lw.attn_q_bias, h, p + "q");
+        graph::tensor k = projection(lw.attn_k, lw.attn_k_bias, h, p + "k");
+        graph::tensor v = projection(lw.attn_v, lw.attn_v_bias, h, p + "v");
+        if (lw.attn_q_norm.data) q = norm(q, lw.attn_q_norm, p + "q_norm", hd);
+        if (lw.attn_k_norm.data) k = norm(k, lw.attn_k_norm, p + "k_norm", hd);
+        graph::rope_params q_rope{h_.n_head, hd, h_.n_rot, h_.rope_freq_base, opt.rope_order, h_.rope_freq_scale};
+        graph::rope_params k_rope = q_rope;
+        k_rope.n_head = h_.n_head_kv;
+        q = named(g_.rope(q, m.positions, q_rope, rope_factors), p + "q_rope");
+        k = named(g_.rope(k, m.positions, k_rope, rope_factors), p + "k_rope");
+        m.k_cache.push_back(g_.state(p + "k_cache", kv_type, h_.n_embd_kv(), n_ctx));
+        m.v_cache.push_back(g_.state(p + "v_cache", kv_type, h_.n_embd_kv(), n_ctx));
+        graph::tensor kc = g_.set_rows(m.k_cache.back(), k, m.positions);
+        graph::tensor vc = g_.set_rows(m.v_cache.back(), v, m.positions);
+        const graph::attention_params attn{h_.n_head, h_.n_head_kv, hd, 1.0f / std::sqrt(float(hd))};
+        graph::tensor a = named(g_.attention(q, kc, vc, m.positions, attn), p + "attn");
+        return named(g_.mul_mat(weight(lw.attn_output), a), p + "attn_out");
+    }
+
+    // Wdown · (silu(Wgate h) ⊙ Wup h).
+    graph::tensor swiglu_ffn(const llama_layer_weights& lw, graph::tensor h, const std::string& p) {
+        graph::tensor gate = named(g_.mul_mat(weight(lw.ffn_gate), h), p + "ffn_gate");
+        graph::tensor up = named(g_.mul_mat(weight(lw.ffn_up), h), p + "ffn_up");
+        graph::tensor act = named(g_.swiglu(gate, up), p + "ffn_swiglu");
+        return named(g_.mul_mat(weight(lw.ffn_down), act), p + "ffn_out");
+    }
+
+private:
+    graph::graph& g_;
+    const llama_hparams& h_;
+};
+
+}  // namespace detail
+
 // `w` must outlive the graph (the graph points at its bytes). kv_type: f32 or f16.
 inline llama_graph build_llama_graph(const llama_weights& w, int32_t n_ctx, int32_t max_batch,
                                      qtype kv_type = qtype::f32) {
@@ -39,45 +110,23 @@ inline llama_graph build_llama_graph(const llama_weights& w, int32_t n_ctx, int3
           [&] { return "llama graph: n_ctx = " + std::to_string(n_ctx) + " must be at least 1"; });
     llama_graph m{graph::graph(max_batch), {}, {}, {}, {}, {}, {}};
     graph::graph& g = m.g;
-    auto weight = [&](const weight_ref& r) {
-        const graph::tensor t = g.find(r.name);
-        return t.valid() ? t : g.weight(r.name, r.type, r.ne0, r.ne1, r.data);
-    };
-    auto named = [&](graph::tensor t, std::string name) {
-        g.set_name(t, std::move(name));
-        return t;
-    };
+    detail::block_builder b(g, h);
 
     m.tokens = g.input("tokens", graph::i32_type, 1);
     m.positions = g.input("positions", graph::i32_type, 1);
-    const graph::rope_params q_rope{h.n_head, h.head_dim(), h.n_rot, h.rope_freq_base, graph::rope_order::normal};
-    graph::rope_params k_rope = q_rope;
-    k_rope.n_head = h.n_head_kv;
-    const graph::attention_params attn{h.n_head, h.n_head_kv, h.head_dim(), 1.0f / std::sqrt(float(h.head_dim()))};
-
-    graph::tensor x = named(g.get_rows(weight(w.token_embd), m.tokens), "embd");
+    graph::tensor x = b.named(g.get_rows(b.weight(w.token_embd), m.tokens), "embd");
+    const graph::tensor rope_factors = w.rope_freqs.data ? b.weight(w.rope_freqs) : graph::tensor{};
     for (int32_t l = 0; l < h.n_layer; ++l) {
         const llama_layer_weights& lw = w.layers[std::size_t(l)];
         const std::string p = "blk." + std::to_string(l) + ".";
-        graph::tensor hn = named(g.mul(g.rms_norm(x, h.rms_eps), weight(lw.attn_norm)), p + "attn_norm");
-        graph::tensor q = named(g.rope(named(g.mul_mat(weight(lw.attn_q), hn), p + "q"), m.positions, q_rope), p + "q_rope");
-        graph::tensor k = named(g.rope(named(g.mul_mat(weight(lw.attn_k), hn), p + "k"), m.positions, k_rope), p + "k_rope");
-        graph::tensor v = named(g.mul_mat(weight(lw.attn_v), hn), p + "v");
-        m.k_cache.push_back(g.state(p + "k_cache", kv_type, h.n_embd_kv(), n_ctx));
-        m.v_cache.push_back(g.state(p + "v_cache", kv_type, h.n_embd_kv(), n_ctx));
-        graph::tensor kc = g.set_rows(m.k_cache.back(), k, m.positions);
-        graph::tensor vc = g.set_rows(m.v_cache.back(), v, m.positions);
-        graph::tensor a = named(g.attention(q, kc, vc, m.positions, attn), p + "attn");
-        x = named(g.add(x, named(g.mul_mat(weight(lw.attn_output), a), p + "attn_out")), p + "attn_residual");
-        hn = named(g.mul(g.rms_norm(x, h.rms_eps), weight(lw.ffn_norm)), p + "ffn_norm");
-        graph::tensor gate = named(g.mul_mat(weight(lw.ffn_gate), hn), p + "ffn_gate");
-        graph::tensor up = named(g.mul_mat(weight(lw.ffn_up), hn), p + "ffn_up");
-        graph::tensor act = named(g.swiglu(gate, up), p + "ffn_swiglu");
-        x = named(g.add(x, named(g.mul_mat(weight(lw.ffn_down), act), p + "ffn_out")), p + "ffn_residual");
+        graph::tensor hn = b.norm(x, lw.attn_norm, p + "attn_norm");
+        x = b.named(g.add(x, b.attention(lw, hn, p, m, n_ctx, kv_type, rope_factors)), p + "attn_residual");
+        hn = b.norm(x, lw.ffn_norm, p + "ffn_norm");
+        x = b.named(g.add(x, b.swiglu_ffn(lw, hn, p)), p + "ffn_residual");
     }
-    graph::tensor out = named(g.mul(g.rms_norm(x, h.rms_eps), weight(w.output_norm)), "output_norm");
-    m.logits = named(g.mul_mat(weight(w.output), out), "logits");
-    m.next = named(g.argmax(m.logits), "next");
+    graph::tensor out = b.norm(x, w.output_norm, "output_norm");
+    m.logits = b.named(g.mul_mat(b.weight(w.output), out), "logits");
+    m.next = b.named(g.argmax(m.logits), "next");
     g.mark_output(m.logits);
     g.mark_output(m.next);
     return m;

@@ -1,13 +1,15 @@
-// Random llama-style GGUF models of a chosen shape and weight type, for tests, examples and
-// benches: the file has every tensor and metadata key a llama GGUF has (and, optionally, a small
-// SentencePiece-style vocabulary), so it loads in llmrt, in ggml-based tools and in PyPI's gguf.
+// Random GGUF models of a chosen architecture (arch/registry.hpp), shape and
+// weight type, for tests, examples and benches: the file has every tensor and metadata key such a
+// GGUF has (and, optionally, a small SentencePiece-style vocabulary), so it loads in llmrt, in
+// ggml-based tools and in PyPI's gguf.
 //
 //   auto w = model::make_random_llama({.n_embd = 256, .n_layer = 2}, qtype::q4_K, /*seed=*/1);
 //   w.write("tiny.gguf");                        // or gguf::file::from_bytes(w.to_bytes())
 //
 // Values are a pure function of (seed, tensor, index): splitmix64 bits mapped to uniform floats,
 // so the same arguments give the same file on every platform. Matrices are uniform with variance
-// 1/k (activations keep their scale through a layer), norms 1 ± 0.1, embeddings variance 1.
+// 1/k (activations keep their scale through a layer), norms 1 ± 0.1 (q/k norms 1 ± 0.5), biases
+// ±0.5, rope frequency factors 1..8, embeddings variance 1.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -21,6 +23,7 @@
 
 #include "llmrt/core/error.hpp"
 #include "llmrt/gguf/writer.hpp"
+#include "llmrt/model/arch/registry.hpp"
 #include "llmrt/quant/codec.hpp"
 
 namespace llmrt::model {
@@ -37,6 +40,12 @@ struct llama_shape {
     float rms_eps = 1e-5f;
     bool tied_output = false;  // no output.weight: the logits reuse token_embd
     bool vocabulary = true;    // write tokenizer.ggml.* (a SentencePiece-style "llama" vocabulary)
+    std::string architecture = "llama";  // general.architecture and the keys' prefix
+    int32_t head_dim = 0;      // > 0: written as <arch>.attention.key_length; 0: n_embd / n_head
+    bool qkv_bias = false;     // write blk.N.attn_{q,k,v}.bias where optional (always where required)
+    std::string rope_scaling_type;   // written as <arch>.rope.scaling.type when not empty
+    float rope_scaling_factor = 0.0f;  // written as <arch>.rope.scaling.factor when not 0
+    bool rope_freqs = false;   // write rope_freqs.weight (n_rot/2 factors)
 };
 
 namespace detail {
@@ -94,7 +103,7 @@ inline std::vector<std::string> vocabulary_pieces(int32_t n) {
 // its block size, else llmrt::error naming the tensor), norms in f32.
 inline gguf::writer make_random_llama(const llama_shape& s, qtype weight_type, uint64_t seed = 1) {
     check(s.n_vocab > 0 && s.n_embd > 0 && s.n_layer > 0 && s.n_head > 0 && s.n_head_kv > 0 && s.n_ff > 0 &&
-              s.n_ctx > 0 && s.n_embd % s.n_head == 0 && s.n_head % s.n_head_kv == 0,
+              s.n_ctx > 0 && (s.head_dim > 0 || s.n_embd % s.n_head == 0) && s.n_head % s.n_head_kv == 0,
           errc::invalid_argument, [&] {
               return "make_random_llama: shape n_vocab " + std::to_string(s.n_vocab) + ", n_embd " +
                      std::to_string(s.n_embd) + ", n_layer " + std::to_string(s.n_layer) + ", n_head " +
@@ -105,25 +114,36 @@ inline gguf::writer make_random_llama(const llama_shape& s, qtype weight_type, u
     check(is_in<all_types>(weight_type), errc::unsupported_type, [&] {
         return "make_random_llama: weight type id " + std::to_string(uint32_t(weight_type)) + " is not supported";
     });
-    const int32_t head_dim = s.n_embd / s.n_head;
+    const architecture* arch = find_architecture(s.architecture);
+    check(arch != nullptr, errc::invalid_argument, [&] {
+        return "make_random_llama: architecture \"" + s.architecture + "\" is not one of " + architecture_names();
+    });
+    const int32_t head_dim = s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_head;
     check(head_dim % 2 == 0, errc::invalid_argument, [&] {
         return "make_random_llama: head_dim " + std::to_string(head_dim) + " must be even for rope";
     });
-    const int32_t n_embd_kv = s.n_head_kv * head_dim;
+    const int32_t n_embd_q = s.n_head * head_dim, n_embd_kv = s.n_head_kv * head_dim;
+    const std::string a(arch->name);
 
     gguf::writer w;
-    w.set("general.architecture", std::string("llama"));
-    w.set("general.name", std::string("llmrt random llama"));
-    w.set("llama.context_length", uint32_t(s.n_ctx));
-    w.set("llama.embedding_length", uint32_t(s.n_embd));
-    w.set("llama.block_count", uint32_t(s.n_layer));
-    w.set("llama.feed_forward_length", uint32_t(s.n_ff));
-    w.set("llama.attention.head_count", uint32_t(s.n_head));
-    w.set("llama.attention.head_count_kv", uint32_t(s.n_head_kv));
-    w.set("llama.rope.freq_base", s.rope_freq_base);
-    w.set("llama.rope.dimension_count", uint32_t(head_dim));
-    w.set("llama.attention.layer_norm_rms_epsilon", s.rms_eps);
-    w.set("llama.vocab_size", uint32_t(s.n_vocab));
+    w.set("general.architecture", a);
+    w.set("general.name", "llmrt random " + a);
+    w.set(a + ".context_length", uint32_t(s.n_ctx));
+    w.set(a + ".embedding_length", uint32_t(s.n_embd));
+    w.set(a + ".block_count", uint32_t(s.n_layer));
+    w.set(a + ".feed_forward_length", uint32_t(s.n_ff));
+    w.set(a + ".attention.head_count", uint32_t(s.n_head));
+    w.set(a + ".attention.head_count_kv", uint32_t(s.n_head_kv));
+    if (s.head_dim > 0) {
+        w.set(a + ".attention.key_length", uint32_t(head_dim));
+        w.set(a + ".attention.value_length", uint32_t(head_dim));
+    }
+    w.set(a + ".rope.freq_base", s.rope_freq_base);
+    w.set(a + ".rope.dimension_count", uint32_t(head_dim));
+    if (!s.rope_scaling_type.empty()) w.set(a + ".rope.scaling.type", s.rope_scaling_type);
+    if (s.rope_scaling_factor != 0.0f) w.set(a + ".rope.scaling.factor", s.rope_scaling_factor);
+    w.set(a + ".attention.layer_norm_rms_epsilon", s.rms_eps);
+    w.set(a + ".vocab_size", uint32_t(s.n_vocab));
     if (s.vocabulary) {
         auto pieces = detail::vocabulary_pieces(s.n_vocab);
         std::vector<float> scores(pieces.size());
@@ -164,15 +184,27 @@ inline gguf::writer make_random_llama(const llama_shape& s, qtype weight_type, u
         add(name, weight_type, k, rows, 0.0f, std::sqrt(3.0f / float(k)));
     };
     auto norm = [&](const std::string& name) { add(name, qtype::f32, s.n_embd, 1, 1.0f, 0.1f); };
+    const attention_block& opt = arch->attention;
+    const bool bias = opt.qkv_bias == presence::required || (opt.qkv_bias == presence::optional && s.qkv_bias);
 
     add("token_embd.weight", weight_type, s.n_embd, s.n_vocab, 0.0f, std::sqrt(3.0f));
+    if (s.rope_freqs) add("rope_freqs.weight", qtype::f32, head_dim / 2, 1, 4.5f, 3.5f);
     for (int32_t l = 0; l < s.n_layer; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
         norm(p + "attn_norm.weight");
-        matrix(p + "attn_q.weight", s.n_embd, s.n_embd);
+        matrix(p + "attn_q.weight", s.n_embd, n_embd_q);
         matrix(p + "attn_k.weight", s.n_embd, n_embd_kv);
         matrix(p + "attn_v.weight", s.n_embd, n_embd_kv);
-        matrix(p + "attn_output.weight", s.n_embd, s.n_embd);
+        if (bias) {
+            add(p + "attn_q.bias", qtype::f32, n_embd_q, 1, 0.0f, 0.5f);
+            add(p + "attn_k.bias", qtype::f32, n_embd_kv, 1, 0.0f, 0.5f);
+            add(p + "attn_v.bias", qtype::f32, n_embd_kv, 1, 0.0f, 0.5f);
+        }
+        if (opt.qk_norm == presence::required) {
+            add(p + "attn_q_norm.weight", qtype::f32, head_dim, 1, 1.0f, 0.5f);
+            add(p + "attn_k_norm.weight", qtype::f32, head_dim, 1, 1.0f, 0.5f);
+        }
+        matrix(p + "attn_output.weight", n_embd_q, s.n_embd);
         norm(p + "ffn_norm.weight");
         matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
         matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);

@@ -1,0 +1,31 @@
+// The architectures llmrt loads, by general.architecture.
+#pragma once
+
+#include "llmrt/core/cxx20.hpp"
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "llmrt/model/arch/architecture.hpp"
+#include "llmrt/model/arch/llama.hpp"
+
+namespace llmrt::model {
+
+inline constexpr std::array<const architecture*, 1> architectures{&arch::llama};
+
+// The architecture called `name`, or nullptr.
+inline const architecture* find_architecture(std::string_view name) noexcept {
+    for (const architecture* a : architectures)
+        if (a->name == name) return a;
+    return nullptr;
+}
+
+// "llama" (for messages).
+inline std::string architecture_names() {
+    std::string s;
+    for (const architecture* a : architectures) s += (s.empty() ? "\"" : ", \"") + std::string(a->name) + "\"";
+    return s;
+}
+
+}  // namespace llmrt::model

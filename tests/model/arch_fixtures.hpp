@@ -1,0 +1,33 @@
+// Small random models of every architecture llmrt loads, with the options each exercises, for the
+// architecture tests of every backend.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model_fixtures.hpp"
+
+namespace llmrt::test {
+
+struct arch_variant {
+    std::string label;
+    model::llama_shape shape;
+};
+
+// q8_0-sized shapes (n_embd 64, n_ff 128): llama with q/k/v biases, linear rope scaling and Llama 3
+// frequency factors, and plain.
+inline std::vector<arch_variant> arch_variants() {
+    std::vector<arch_variant> v;
+    model::llama_shape s = small_shape(qtype::q8_0);
+    s.vocabulary = false;
+    model::llama_shape llama = s;
+    llama.qkv_bias = true;
+    llama.rope_scaling_type = "linear";
+    llama.rope_scaling_factor = 4.0f;
+    llama.rope_freqs = true;
+    v.push_back({"llama, biases, linear rope scaling 4 and rope_freqs", llama});
+    v.push_back({"llama", s});
+    return v;
+}
+
+}  // namespace llmrt::test

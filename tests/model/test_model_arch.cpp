@@ -1,0 +1,194 @@
+// The architectures of model/arch/ on the CPU backend: each against a naive double-precision
+// forward of its formulas; linear rope scaling and rope_freqs changing the logits as that forward
+// says; fused and unfused plans and batches agreeing bit for bit; and every key or tensor llmrt
+// cannot honour refused with an error naming it.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "arch_fixtures.hpp"
+
+using namespace llmrt;
+using cpu_model = model::llama_model<cpu::backend>;
+
+namespace {
+
+const std::vector<int32_t> tokens(test::model_prompt.begin(), test::model_prompt.begin() + 6);
+
+std::shared_ptr<const gguf::file> file_of(const gguf::writer& w) {
+    return std::make_shared<const gguf::file>(gguf::file::from_bytes(w.to_bytes()));
+}
+
+// The logits of `tokens` on the CPU with float activations, and the reference's.
+struct logits_and_reference {
+    std::vector<float> logits;
+    std::vector<double> reference;
+};
+
+logits_and_reference run(const std::shared_ptr<const gguf::file>& file) {
+    cpu::backend b({.quantized_activations = cpu::activation_format::f32});
+    cpu_model m(b, file, {.n_ctx = 16, .max_batch = 8});
+    const auto l = m.forward(tokens, test::iota_positions(0, tokens.size()));
+    return {std::vector<float>(l.begin(), l.end()), test::reference_logits(m.weights(), tokens)};
+}
+
+double nmse_between(const std::vector<float>& a, const std::vector<float>& b) {
+    std::vector<double> bd(b.begin(), b.end());
+    return test::nmse(a.data(), bd.data(), bd.size());
+}
+
+// A copy of `w` without tensor `skip`, with `edit` applied.
+gguf::writer rebuilt(const gguf::writer& w, const std::string& skip = "", const std::function<void(gguf::writer&)>& edit = {}) {
+    gguf::writer out;
+    for (const auto& [key, value] : w.metadata()) out.set(key, value);
+    for (const auto& t : w.tensors())
+        if (t.name != skip) out.add_tensor(t.name, t.type, std::span(t.ne.data(), t.n_dims), t.bytes());
+    if (edit) edit(out);
+    return out;
+}
+
+std::string load_error(const gguf::writer& w) {
+    cpu::backend b;
+    try {
+        cpu_model m(b, gguf::file::from_bytes(w.to_bytes()), {.n_ctx = 16});
+    } catch (const llmrt::error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+bool mentions(const std::string& message, const std::string& part) {
+    INFO(message);
+    return message.find(part) != std::string::npos;
+}
+
+model::llama_shape shape_of(const std::string& arch) {
+    model::llama_shape s = test::small_shape(qtype::q8_0);
+    s.vocabulary = false;
+    s.n_layer = 1;
+    s.architecture = arch;
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("every architecture's logits match a naive double-precision forward of its formulas") {
+    for (const auto& v : test::arch_variants()) {
+        CAPTURE(v.label);
+        const auto r = run(file_of(model::make_random_llama(v.shape, qtype::q8_0)));
+        CHECK(test::nmse(r.logits.data(), r.reference.data(), r.reference.size()) < 1e-10);
+    }
+}
+
+TEST_CASE("the architecture's options reach the weights and the graph") {
+    const auto variants = test::arch_variants();
+    const auto llama = model::load_llama_weights(*file_of(model::make_random_llama(variants[0].shape, qtype::q8_0)));
+    CHECK(llama.hparams.arch == &model::arch::llama);
+    CHECK(llama.hparams.rope_freq_scale == 0.25f);
+    CHECK(llama.rope_freqs.data != nullptr);
+    CHECK(llama.layers[0].attn_q_bias.data != nullptr);
+}
+
+TEST_CASE("linear rope scaling changes the logits as the reference forward says") {
+    model::llama_shape s = shape_of("llama");
+    const auto plain = run(file_of(model::make_random_llama(s, qtype::q8_0)));
+    s.rope_scaling_type = "linear";
+    s.rope_scaling_factor = 8.0f;
+    const auto scaled = run(file_of(model::make_random_llama(s, qtype::q8_0)));
+    CHECK(test::nmse(scaled.logits.data(), scaled.reference.data(), scaled.reference.size()) < 1e-10);
+    CHECK(nmse_between(plain.logits, scaled.logits) > 1e-6);
+    // Scaling by 1 is no scaling, bit for bit; so is type "none" without a factor.
+    s.rope_scaling_factor = 1.0f;
+    CHECK(test::same_bits(run(file_of(model::make_random_llama(s, qtype::q8_0))).logits, plain.logits));
+    s.rope_scaling_type = "none";
+    s.rope_scaling_factor = 0.0f;
+    CHECK(test::same_bits(run(file_of(model::make_random_llama(s, qtype::q8_0))).logits, plain.logits));
+}
+
+TEST_CASE("rope_freqs divides each pair's angle by its factor as the reference forward says") {
+    model::llama_shape s = shape_of("llama");
+    const auto plain = run(file_of(model::make_random_llama(s, qtype::q8_0)));
+    s.rope_freqs = true;
+    const auto factored = run(file_of(model::make_random_llama(s, qtype::q8_0)));
+    CHECK(test::nmse(factored.logits.data(), factored.reference.data(), factored.reference.size()) < 1e-10);
+    CHECK(nmse_between(plain.logits, factored.logits) > 1e-6);
+}
+
+TEST_CASE("fused and unfused plans, and batches and single tokens, give every architecture the same bits") {
+    for (const auto& v : test::arch_variants()) {
+        CAPTURE(v.label);
+        const auto file = file_of(model::make_random_llama(v.shape, qtype::q8_0));
+        const model::llama_weights w = model::load_llama_weights(*file);
+        const model::llama_graph built = model::build_llama_graph(w, 16, 8);
+        cpu::backend b;
+        graph::executor<cpu::backend> fused(b, built.g), unfused(b, built.g, {.fuse = false});
+        const auto positions = test::iota_positions(0, tokens.size());
+        std::vector<float> a(tokens.size() * std::size_t(w.hparams.n_vocab)), c(a.size());
+        for (auto* e : {&fused, &unfused}) {
+            e->write(built.tokens, std::span<const int32_t>(tokens));
+            e->write(built.positions, std::span<const int32_t>(positions));
+            e->run(int64_t(tokens.size()));
+        }
+        fused.read(built.logits, std::span<float>(a));
+        unfused.read(built.logits, std::span<float>(c));
+        CHECK(test::same_bits(a, c));
+        cpu_model batched(b, file, {.n_ctx = 16, .max_batch = 8}), single(b, file, {.n_ctx = 16, .max_batch = 8});
+        const auto l = batched.forward(tokens, positions);
+        CHECK(test::same_bits(std::vector<float>(l.begin(), l.end()), test::one_by_one(single, tokens)));
+    }
+}
+
+TEST_CASE("an unknown architecture is refused, naming general.architecture and the known ones") {
+    const gguf::writer w = rebuilt(model::make_random_llama(shape_of("llama"), qtype::q8_0), "",
+                                   [](gguf::writer& out) { out.set("general.architecture", std::string("gemma3")); });
+    const std::string e = load_error(w);
+    CHECK(mentions(e, "general.architecture"));
+    CHECK(mentions(e, "\"gemma3\""));
+    CHECK(mentions(e, "\"llama\""));
+}
+
+TEST_CASE("rope scaling other than none and linear is refused, naming the key") {
+    const gguf::writer base = model::make_random_llama(shape_of("llama"), qtype::q8_0);
+    for (const char* type : {"yarn", "longrope", "dynamic"}) {
+        CAPTURE(type);
+        const std::string e = load_error(rebuilt(base, "", [&](gguf::writer& w) {
+            w.set("llama.rope.scaling.type", std::string(type));
+            w.set("llama.rope.scaling.factor", 4.0f);
+        }));
+        CHECK(mentions(e, "llama.rope.scaling.type"));
+        CHECK(mentions(e, type));
+    }
+    CHECK(mentions(load_error(rebuilt(base, "", [](gguf::writer& w) { w.set("llama.rope.scaling.factor", -2.0f); })),
+                   "llama.rope.scaling.factor"));
+    CHECK(mentions(load_error(rebuilt(base, "", [](gguf::writer& w) { w.set("llama.rope.scaling.attn_factor", 1.5f); })),
+                   "llama.rope.scaling.attn_factor"));
+}
+
+TEST_CASE("keys that change the math in ways llmrt does not compute are refused, naming the key") {
+    const gguf::writer base = model::make_random_llama(shape_of("llama"), qtype::q8_0);
+    CHECK(mentions(load_error(rebuilt(base, "", [](gguf::writer& w) { w.set("llama.expert_count", uint32_t(8)); })),
+                   "llama.expert_count"));
+    CHECK(load_error(rebuilt(base, "", [](gguf::writer& w) { w.set("llama.expert_count", uint32_t(0)); })) == "");
+    CHECK(mentions(load_error(rebuilt(base, "", [](gguf::writer& w) { w.set("llama.attention.value_length", uint32_t(32)); })),
+                   "llama.attention.value_length"));
+    // A key length the tensors do not have: the first projection says so.
+    CHECK(mentions(load_error(rebuilt(base, "", [](gguf::writer& w) { w.set("llama.attention.key_length", uint32_t(32)); })),
+                   "blk.0.attn_q.weight"));
+}
+
+TEST_CASE("tensors the architecture does not have, or of the wrong size, are refused, naming them") {
+    const gguf::writer llama = model::make_random_llama(shape_of("llama"), qtype::q8_0);
+    auto with_tensor = [](const gguf::writer& w, const std::string& name, int64_t n) {
+        return rebuilt(w, "", [&](gguf::writer& out) {
+            out.add_tensor(name, qtype::f32, {n}, std::vector<std::byte>(std::size_t(n) * 4));
+        });
+    };
+    CHECK(mentions(load_error(with_tensor(llama, "rope_freqs.weight", 5)), "rope_freqs.weight"));  // head_dim 16: 8 factors
+    CHECK(mentions(load_error(with_tensor(llama, "blk.0.attn_output.bias", 64)), "blk.0.attn_output.bias"));
+    CHECK(mentions(load_error(with_tensor(llama, "blk.0.ffn_up.bias", 128)), "blk.0.ffn_up.bias"));
+    CHECK(mentions(load_error(with_tensor(llama, "blk.0.ffn_gate_inp.weight", 64)), "blk.0.ffn_gate_inp.weight"));
+    CHECK(mentions(load_error(with_tensor(llama, "output.bias", 320)), "output.bias"));
+    CHECK(mentions(load_error(with_tensor(llama, "blk.0.attn_q_norm.weight", 16)), "blk.0.attn_q_norm.weight"));
+}
