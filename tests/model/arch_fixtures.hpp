@@ -15,7 +15,7 @@ struct arch_variant {
 };
 
 // q8_0-sized shapes (n_embd 64, n_ff 128): llama with q/k/v biases, linear rope scaling and Llama 3
-// frequency factors, and plain.
+// frequency factors; qwen2 with its own and with a tied output.
 inline std::vector<arch_variant> arch_variants() {
     std::vector<arch_variant> v;
     model::llama_shape s = small_shape(qtype::q8_0);
@@ -26,7 +26,11 @@ inline std::vector<arch_variant> arch_variants() {
     llama.rope_scaling_factor = 4.0f;
     llama.rope_freqs = true;
     v.push_back({"llama, biases, linear rope scaling 4 and rope_freqs", llama});
-    v.push_back({"llama", s});
+    model::llama_shape qwen2 = s;
+    qwen2.architecture = "qwen2";
+    v.push_back({"qwen2", qwen2});
+    qwen2.tied_output = true;
+    v.push_back({"qwen2, tied output", qwen2});
     return v;
 }
 

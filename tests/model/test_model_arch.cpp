@@ -89,6 +89,13 @@ TEST_CASE("the architecture's options reach the weights and the graph") {
     CHECK(llama.hparams.rope_freq_scale == 0.25f);
     CHECK(llama.rope_freqs.data != nullptr);
     CHECK(llama.layers[0].attn_q_bias.data != nullptr);
+    const auto qwen2 = model::load_llama_weights(*file_of(model::make_random_llama(variants[1].shape, qtype::q8_0)));
+    CHECK(qwen2.layers[0].attn_k_bias.data != nullptr);
+    CHECK(!qwen2.tied_output);
+    const model::llama_graph g2 = model::build_llama_graph(qwen2, 16, 4);
+    const graph::node& k_rope = g2.g[g2.g.find("blk.0.k_rope")];
+    CHECK(k_rope.rope.order == graph::rope_order::neox);
+    CHECK(g2.g[graph::tensor{k_rope.src[0]}].name == "blk.0.k_bias");
 }
 
 TEST_CASE("linear rope scaling changes the logits as the reference forward says") {
@@ -146,24 +153,24 @@ TEST_CASE("an unknown architecture is refused, naming general.architecture and t
     const std::string e = load_error(w);
     CHECK(mentions(e, "general.architecture"));
     CHECK(mentions(e, "\"gemma3\""));
-    CHECK(mentions(e, "\"llama\""));
+    CHECK(mentions(e, "\"qwen2\""));
 }
 
 TEST_CASE("rope scaling other than none and linear is refused, naming the key") {
-    const gguf::writer base = model::make_random_llama(shape_of("llama"), qtype::q8_0);
+    const gguf::writer base = model::make_random_llama(shape_of("qwen2"), qtype::q8_0);
     for (const char* type : {"yarn", "longrope", "dynamic"}) {
         CAPTURE(type);
         const std::string e = load_error(rebuilt(base, "", [&](gguf::writer& w) {
-            w.set("llama.rope.scaling.type", std::string(type));
-            w.set("llama.rope.scaling.factor", 4.0f);
+            w.set("qwen2.rope.scaling.type", std::string(type));
+            w.set("qwen2.rope.scaling.factor", 4.0f);
         }));
-        CHECK(mentions(e, "llama.rope.scaling.type"));
+        CHECK(mentions(e, "qwen2.rope.scaling.type"));
         CHECK(mentions(e, type));
     }
-    CHECK(mentions(load_error(rebuilt(base, "", [](gguf::writer& w) { w.set("llama.rope.scaling.factor", -2.0f); })),
-                   "llama.rope.scaling.factor"));
-    CHECK(mentions(load_error(rebuilt(base, "", [](gguf::writer& w) { w.set("llama.rope.scaling.attn_factor", 1.5f); })),
-                   "llama.rope.scaling.attn_factor"));
+    CHECK(mentions(load_error(rebuilt(base, "", [](gguf::writer& w) { w.set("qwen2.rope.scaling.factor", -2.0f); })),
+                   "qwen2.rope.scaling.factor"));
+    CHECK(mentions(load_error(rebuilt(base, "", [](gguf::writer& w) { w.set("qwen2.rope.scaling.attn_factor", 1.5f); })),
+                   "qwen2.rope.scaling.attn_factor"));
 }
 
 TEST_CASE("keys that change the math in ways llmrt does not compute are refused, naming the key") {
@@ -180,15 +187,18 @@ TEST_CASE("keys that change the math in ways llmrt does not compute are refused,
 
 TEST_CASE("tensors the architecture does not have, or of the wrong size, are refused, naming them") {
     const gguf::writer llama = model::make_random_llama(shape_of("llama"), qtype::q8_0);
+    const gguf::writer qwen2 = model::make_random_llama(shape_of("qwen2"), qtype::q8_0);
     auto with_tensor = [](const gguf::writer& w, const std::string& name, int64_t n) {
         return rebuilt(w, "", [&](gguf::writer& out) {
             out.add_tensor(name, qtype::f32, {n}, std::vector<std::byte>(std::size_t(n) * 4));
         });
     };
     CHECK(mentions(load_error(with_tensor(llama, "rope_freqs.weight", 5)), "rope_freqs.weight"));  // head_dim 16: 8 factors
+    CHECK(mentions(load_error(with_tensor(qwen2, "rope_freqs.weight", 8)), "rope_freqs.weight"));
     CHECK(mentions(load_error(with_tensor(llama, "blk.0.attn_output.bias", 64)), "blk.0.attn_output.bias"));
     CHECK(mentions(load_error(with_tensor(llama, "blk.0.ffn_up.bias", 128)), "blk.0.ffn_up.bias"));
     CHECK(mentions(load_error(with_tensor(llama, "blk.0.ffn_gate_inp.weight", 64)), "blk.0.ffn_gate_inp.weight"));
     CHECK(mentions(load_error(with_tensor(llama, "output.bias", 320)), "output.bias"));
-    CHECK(mentions(load_error(with_tensor(llama, "blk.0.attn_q_norm.weight", 16)), "blk.0.attn_q_norm.weight"));
+    CHECK(mentions(load_error(with_tensor(qwen2, "blk.0.attn_q_norm.weight", 16)), "blk.0.attn_q_norm.weight"));
+    CHECK(mentions(load_error(rebuilt(qwen2, "blk.0.attn_k.bias")), "blk.0.attn_k.bias"));
 }

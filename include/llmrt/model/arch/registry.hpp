@@ -9,10 +9,11 @@
 
 #include "llmrt/model/arch/architecture.hpp"
 #include "llmrt/model/arch/llama.hpp"
+#include "llmrt/model/arch/qwen2.hpp"
 
 namespace llmrt::model {
 
-inline constexpr std::array<const architecture*, 1> architectures{&arch::llama};
+inline constexpr std::array<const architecture*, 2> architectures{&arch::llama, &arch::qwen2};
 
 // The architecture called `name`, or nullptr.
 inline const architecture* find_architecture(std::string_view name) noexcept {
@@ -21,7 +22,7 @@ inline const architecture* find_architecture(std::string_view name) noexcept {
     return nullptr;
 }
 
-// "llama" (for messages).
+// "llama", "qwen2" (for messages).
 inline std::string architecture_names() {
     std::string s;
     for (const architecture* a : architectures) s += (s.empty() ? "\"" : ", \"") + std::string(a->name) + "\"";
