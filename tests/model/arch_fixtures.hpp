@@ -15,7 +15,8 @@ struct arch_variant {
 };
 
 // q8_0-sized shapes (n_embd 64, n_ff 128): llama with q/k/v biases, linear rope scaling and Llama 3
-// frequency factors; qwen2 with its own and with a tied output.
+// frequency factors; qwen2 with its own and with a tied output; qwen3 with head_dim 32, not
+// n_embd / n_head = 16.
 inline std::vector<arch_variant> arch_variants() {
     std::vector<arch_variant> v;
     model::llama_shape s = small_shape(qtype::q8_0);
@@ -31,6 +32,10 @@ inline std::vector<arch_variant> arch_variants() {
     v.push_back({"qwen2", qwen2});
     qwen2.tied_output = true;
     v.push_back({"qwen2, tied output", qwen2});
+    model::llama_shape qwen3 = s;
+    qwen3.architecture = "qwen3";
+    qwen3.head_dim = 32;
+    v.push_back({"qwen3, head_dim 32 of n_embd 64 and 4 heads", qwen3});
     return v;
 }
 

@@ -89,6 +89,15 @@ TEST_CASE("the architecture's options reach the weights and the graph") {
     CHECK(llama.hparams.rope_freq_scale == 0.25f);
     CHECK(llama.rope_freqs.data != nullptr);
     CHECK(llama.layers[0].attn_q_bias.data != nullptr);
+    const auto qwen3 = model::load_llama_weights(*file_of(model::make_random_llama(variants[3].shape, qtype::q8_0)));
+    CHECK(qwen3.hparams.head_dim() == 32);
+    CHECK(qwen3.hparams.n_embd_q() == 128);
+    CHECK(qwen3.layers[0].attn_q_norm.data != nullptr);
+    const model::llama_graph g = model::build_llama_graph(qwen3, 16, 4);
+    const graph::node& q_rope = g.g[g.g.find("blk.0.q_rope")];
+    CHECK(q_rope.rope.order == graph::rope_order::neox);
+    CHECK(q_rope.rope.head_dim == 32);
+    CHECK(g.g[graph::tensor{q_rope.src[0]}].name == "blk.0.q_norm");
     const auto qwen2 = model::load_llama_weights(*file_of(model::make_random_llama(variants[1].shape, qtype::q8_0)));
     CHECK(qwen2.layers[0].attn_k_bias.data != nullptr);
     CHECK(!qwen2.tied_output);
@@ -153,7 +162,7 @@ TEST_CASE("an unknown architecture is refused, naming general.architecture and t
     const std::string e = load_error(w);
     CHECK(mentions(e, "general.architecture"));
     CHECK(mentions(e, "\"gemma3\""));
-    CHECK(mentions(e, "\"qwen2\""));
+    CHECK(mentions(e, "\"qwen3\""));
 }
 
 TEST_CASE("rope scaling other than none and linear is refused, naming the key") {
@@ -188,6 +197,7 @@ TEST_CASE("keys that change the math in ways llmrt does not compute are refused,
 TEST_CASE("tensors the architecture does not have, or of the wrong size, are refused, naming them") {
     const gguf::writer llama = model::make_random_llama(shape_of("llama"), qtype::q8_0);
     const gguf::writer qwen2 = model::make_random_llama(shape_of("qwen2"), qtype::q8_0);
+    const gguf::writer qwen3 = model::make_random_llama(shape_of("qwen3"), qtype::q8_0);
     auto with_tensor = [](const gguf::writer& w, const std::string& name, int64_t n) {
         return rebuilt(w, "", [&](gguf::writer& out) {
             out.add_tensor(name, qtype::f32, {n}, std::vector<std::byte>(std::size_t(n) * 4));
@@ -199,6 +209,8 @@ TEST_CASE("tensors the architecture does not have, or of the wrong size, are ref
     CHECK(mentions(load_error(with_tensor(llama, "blk.0.ffn_up.bias", 128)), "blk.0.ffn_up.bias"));
     CHECK(mentions(load_error(with_tensor(llama, "blk.0.ffn_gate_inp.weight", 64)), "blk.0.ffn_gate_inp.weight"));
     CHECK(mentions(load_error(with_tensor(llama, "output.bias", 320)), "output.bias"));
+    CHECK(mentions(load_error(with_tensor(qwen3, "blk.0.attn_q.bias", 64)), "blk.0.attn_q.bias"));
     CHECK(mentions(load_error(with_tensor(qwen2, "blk.0.attn_q_norm.weight", 16)), "blk.0.attn_q_norm.weight"));
     CHECK(mentions(load_error(rebuilt(qwen2, "blk.0.attn_k.bias")), "blk.0.attn_k.bias"));
+    CHECK(mentions(load_error(rebuilt(qwen3, "blk.0.attn_k_norm.weight")), "blk.0.attn_k_norm.weight"));
 }

@@ -1,5 +1,5 @@
 // A model's hyperparameters, read from GGUF metadata. general.architecture names the
-// architecture (model/arch/registry.hpp lists those llmrt loads), and every other key takes its
+// architecture (model/arch/registry.hpp: "llama", "qwen2", "qwen3"), and every other key takes its
 // name as prefix; for llama:
 //
 //   llama.context_length                    trained context (the default cache length)

@@ -1,4 +1,4 @@
-// Random GGUF models of a chosen architecture (arch/registry.hpp), shape and
+// Random GGUF models of a chosen architecture (llama, qwen2, qwen3: arch/registry.hpp), shape and
 // weight type, for tests, examples and benches: the file has every tensor and metadata key such a
 // GGUF has (and, optionally, a small SentencePiece-style vocabulary), so it loads in llmrt, in
 // ggml-based tools and in PyPI's gguf.

@@ -9,7 +9,7 @@
 //   blk.N.attn_q.weight         [n_embd, n_head · head_dim]
 //   blk.N.attn_k/attn_v.weight  [n_embd, n_embd_kv]      n_embd_kv = n_head_kv · head_dim
 //   blk.N.attn_q/k/v.bias       [n_head · head_dim], [n_embd_kv]   (qwen2; llama: optional)
-//   blk.N.attn_q/k_norm.weight  [head_dim]               (the architecture says)
+//   blk.N.attn_q/k_norm.weight  [head_dim]               (qwen3)
 //   blk.N.attn_output.weight    [n_head · head_dim, n_embd]
 //   blk.N.ffn_norm.weight       [n_embd]
 //   blk.N.ffn_gate/ffn_up.weight [n_embd, n_ff]

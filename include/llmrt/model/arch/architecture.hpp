@@ -6,8 +6,8 @@
 //               x = x + swiglu_ffn(rms_norm(x) ⊙ ffn_norm)      SwiGLU feed-forward
 //   logits = output · (rms_norm(x) ⊙ output_norm)               output tied to token_embd when absent
 //
-// An architecture file (arch/llama.hpp, ...) fills in one `architecture`: its
-// GGUF name, which is also the prefix of its metadata keys ("llama.embedding_length"), and the
+// An architecture file (arch/llama.hpp, arch/qwen2.hpp, ...) fills in one `architecture`: its
+// GGUF name, which is also the prefix of its metadata keys ("qwen2.embedding_length"), and the
 // options of its attention block. Every key and tensor name the loader reads follows from these;
 // registry.hpp lists the architectures llmrt knows. Adding one that fits these blocks is one such
 // file and one line there.

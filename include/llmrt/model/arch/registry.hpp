@@ -10,10 +10,11 @@
 #include "llmrt/model/arch/architecture.hpp"
 #include "llmrt/model/arch/llama.hpp"
 #include "llmrt/model/arch/qwen2.hpp"
+#include "llmrt/model/arch/qwen3.hpp"
 
 namespace llmrt::model {
 
-inline constexpr std::array<const architecture*, 2> architectures{&arch::llama, &arch::qwen2};
+inline constexpr std::array<const architecture*, 3> architectures{&arch::llama, &arch::qwen2, &arch::qwen3};
 
 // The architecture called `name`, or nullptr.
 inline const architecture* find_architecture(std::string_view name) noexcept {
@@ -22,7 +23,7 @@ inline const architecture* find_architecture(std::string_view name) noexcept {
     return nullptr;
 }
 
-// "llama", "qwen2" (for messages).
+// "llama", "qwen2", "qwen3" (for messages).
 inline std::string architecture_names() {
     std::string s;
     for (const architecture* a : architectures) s += (s.empty() ? "\"" : ", \"") + std::string(a->name) + "\"";
