@@ -31,7 +31,9 @@ TEST_CASE("every node of each architecture's graph on Vulkan agrees with the CPU
         graph::executor<cpu::backend> cpu(cpu_backend, built.g, {.reuse_memory = false});
         graph::executor<vulkan::backend> vk(vk_backend, built.g, {.reuse_memory = false, .fuse = fuse});
         // A prompt of 6 in one batch, then 2 more tokens one at a time over the cache it left.
-        for (const auto& [first, n] : {std::pair<int32_t, int64_t>{0, 6}, {6, 1}, {7, 1}}) {
+        for (const std::pair<int32_t, int64_t>& run_at : {std::pair<int32_t, int64_t>{0, 6}, {6, 1}, {7, 1}}) {
+            const int32_t first = run_at.first;  // not structured bindings: clang 14 cannot capture them
+            const int64_t n = run_at.second;
             CAPTURE(first);
             const std::vector<int32_t> tokens(prompt.begin() + first, prompt.begin() + first + n);
             const std::vector<int32_t> positions = test::iota_positions(first, std::size_t(n));
