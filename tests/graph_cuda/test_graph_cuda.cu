@@ -18,6 +18,7 @@
 #include <llmrt/testing/reference.hpp>
 
 #include "../graph/count_allocations.hpp"
+#include "../graph/moe_fixtures.hpp"
 
 using namespace llmrt;
 
@@ -396,4 +397,61 @@ TEST_CASE("a device index that does not exist raises a device error naming the C
         CHECK(e.code() == errc::device_error);
         CHECK(std::string(e.what()).find("cudaSetDevice") != std::string::npos);
     }
+}
+
+TEST_CASE("a mixture-of-experts block (top_k, expert_weights, mul_mat_id, weighted_sum) agrees with the CPU backend, outputs poisoned first") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    for (qtype t : {qtype::q8_0, qtype::q4_K})
+        for (int64_t k : {int64_t(1), int64_t(2), int64_t(8)}) {
+            CAPTURE(std::string(name(t)));
+            CAPTURE(k);
+            const int64_t n_embd = block_size(t) == 256 ? 256 : 64, n_ff = block_size(t) == 256 ? 256 : 96;
+            test::moe_net net(t, n_embd, n_ff, 8, k, 9);
+            pair_of_executors e(net.g);
+            for (int64_t tokens : {int64_t(1), int64_t(9)}) {
+                CAPTURE(tokens);
+                const std::vector<std::byte> poison(std::size_t(n_ff * 8 * 9 * 4), std::byte{0xff});  // NaN, id -1
+                for (graph::tensor o : {net.ids, net.weights, net.down_out, net.out})
+                    e.gpu.write_bytes(o, 0, poison.data(), graph::tensor_bytes(net.g[o]));
+                e.write(net.h, gaussian(std::size_t(n_embd * 9), 51));
+                e.run(tokens);
+                e.check_nodes(tokens, [](graph::op) { return mmvq_nmse_bound; });
+                for (float v : floats_of(e.gpu, net.out, std::size_t(n_embd * tokens))) CHECK(std::isfinite(v));
+            }
+        }
+}
+
+TEST_CASE("top_k takes ties in index order and expert_weights and weighted_sum give the CPU backend's bits") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    graph::graph g(3);
+    const auto x = g.input("x", qtype::f32, 10);
+    const auto ys = g.input("ys", qtype::f32, 30);
+    const auto ids = g.top_k(x, 3);
+    const auto w = g.expert_weights(x, ids, graph::expert_norm::sum);
+    const auto sum = g.weighted_sum(ys, w);
+    for (graph::tensor o : {ids, w, sum}) g.mark_output(o);
+    pair_of_executors e(g);
+    e.write(x, std::vector<float>{0.5f, 2.0f, 1.0f, 2.0f, 0.5f, 2.0f, 1.0f, -3.0f, 0.0f, 2.0f,
+                                  0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f,
+                                  1e-9f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 2e-9f});
+    e.write(ys, gaussian(90, 52));
+    e.run(3);
+    std::vector<int32_t> got(9);
+    e.gpu.read(ids, std::span<int32_t>(got));
+    CHECK(got == std::vector<int32_t>{1, 3, 5, 0, 1, 2, 9, 0, 1});
+    e.check_nodes(3, exact_ops);
+    std::vector<float> a(30), b(30);
+    e.gpu.read(sum, std::span<float>(a));
+    e.cpu.read(sum, std::span<float>(b));
+    CHECK(same_bits(a, b));
+}
+
+TEST_CASE("mul_mat_id with f32 experts or experts of a type the backend was not built for is refused at prepare, naming them") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    graph::graph g(1);
+    const auto x = g.input("x", qtype::f32, 32);
+    std::vector<float> experts(32 * 8, 1.0f);
+    g.mark_output(g.mul_mat_id(g.weight("experts", qtype::f32, 32, 8, experts.data()), x, g.top_k(x, 2), 4));
+    test_backend b;
+    CHECK_THROWS_WITH_AS(graph::executor<test_backend>(b, g), doctest::Contains("'experts'"), llmrt::error);
 }

@@ -16,6 +16,7 @@
 #include <llmrt/testing/generate.hpp>
 #include <llmrt/testing/reference.hpp>
 
+#include "../graph/moe_fixtures.hpp"
 #include "../vulkan/vulkan_test_device.hpp"
 
 using namespace llmrt;
@@ -444,4 +445,77 @@ TEST_CASE("a mul_mat weight type without a Vulkan kernel is refused when the gra
         CHECK(e.code() == errc::unsupported_type);
         CHECK(std::string(e.what()).find("w_q8_K") != std::string::npos);
     }
+}
+
+TEST_CASE("a mixture-of-experts block (top_k, expert_weights, mul_mat_id, weighted_sum) agrees with the CPU backend, outputs poisoned first") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    // 8 experts (gate/up 96 rows of 64, down 64 of 96), k = 1, 2 and all 8.
+    for (int64_t k : {int64_t(1), int64_t(2), int64_t(8)}) {
+        CAPTURE(k);
+        test::moe_net net(qtype::q8_0, 64, 96, 8, k, 9);
+        side_by_side s(ctx, net.g);
+        for (int64_t tokens : {int64_t(1), int64_t(9)}) {
+            CAPTURE(tokens);
+            const std::vector<std::byte> poison(std::size_t(64 * 8 * 9 * 4), std::byte{0xff});  // NaN floats, -1 ids
+            for (graph::tensor t : {net.ids, net.weights, net.down_out, net.out})
+                s.vk.write_bytes(t, 0, poison.data(), graph::tensor_bytes(net.g[t]));
+            s.run({input_of(net.h, gaussian(std::size_t(64 * 9), 51))}, tokens);
+            CHECK(same_bits(s.read_vk<int32_t>(net.ids, std::size_t(k * tokens)), s.read_cpu<int32_t>(net.ids, std::size_t(k * tokens))));
+            MESSAGE("largest NMSE of the mixture-of-experts block: " << s.check_nodes(tokens));
+            const auto out = s.read_vk<float>(net.out, std::size_t(64 * tokens));
+            for (float v : out) CHECK(std::isfinite(v));
+        }
+    }
+}
+
+TEST_CASE("top_k takes ties in index order and weighted_sum adds the slots in order, with the CPU backend's bits") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    graph::graph g(3);
+    const auto x = g.input("x", qtype::f32, 10);
+    const auto ys = g.input("ys", qtype::f32, 30);
+    const auto ids = g.top_k(x, 3);
+    const auto w = g.expert_weights(x, ids, graph::expert_norm::sum);
+    const auto plain = g.expert_weights(x, ids, graph::expert_norm::none);
+    const auto sum = g.weighted_sum(ys, w);
+    for (graph::tensor t : {ids, w, plain, sum}) g.mark_output(t);
+    side_by_side s(ctx, g);
+    std::vector<float> values{0.5f, 2.0f, 1.0f, 2.0f, 0.5f, 2.0f, 1.0f, -3.0f, 0.0f, 2.0f,  // ties
+                              0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f,
+                              1e-9f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 2e-9f};  // a sum below 2^-14
+    s.run({input_of(x, values), input_of(ys, gaussian(90, 52))}, 3);
+    CHECK(s.read_vk<int32_t>(ids, 9) == std::vector<int32_t>{1, 3, 5, 0, 1, 2, 9, 0, 1});
+    CHECK(same_bits(s.read_vk<int32_t>(ids, 9), s.read_cpu<int32_t>(ids, 9)));
+    CHECK(same_bits(s.read_vk<float>(w, 9), s.read_cpu<float>(w, 9)));
+    CHECK(same_bits(s.read_vk<float>(plain, 9), s.read_cpu<float>(plain, 9)));
+    CHECK(same_bits(s.read_vk<float>(sum, 30), s.read_cpu<float>(sum, 30)));
+}
+
+TEST_CASE("mul_mat_id over experts of 40 rows with one activation column per slot agrees with the CPU backend") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    for (qtype t : {qtype::q8_0, qtype::q4_K}) {
+        CAPTURE(std::string(name(t)));
+        const int64_t k = block_size(t) == 256 ? 256 : 64, rows = 40, n_expert = 5, n_used = 3;
+        const auto v = gaussian(std::size_t(rows * n_expert * k), 53, 0.3f);
+        const auto w = quantize_matrix(t, v.data(), rows * n_expert, k);
+        graph::graph g(4);
+        const auto x = g.input("x", qtype::f32, k * n_used);
+        const auto ids = g.input("ids", graph::i32_type, n_used);
+        const auto y = g.mul_mat_id(g.weight("experts", t, k, rows * n_expert, w.data()), x, ids, n_expert);
+        g.mark_output(y);
+        side_by_side s(ctx, g);
+        const std::vector<std::byte> poison(std::size_t(rows * n_used * 4 * 4), std::byte{0xff});
+        s.vk.write_bytes(y, 0, poison.data(), poison.size());
+        s.run({input_of(x, gaussian(std::size_t(k * n_used * 4), 54)), input_of(ids, ids_of({4, 0, 4, 2, 3, 1, 0, 0, 0, 1, 2, 3}))}, 4);
+        MESSAGE("largest NMSE of mul_mat_id: " << s.check_nodes(4));
+    }
+}
+
+TEST_CASE("mul_mat_id with f32 experts is refused on Vulkan when the graph is prepared, naming the node") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    graph::graph g(1);
+    const auto x = g.input("x", qtype::f32, 32);
+    std::vector<float> experts(32 * 8, 1.0f);
+    g.mark_output(g.mul_mat_id(g.weight("experts", qtype::f32, 32, 8, experts.data()), x, g.top_k(x, 2), 4));
+    vulkan::backend b(ctx);
+    CHECK_THROWS_WITH_AS(graph::executor<vulkan::backend>(b, g), doctest::Contains("'experts'"), llmrt::error);
 }

@@ -88,6 +88,14 @@ public:
             });
             return mul_mat_scratch_bytes(w.type, w.ne0, nd.ne1, activations_for(w.type));
         }
+        if (nd.op == graph::op::mul_mat_id) {  // one column at a time
+            const graph::node& w = g.nodes()[std::size_t(nd.src[0])];
+            check(activations_for(w.type) != activation_format::q8_1 || w.ne0 % 32 == 0, errc::shape_mismatch, [&] {
+                return "cpu backend: mul_mat_id with " + graph::graph::describe(w) +
+                       " rounds activations through Q8_1, which needs k a multiple of 32";
+            });
+            return mul_mat_scratch_bytes(w.type, w.ne0, 1, activations_for(w.type));
+        }
         if (nd.op == graph::op::attention) return std::size_t(g.nodes()[std::size_t(nd.src[1])].ne1) * sizeof(float);
         if (nd.op == graph::op::rope) return std::size_t(nd.ne0) * sizeof(float);
         return 0;
@@ -301,6 +309,19 @@ private:
                 set_rows(nd.type, dst, nd.ne0, nd.ne1, b, static_cast<const int32_t*>(in(2)), n);
                 return;
             case graph::op::argmax: argmax(a, static_cast<int32_t*>(dst), src(0).ne0, cols); return;
+            case graph::op::top_k: top_k(a, static_cast<int32_t*>(dst), src(0).ne0, nd.ne0, cols); return;
+            case graph::op::expert_weights:
+                expert_weights(a, static_cast<const int32_t*>(in(1)), y, src(0).ne0, nd.ne0, cols, nd.norm);
+                return;
+            case graph::op::mul_mat_id: {
+                const graph::node& w = src(0);
+                const int64_t n_used = src(2).ne0;
+                mul_mat_id(w.type, in(0), w.ne1 / nd.n_expert, w.ne0, nd.n_expert, b, src(1).ne0 != w.ne0,
+                           static_cast<const int32_t*>(in(2)), n_used, y, cols, activations_[std::size_t(id)],
+                           scratch_memory, scratch_size);
+                return;
+            }
+            case graph::op::weighted_sum: weighted_sum(a, b, y, nd.ne0, src(1).ne0, cols); return;
         }
         throw error(errc::invalid_argument, std::string("cpu backend: no kernel for op ") + graph::to_string(nd.op));
     }
@@ -327,7 +348,7 @@ inline backend::program backend::prepare(const graph::graph& g, const graph::pla
             prog.state_index_[std::size_t(id)] = prog.states_.size();
             prog.states_.emplace_back(p.bytes[std::size_t(id)], std::byte{0});
         }
-        if (nd.op == graph::op::mul_mat) prog.activations_[std::size_t(id)] = activations_for(nodes[std::size_t(nd.src[0])].type);
+        if (nd.op == graph::op::mul_mat || nd.op == graph::op::mul_mat_id) prog.activations_[std::size_t(id)] = activations_for(nodes[std::size_t(nd.src[0])].type);
     }
     return prog;
 }

@@ -93,4 +93,27 @@ inline void mul_mat(qtype t, const void* w, const float* x, float* y, matvec_sha
     });
 }
 
+// The mixture-of-experts form: W holds n_expert matrices of rows × k one after another; per
+// column c and slot s < n_used, y[c][s] = W[ids[c][s]] · x[c][x_per_slot ? s : 0], each product
+// exactly mul_mat's for one column (so its bits do not depend on the batch or the other slots).
+// x: cols columns of k (or n_used · k) floats; y: cols columns of n_used · rows. scratch:
+// mul_mat_scratch_bytes(t, k, 1, act). An id outside [0, n_expert) raises llmrt::error.
+inline void mul_mat_id(qtype t, const void* w, int64_t rows, int64_t k, int64_t n_expert, const float* x, bool x_per_slot,
+                       const int32_t* ids, int64_t n_used, float* y, int64_t cols, activation_format act, void* scratch,
+                       std::size_t scratch_bytes) {
+    const std::size_t matrix_bytes = row_size(t, k) * std::size_t(rows);
+    const int64_t x_col = x_per_slot ? k * n_used : k;
+    for (int64_t c = 0; c < cols; ++c)
+        for (int64_t s = 0; s < n_used; ++s) {
+            const int32_t e = ids[c * n_used + s];
+            check(e >= 0 && e < n_expert, errc::invalid_argument, [&] {
+                return "mul_mat_id: id " + std::to_string(e) + " of token " + std::to_string(c) + " is outside [0, " +
+                       std::to_string(n_expert) + ")";
+            });
+            mul_mat(t, static_cast<const std::byte*>(w) + std::size_t(e) * matrix_bytes,
+                    x + c * x_col + (x_per_slot ? s * k : 0), y + (c * n_used + s) * rows, matvec_shape{rows, k, 1, 0, 0},
+                    act, scratch, scratch_bytes);
+        }
+}
+
 }  // namespace llmrt::cpu

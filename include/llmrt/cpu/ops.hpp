@@ -12,6 +12,12 @@
 //              (i, i + n_rot/2) in NeoX order; elements past n_rot are copied
 //   attention  per query column t at position p, head h, kv head g = h / (n_head / n_head_kv):
 //              s_j = scale · q_h · k_g[j] for j = 0..p,  out_h = Σ_j softmax(s)_j · v_g[j]
+//   top_k           per column the k indices of the largest values, largest first, ties in index
+//                   order: pick j is the first index of the largest value among those after pick
+//                   j − 1 in that order (k scans of the column, nothing to sort or mark)
+//   expert_weights  y_j = p[ids_j], then with expert_norm::sum y_j / max(float(Σ_j y_j), 2⁻¹⁴)
+//                   (Σ in double)
+//   weighted_sum    y = ((w₀·x₀ + w₁·x₁) + w₂·x₂) + ..., each product rounded to float
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -205,6 +211,59 @@ inline void argmax(const float* x, int32_t* y, int64_t n, int64_t cols) {
             if (xc[i] > xc[best]) best = i;
         y[c] = int32_t(best);
     }
+}
+
+// y: cols columns of k indices into columns of n values of x (see top_k above). The same scans
+// run on every backend, so the indices agree everywhere for the same values.
+inline void top_k(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols) {
+    for (int64_t c = 0; c < cols; ++c, x += n, y += k) {
+        int64_t prev = -1;
+        for (int64_t j = 0; j < k; ++j) {
+            int64_t best = -1;
+            for (int64_t i = 0; i < n; ++i) {
+                // After the previous pick: smaller, or equal and later.
+                if (prev >= 0 && !(x[i] < x[prev] || (x[i] == x[prev] && i > prev))) continue;
+                if (best < 0 || x[i] > x[best]) best = i;
+            }
+            if (best < 0) best = j;  // only NaNs remain: any valid index
+            y[j] = int32_t(best);
+            prev = best;
+        }
+    }
+}
+
+// y: cols columns of k weights from columns of n probabilities p, picked by ids (k per column).
+inline void expert_weights(const float* p, const int32_t* ids, float* y, int64_t n, int64_t k, int64_t cols,
+                           graph::expert_norm norm) {
+    for (int64_t c = 0; c < cols; ++c) {
+        double sum = 0.0;
+        for (int64_t j = 0; j < k; ++j) {
+            const int32_t id = ids[c * k + j];
+            check(id >= 0 && id < n, errc::invalid_argument, [&] {
+                return "expert_weights: id " + std::to_string(id) + " of token " + std::to_string(c) + " is outside [0, " +
+                       std::to_string(n) + ")";
+            });
+            y[c * k + j] = p[c * n + id];
+            sum += double(y[c * k + j]);
+        }
+        if (norm != graph::expert_norm::sum) continue;
+        float total = float(sum);
+        total = total < 0x1p-14f ? 0x1p-14f : total;
+        for (int64_t j = 0; j < k; ++j) y[c * k + j] = y[c * k + j] / total;
+    }
+}
+
+// y: cols columns of n values, each the sum over k slots of w[slot] · x[slot·n ..] of its column.
+inline void weighted_sum(const float* x, const float* w, float* y, int64_t n, int64_t k, int64_t cols) {
+    for (int64_t c = 0; c < cols; ++c)
+        for (int64_t i = 0; i < n; ++i) {
+            float acc = w[c * k] * x[c * n * k + i];
+            for (int64_t s = 1; s < k; ++s) {
+                const float product = w[c * k + s] * x[c * n * k + s * n + i];
+                acc = acc + product;
+            }
+            y[c * n + i] = acc;
+        }
 }
 
 }  // namespace llmrt::cpu

@@ -291,6 +291,14 @@ void basic_program<Types>::check_supported(const graph::node& nd) const {
                    " (cuda::backend takes every weight type)";
         });
     }
+    if (nd.op == graph::op::mul_mat_id) {
+        const graph::node& w = nodes[std::size_t(nd.src[0])];
+        check(is_in<Types>(w.type), errc::unsupported_type, [&] {
+            return "cuda backend: mul_mat_id with experts " + graph::graph::describe(w) +
+                   ": this backend takes experts of the block types " + llmrt::detail::type_names(Types{}) +
+                   " (mmvq_id; f32, f16 and bf16 experts are not supported)";
+        });
+    }
     if (nd.op == graph::op::get_rows) {
         const graph::node& table = nodes[std::size_t(nd.src[0])];
         check(is_in<all_types>(table.type), errc::unsupported_type, [&] {
@@ -498,10 +506,18 @@ public:
     std::size_t rounded_bytes(int64_t k, int64_t cols) const { return ops::rounded_records_bytes(k, cols); }
 
     // attention: the split form's partial sums (or the scores of the one-block form); argmax: the
-    // best of each slice of a long column. (mul_mat's
+    // best of each slice of a long column; mul_mat_id: its activations' Q8_1 records. (mul_mat's
     // activation records are the program's own buffer, shared by the mul_mats that read them.)
     std::size_t scratch_bytes(const graph::graph& g, const graph::node& nd) const {
         if (nd.op == graph::op::argmax) return ops::argmax_scratch_bytes(g.nodes()[std::size_t(nd.src[0])].ne0, nd.ne1);
+        if (nd.op == graph::op::mul_mat_id) {  // the Q8_1 records of every token's activation columns
+            const graph::node& w = g.nodes()[std::size_t(nd.src[0])];
+            check(w.ne0 % 32 == 0, errc::shape_mismatch, [&] {
+                return "cuda backend: mul_mat_id with " + graph::graph::describe(w) +
+                       " rounds activations through Q8_1, which needs k a multiple of 32";
+            });
+            return ops::mul_mat_id_scratch_bytes(w.ne0, g.nodes()[std::size_t(nd.src[1])].ne0 / w.ne0, nd.ne1);
+        }
         if (nd.op != graph::op::attention) return 0;
         return steps::attention_scratch_bytes(g, nd);
     }

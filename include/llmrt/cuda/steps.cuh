@@ -29,6 +29,7 @@
 #include "llmrt/cuda/ops/argmax.cuh"
 #include "llmrt/cuda/ops/attention.cuh"
 #include "llmrt/cuda/ops/elementwise.cuh"
+#include "llmrt/cuda/ops/moe.cuh"
 #include "llmrt/cuda/ops/mul_mat.cuh"
 #include "llmrt/cuda/ops/norm.cuh"
 #include "llmrt/cuda/ops/records.cuh"
@@ -331,6 +332,17 @@ void node(const context& cx, const resolved& r, int64_t n) {
             ops::argmax(a, reinterpret_cast<int32_t*>(cx.at(id)), src(0).ne0, cols, r.scratch, r.scratch_bytes, cx.counters,
                         cx.counter_bytes, stream, lo);
             return;
+        case graph::op::top_k: ops::top_k(a, reinterpret_cast<int32_t*>(cx.at(id)), src(0).ne0, nd.ne0, cols, stream, lo); return;
+        case graph::op::expert_weights:
+            ops::expert_weights(a, ids(1), y, src(0).ne0, nd.ne0, cols, nd.norm, stream, lo);
+            return;
+        case graph::op::mul_mat_id: {  // quantized experts only (basic_program::check_supported)
+            const graph::node& w = src(0);
+            ops::mul_mat_id(w.type, cx.at(nd.src[0]), w.ne1 / nd.n_expert, w.ne0, nd.n_expert, b, src(1).ne0 / w.ne0, ids(2),
+                            src(2).ne0, y, cols, r.scratch, r.scratch_bytes, stream, lo);
+            return;
+        }
+        case graph::op::weighted_sum: ops::weighted_sum(a, b, y, nd.ne0, src(1).ne0, cols, stream, lo); return;
     }
     throw error(errc::invalid_argument, std::string("cuda backend: no kernel for op ") + graph::to_string(nd.op));
 }

@@ -109,7 +109,7 @@ private:
 
     static std::vector<index_shadow> make_shadows(const graph& g, const plan& p) {
         std::vector<index_shadow> out;
-        for (const index_check& c : p.checks) out.push_back({c, std::vector<int32_t>(std::size_t(g[tensor{c.input}].ne1), 0)});
+        for (const index_check& c : p.checks) out.push_back({c, std::vector<int32_t>(std::size_t(g[tensor{c.input}].ne0 * g[tensor{c.input}].ne1), 0)});
         return out;
     }
 
@@ -123,10 +123,13 @@ private:
         const graph& g = planned_->g;
         for (const index_shadow& s : shadows_) {
             const node& reader = g[tensor{s.check.reader}];
-            for (int64_t t = 0; t < n; ++t) {
-                const int32_t v = s.values[std::size_t(t)];
+            const int64_t per_token = g[tensor{s.check.input}].ne0;  // mul_mat_id's slots, else 1
+            for (int64_t i = 0; i < n * per_token; ++i) {
+                const int64_t t = i / per_token;
+                const int32_t v = s.values[std::size_t(i)];
                 if (v >= 0 && v < s.check.limit) continue;
-                const std::string what = reader.op == op::get_rows ? "id " : "position ";
+                const bool ids = reader.op == op::get_rows || reader.op == op::expert_weights || reader.op == op::mul_mat_id;
+                const std::string what = ids ? "id " : "position ";
                 const std::string range = s.check.limit >= std::numeric_limits<int32_t>::max()
                                               ? "negative"
                                               : "outside [0, " + std::to_string(s.check.limit) + ")";

@@ -10,6 +10,7 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <climits>
 #include <cmath>
 #include <cstddef>
 #include <initializer_list>
@@ -266,6 +267,72 @@ public:
         return push(derived(op::argmax, i32_type, 1, a, {x.id}));
     }
 
+    // ---- Mixture of experts ----
+    //
+    // A layer's router and experts, k slots per token (a sketch of model/llama_graph.hpp's block):
+    //   probs = softmax(mul_mat(router, h));  ids = top_k(probs, k)
+    //   w = expert_weights(probs, ids, expert_norm::sum)
+    //   a = swiglu(mul_mat_id(gate, h, ids, n), mul_mat_id(up, h, ids, n))
+    //   out = weighted_sum(mul_mat_id(down, a, ids, n), w)
+
+    // The indices of the k largest elements of each column, largest first; equal values in
+    // index order (llama.cpp sorts with std::sort, which leaves ties unspecified). A NaN is never
+    // larger than anything: NaN columns give valid but unspecified indices.
+    tensor top_k(tensor x, int64_t k) {
+        const node& a = activation(x, "top_k");
+        check(k >= 1 && k <= a.ne0 && a.ne0 <= INT32_MAX, errc::shape_mismatch, [&] {
+            return "top_k: k = " + std::to_string(k) + " must lie in 1.." + std::to_string(a.ne0) + " for " + describe(a);
+        });
+        return push(derived(op::top_k, i32_type, k, a, {x.id}));
+    }
+
+    // The probabilities of the chosen experts (see expert_norm): probs has one column of n_expert
+    // per token, ids k expert indices per token.
+    tensor expert_weights(tensor probs, tensor ids, expert_norm norm) {
+        const node& p = activation(probs, "expert_weights");
+        const node& id = at(ids, "expert_weights");
+        require_slots(id, p, "expert_weights");
+        node n = derived(op::expert_weights, qtype::f32, id.ne0, p, {probs.id, ids.id});
+        n.norm = norm;
+        return push(std::move(n));
+    }
+
+    // n_expert matrices of rows = W.ne1 / n_expert rows each, stacked in W (GGUF's 3-D expert
+    // tensors [k, rows, n_expert] as they lie in the file); ids: k slots per token. x holds per
+    // token one column of W.ne0 (every slot multiplies it) or k of them (slot s its own); y holds
+    // per token k results of `rows`, slot after slot. An id outside [0, n_expert) is an
+    // llmrt::error where the host sees it (CPU; ids a graph input), else a column of NaN.
+    tensor mul_mat_id(tensor experts, tensor x, tensor ids, int64_t n_expert) {
+        const node& w = at(experts, "mul_mat_id");
+        const node& xn = activation(x, "mul_mat_id");
+        const node& id = at(ids, "mul_mat_id");
+        require_slots(id, xn, "mul_mat_id");
+        check(w.op == op::weight && w.type != i32_type && n_expert >= 1 && w.ne1 % n_expert == 0, errc::shape_mismatch,
+              [&] {
+                  return "mul_mat_id: W " + describe(w) + " must be a float or quantized weight of n_expert = " +
+                         std::to_string(n_expert) + " matrices of equal row counts";
+              });
+        check(xn.ne0 == w.ne0 || xn.ne0 == w.ne0 * id.ne0, errc::shape_mismatch, [&] {
+            return "mul_mat_id: x " + describe(xn) + " must hold per token one column of " + std::to_string(w.ne0) +
+                   " or one per slot (" + std::to_string(id.ne0) + "), for W " + describe(w);
+        });
+        node n = derived(op::mul_mat_id, qtype::f32, w.ne1 / n_expert * id.ne0, xn, {experts.id, x.id, ids.id});
+        n.n_expert = n_expert;
+        return push(std::move(n));
+    }
+
+    // Per token, the k columns of n = x.ne0 / k values in x weighted by w (k per token) and added
+    // in slot order: ((w₀x₀ + w₁x₁) + w₂x₂) + ..., each product rounded to float (llama.cpp's
+    // ggml_mul then ggml_adds of the slot views).
+    tensor weighted_sum(tensor x, tensor weights) {
+        const node& xn = activation(x, "weighted_sum");
+        const node& wn = activation(weights, "weighted_sum");
+        check(wn.ne1 == xn.ne1 && wn.batched == xn.batched && xn.ne0 % wn.ne0 == 0, errc::shape_mismatch, [&] {
+            return "weighted_sum: x " + describe(xn) + " must hold one column per weight of " + describe(wn);
+        });
+        return push(derived(op::weighted_sum, qtype::f32, xn.ne0 / wn.ne0, xn, {x.id, weights.id}));
+    }
+
     // "name (op, type ne0 x ne1)" for messages.
     static std::string describe(const node& n) {
         return "'" + n.name + "' (" + to_string(n.op) + ", " + type_name(n.type) + " " + std::to_string(n.ne0) + " x " +
@@ -298,6 +365,15 @@ private:
         check(n.type == i32_type && n.ne0 == 1 && n.batched, errc::shape_mismatch, [&] {
             return std::string(operation) + ": " + describe(n) + " must be a batched i32 tensor of one id per token";
         });
+    }
+
+    // ids: i32 slots (ne0 of them) per column of `like`.
+    static void require_slots(const node& ids, const node& like, const char* operation) {
+        check(ids.type == i32_type && ids.ne0 >= 1 && ids.ne0 <= 65535 && ids.ne1 == like.ne1 && ids.batched == like.batched,
+              errc::shape_mismatch, [&] {
+                  return std::string(operation) + ": ids " + describe(ids) + " must be i32, up to 65535 per column, with " +
+                         "the columns of " + describe(like);
+              });
     }
 
     tensor elementwise(op o, tensor a, tensor b) {

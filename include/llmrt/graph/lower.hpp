@@ -406,6 +406,8 @@ private:
                 case op::rope: add(id, 1, std::numeric_limits<int32_t>::max()); break;
                 case op::set_rows: add(id, 2, n.ne1); break;
                 case op::attention: add(id, 3, nd(n.src[1]).ne1); break;
+                case op::expert_weights: add(id, 1, nd(n.src[0]).ne0); break;
+                case op::mul_mat_id: add(id, 2, n.n_expert); break;
                 default: break;
             }
         }

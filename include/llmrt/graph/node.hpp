@@ -43,6 +43,11 @@ enum class op : uint8_t {
     swiglu,     // y = silu(gate) ⊙ up
     set_rows,   // cache[:, pos[t]] = src[:, t]; the result is the updated cache
     argmax,     // y[t] = first index of the largest element of x[:, t]
+    // Mixture of experts (k slots per token, n_expert matrices stacked in one weight):
+    top_k,           // y[j, t] = index of the j-th largest of x[:, t], j < k (i32; ties: lower index first)
+    expert_weights,  // y[j, t] = p[ids[j, t], t], then y /= max(Σ_j y[j, t], 2⁻¹⁴) when norm = sum
+    mul_mat_id,      // y[s·rows + r, t] = W[ids[s, t]·rows + r] · x_s[:, t]   (x_s: x's slot s, or x itself)
+    weighted_sum,    // y[i, t] = Σ_s w[s, t] · x[s·n + i, t], added in slot order
 };
 
 inline const char* to_string(op o) noexcept {
@@ -62,6 +67,10 @@ inline const char* to_string(op o) noexcept {
         case op::swiglu: return "swiglu";
         case op::set_rows: return "set_rows";
         case op::argmax: return "argmax";
+        case op::top_k: return "top_k";
+        case op::expert_weights: return "expert_weights";
+        case op::mul_mat_id: return "mul_mat_id";
+        case op::weighted_sum: return "weighted_sum";
     }
     return "unknown op";
 }
@@ -95,6 +104,14 @@ struct attention_params {
     float scale = 1.0f;  // usually 1/sqrt(head_dim)
 };
 
+// How expert_weights turns the chosen probabilities into the weights of the experts' outputs
+// (a policy, so that other routers are one more value: gpt-oss takes a softmax over the chosen
+// logits instead):
+//   none  the probabilities as they are
+//   sum   divided by their sum, clamped below at 2⁻¹⁴ (f16's smallest normal, as llama.cpp does so
+//         that a sum of 0 divides by something); the sum is added in double and rounded to float
+enum class expert_norm : uint8_t { none, sum };
+
 struct node {
     llmrt::graph::op op = llmrt::graph::op::input;
     std::string name;
@@ -108,6 +125,8 @@ struct node {
     int64_t group = 0;                             // rms_norm: elements per normalized group (0: ne0)
     rope_params rope{};
     attention_params attention{};
+    int64_t n_expert = 0;                 // mul_mat_id: matrices stacked in W (rows = W.ne1 / n_expert)
+    expert_norm norm = expert_norm::none;  // expert_weights
 
     int n_src() const noexcept {
         int n = 0;

@@ -64,6 +64,7 @@
 #include "llmrt/vulkan/ops/attention.hpp"
 #include "llmrt/vulkan/ops/elementwise.hpp"
 #include "llmrt/vulkan/ops/kernels.hpp"
+#include "llmrt/vulkan/ops/moe.hpp"
 #include "llmrt/vulkan/ops/mul_mat.hpp"
 #include "llmrt/vulkan/ops/norm.hpp"
 #include "llmrt/vulkan/ops/recorder.hpp"
@@ -237,6 +238,12 @@ private:
                     check(ops::has_mul_mat(src(0).type), errc::unsupported_type, [&] {
                         return "vulkan backend: mul_mat " + graph::graph::describe(nd) + " has W " +
                                graph::graph::describe(src(0)) + "; W must be f32, f16, bf16 or a weight type";
+                    });
+                    break;
+                case graph::op::mul_mat_id:
+                    check(ops::has_mul_mat_id(src(0).type), errc::unsupported_type, [&] {
+                        return "vulkan backend: mul_mat_id " + graph::graph::describe(nd) + " has experts " +
+                               graph::graph::describe(src(0)) + "; the Vulkan backend takes experts of a weight type";
                     });
                     break;
                 default: break;
@@ -417,6 +424,20 @@ private:
             case graph::op::argmax:
                 ops::record_argmax(*ops_, r, in(0), out, src(0).ne0, cols, scratch_of(step, out.part(0, 0)));
                 return;
+            case graph::op::top_k: ops::record_top_k(*ops_, r, in(0), out, src(0).ne0, nd.ne0, cols); return;
+            case graph::op::expert_weights:
+                ops::record_expert_weights(*ops_, r, in(0), in(1), out, src(0).ne0, nd.ne0, cols, nd.norm);
+                return;
+            case graph::op::mul_mat_id: {
+                const graph::node& w = src(0);
+                const int64_t n_used = src(2).ne0;
+                ops::record_mul_mat_id(*mmvq_, r, w.type, in(0), w.ne1 / nd.n_expert, w.ne0, nd.n_expert, in(1),
+                                       src(1).ne0 / w.ne0, in(2), n_used, out, cols, scratch_of(step, out.part(0, 0)));
+                return;
+            }
+            case graph::op::weighted_sum:
+                ops::record_weighted_sum(*ops_, r, in(0), in(1), out, nd.ne0, src(1).ne0, cols);
+                return;
         }
         throw error(errc::invalid_argument, std::string("vulkan backend: no kernel for op ") + graph::to_string(nd.op));
     }
@@ -528,6 +549,14 @@ public:
             return std::max(ops::attention_scratch_bytes(nd.ne1, nd.attention.n_head, g.nodes()[std::size_t(nd.src[1])].ne1),
                             steps::attention_scratch_bytes(g, nd));
         if (nd.op == graph::op::argmax) return ops::argmax_scratch_bytes(g.nodes()[std::size_t(nd.src[0])].ne0, nd.ne1);
+        if (nd.op == graph::op::mul_mat_id) {
+            const graph::node& w = g.nodes()[std::size_t(nd.src[0])];
+            check(w.ne0 % 32 == 0, errc::shape_mismatch, [&] {
+                return "vulkan backend: mul_mat_id with " + graph::graph::describe(w) +
+                       " rounds activations through Q8_1, which needs k a multiple of 32";
+            });
+            return ops::mul_mat_id_scratch_bytes(w.ne0, g.nodes()[std::size_t(nd.src[1])].ne0 / w.ne0, nd.ne1);
+        }
         return 0;
     }
 

@@ -1,0 +1,153 @@
+// The mixture-of-experts ops on the device, with the CPU reference's formulas and orders
+// (cpu/ops.hpp, cpu/mul_mat.hpp):
+//
+//   top_k           one thread per column: k scans, pick j the first index of the largest value
+//                   after pick j − 1 in (value descending, index ascending) order
+//   expert_weights  one thread per column: y_j = p[ids_j], with expert_norm::sum divided by
+//                   max(float(Σ_j y_j in double), 2⁻¹⁴) (__fdiv_rn: correctly rounded, as the CPU)
+//   weighted_sum    one thread per element: ((w₀x₀ + w₁x₁) + ...) with __fmul_rn/__fadd_rn, so no
+//                   fused multiply-add changes the CPU's bits
+//   mul_mat_id      llmrt's mmvq_id (cuda/mmvq.cuh) on Q8_1 activations: every token's activation
+//                   columns quantized once, each (token, slot) reading the expert its id names
+#pragma once
+
+#include "llmrt/core/cxx20.hpp"
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "llmrt/cuda/mmvq.cuh"
+#include "llmrt/cuda/ops/common.cuh"
+#include "llmrt/graph/node.hpp"
+
+namespace llmrt::cuda::ops {
+
+namespace detail {
+
+constexpr int moe_threads = 128;
+
+__global__ void __launch_bounds__(moe_threads) top_k_kernel(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols) {
+    enter_kernel();
+    const int64_t c = int64_t(blockIdx.x) * moe_threads + threadIdx.x;
+    if (c >= cols) return;
+    x += c * n;
+    y += c * k;
+    int64_t prev = -1;
+    for (int64_t j = 0; j < k; ++j) {
+        int64_t best = -1;
+        for (int64_t i = 0; i < n; ++i) {
+            const float v = x[i];
+            if (prev >= 0 && !(v < x[prev] || (v == x[prev] && i > prev))) continue;
+            if (best < 0 || v > x[best]) best = i;
+        }
+        if (best < 0) best = j;  // only NaNs remain: any valid index
+        y[j] = int32_t(best);
+        prev = best;
+    }
+}
+
+__global__ void __launch_bounds__(moe_threads)
+    expert_weights_kernel(const float* p, const int32_t* ids, float* y, int64_t n, int64_t k, int64_t cols, int normalize) {
+    enter_kernel();
+    const int64_t c = int64_t(blockIdx.x) * moe_threads + threadIdx.x;
+    if (c >= cols) return;
+    double sum = 0.0;
+    for (int64_t j = 0; j < k; ++j) {
+        const int32_t id = ids[c * k + j];
+        const float v = id >= 0 && id < n ? p[c * n + id] : __int_as_float(0x7fc00000);
+        y[c * k + j] = v;
+        sum = __dadd_rn(sum, double(v));
+    }
+    if (!normalize) return;
+    float total = __double2float_rn(sum);
+    total = total < 6.103515625e-5f ? 6.103515625e-5f : total;
+    for (int64_t j = 0; j < k; ++j) y[c * k + j] = __fdiv_rn(y[c * k + j], total);
+}
+
+__global__ void __launch_bounds__(moe_threads)
+    weighted_sum_kernel(const float* x, const float* w, float* y, int64_t n, int64_t k) {
+    enter_kernel();
+    const int64_t i = int64_t(blockIdx.x) * moe_threads + threadIdx.x, c = blockIdx.y;
+    if (i >= n) return;
+    x += c * n * k;
+    w += c * k;
+    float acc = __fmul_rn(w[0], x[i]);
+    for (int64_t s = 1; s < k; ++s) acc = __fadd_rn(acc, __fmul_rn(w[s], x[s * n + i]));
+    y[c * n + i] = acc;
+}
+
+}  // namespace detail
+
+// x: cols columns of n floats; y: cols columns of k int32 (k <= n).
+inline void top_k(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols, cudaStream_t stream,
+                  const launch_options& o = {}) {
+    const char* op = "cuda::ops::top_k";
+    check(n >= 1 && k >= 1 && k <= n, errc::shape_mismatch,
+          [&] { return std::string(op) + ": k = " + std::to_string(k) + " of columns of " + std::to_string(n); });
+    if (cols == 0) return;
+    detail::launch(op, detail::top_k_kernel, dim3(detail::blocks_for(cols, detail::moe_threads, op)), detail::moe_threads, 0,
+                   stream, o, x, y, n, k, cols);
+}
+
+// p: cols columns of n probabilities; ids: cols × k int32 (an id outside [0, n) gives NaN);
+// y: cols × k weights.
+inline void expert_weights(const float* p, const int32_t* ids, float* y, int64_t n, int64_t k, int64_t cols,
+                           graph::expert_norm norm, cudaStream_t stream, const launch_options& o = {}) {
+    const char* op = "cuda::ops::expert_weights";
+    if (cols == 0) return;
+    detail::launch(op, detail::expert_weights_kernel, dim3(detail::blocks_for(cols, detail::moe_threads, op)),
+                   detail::moe_threads, 0, stream, o, p, ids, y, n, k, cols, norm == graph::expert_norm::sum ? 1 : 0);
+}
+
+// x: cols columns of k slots of n floats; w: cols × k; y: cols columns of n.
+inline void weighted_sum(const float* x, const float* w, float* y, int64_t n, int64_t k, int64_t cols, cudaStream_t stream,
+                         const launch_options& o = {}) {
+    const char* op = "cuda::ops::weighted_sum";
+    if (cols == 0 || n == 0) return;
+    detail::check_columns(cols, op);
+    detail::launch(op, detail::weighted_sum_kernel, dim3(detail::blocks_for(n, detail::moe_threads, op), unsigned(cols)),
+                   detail::moe_threads, 0, stream, o, x, w, y, n, k);
+}
+
+// Scratch of mul_mat_id: the Q8_1 records of up to max_cols tokens of x_per_token columns of k.
+inline std::size_t mul_mat_id_scratch_bytes(int64_t k, int64_t x_per_token, int64_t max_cols) {
+    input_columns x;
+    x.length = k;
+    x.ncols = x_per_token;
+    x.batch2 = max_cols;
+    return mmvq_id_scratch_bytes(x);
+}
+
+// W: n_expert matrices of rows × k of a weight type, one after another; x: cols tokens of
+// x_per_token (1 or n_used) columns of k; ids: cols × n_used; y: cols × n_used columns of rows.
+inline void mul_mat_id(qtype t, const void* w, int64_t rows, int64_t k, int64_t n_expert, const float* x,
+                       int64_t x_per_token, const int32_t* ids, int64_t n_used, float* y, int64_t cols, void* scratch,
+                       std::size_t scratch_bytes, cudaStream_t stream, const launch_options& o = {}) {
+    if (cols == 0) return;
+    qmatrix_view experts;
+    experts.type = t;
+    experts.data = w;
+    experts.rows = rows;
+    experts.k = k;
+    experts.batch2 = n_expert;
+    input_columns xs;
+    xs.data = x;
+    xs.length = k;
+    xs.ncols = x_per_token;
+    xs.batch2 = cols;
+    expert_ids_view iv;
+    iv.data = ids;
+    iv.n_tokens = cols;
+    iv.n_used = n_used;
+    output_columns ys;
+    ys.data = y;
+    ys.length = rows;
+    ys.ncols = n_used;
+    ys.batch2 = cols;
+    mmvq_id(experts, xs, iv, ys, scratch, scratch_bytes, stream, o);
+}
+
+}  // namespace llmrt::cuda::ops
