@@ -16,7 +16,7 @@ struct arch_variant {
 
 // q8_0-sized shapes (n_embd 64, n_ff 128): llama with q/k/v biases, linear rope scaling and Llama 3
 // frequency factors; qwen2 with its own and with a tied output; qwen3 with head_dim 32, not
-// n_embd / n_head = 16.
+// n_embd / n_head = 16; qwen3moe likewise, with 8 experts of which each token uses 2.
 inline std::vector<arch_variant> arch_variants() {
     std::vector<arch_variant> v;
     model::llama_shape s = small_shape(qtype::q8_0);
@@ -36,6 +36,12 @@ inline std::vector<arch_variant> arch_variants() {
     qwen3.architecture = "qwen3";
     qwen3.head_dim = 32;
     v.push_back({"qwen3, head_dim 32 of n_embd 64 and 4 heads", qwen3});
+    model::llama_shape qwen3moe = qwen3;
+    qwen3moe.architecture = "qwen3moe";
+    qwen3moe.n_expert = 8;
+    qwen3moe.n_expert_used = 2;
+    qwen3moe.n_ff_exp = 96;  // a multiple of q8_0's 32, of no larger tile
+    v.push_back({"qwen3moe, 8 experts of 96 rows, top 2, head_dim 32", qwen3moe});
     return v;
 }
 

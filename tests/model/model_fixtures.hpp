@@ -1,6 +1,7 @@
 // Small random llama models for the model tests, and a naive double-precision reference forward.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -62,7 +63,7 @@ inline std::shared_ptr<const gguf::file> small_model_file(qtype t, uint64_t seed
 
 // The whole sequence `tokens` (positions 0..n−1) through the formulas of the model's architecture
 // in double, from the dequantized weights, with float activations; returns n rows of n_vocab
-// logits. Written from the architectures' descriptions, not from the graph builder: q/k/v biases,
+// logits (a mixture-of-experts feed-forward where the architecture has one). Written from the architectures' descriptions, not from the graph builder: q/k/v biases,
 // per-head q/k norms, the rope pair order, linear scaling and frequency factors where the weights
 // have them.
 inline std::vector<double> reference_logits(const model::llama_weights& w, const std::vector<int32_t>& tokens) {
@@ -105,6 +106,42 @@ inline std::vector<double> reference_logits(const model::llama_weights& w, const
                 b = a0 * std::sin(theta) + b0 * std::cos(theta);
             }
     };
+    // Wdown_e · (silu(Wgate_e h) ⊙ Wup_e h) for the matrices of expert e (rows ff; e = 0 dense).
+    auto swiglu = [&](const std::vector<double>& wg, const std::vector<double>& wu, const std::vector<double>& wd, int e,
+                      int ff, const std::vector<double>& hn) {
+        const auto slice = [&](const std::vector<double>& m, int64_t size) {
+            return std::vector<double>(m.begin() + std::ptrdiff_t(e * size), m.begin() + std::ptrdiff_t((e + 1) * size));
+        };
+        const int64_t size = int64_t(d) * ff;
+        const auto gate = matmul(slice(wg, size), d, ff, hn), up = matmul(slice(wu, size), d, ff, hn);
+        std::vector<double> act(static_cast<std::size_t>(ff));
+        for (int i = 0; i < ff; ++i)
+            act[std::size_t(i)] = gate[std::size_t(i)] / (1.0 + std::exp(-gate[std::size_t(i)])) * up[std::size_t(i)];
+        return matmul(slice(wd, size), ff, d, act);
+    };
+    // probs = softmax(router · h); the k most probable experts (ties: lower index); their
+    // probabilities over their sum weigh their SwiGLU outputs.
+    auto experts = [&](const model::llama_layer_weights& lw, const std::vector<double>& hn) {
+        const auto logits = matmul(deq(lw.ffn_gate_inp), d, h.n_expert, hn);
+        const double max = *std::max_element(logits.begin(), logits.end());
+        std::vector<double> probs(logits.size());
+        double sum = 0;
+        for (std::size_t e = 0; e < probs.size(); ++e) sum += (probs[e] = std::exp(logits[e] - max));
+        for (double& p : probs) p /= sum;
+        std::vector<int> order(probs.size());
+        for (std::size_t e = 0; e < order.size(); ++e) order[e] = int(e);
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return probs[std::size_t(a)] > probs[std::size_t(b)]; });
+        double chosen = 0;
+        for (int j = 0; j < h.n_expert_used; ++j) chosen += probs[std::size_t(order[std::size_t(j)])];
+        const auto wg = deq(lw.ffn_gate_exps), wu = deq(lw.ffn_up_exps), wd = deq(lw.ffn_down_exps);
+        std::vector<double> out(std::size_t(d), 0.0);
+        for (int j = 0; j < h.n_expert_used; ++j) {
+            const int e = order[std::size_t(j)];
+            const auto y = swiglu(wg, wu, wd, e, h.n_ff_exp, hn);
+            for (int i = 0; i < d; ++i) out[std::size_t(i)] += probs[std::size_t(e)] / chosen * y[std::size_t(i)];
+        }
+        return out;
+    };
     const auto embd = deq(w.token_embd), out_w = deq(w.output), out_norm = deq(w.output_norm);
     std::vector<std::vector<double>> x(static_cast<std::size_t>(n));
     for (int t = 0; t < n; ++t)
@@ -112,8 +149,10 @@ inline std::vector<double> reference_logits(const model::llama_weights& w, const
                                  embd.begin() + std::ptrdiff_t(tokens[std::size_t(t)] + 1) * d);
     for (const auto& lw : w.layers) {
         const auto an = deq(lw.attn_norm), wq = deq(lw.attn_q), wk = deq(lw.attn_k), wv = deq(lw.attn_v),
-                   wo = deq(lw.attn_output), fn = deq(lw.ffn_norm), wg = deq(lw.ffn_gate), wu = deq(lw.ffn_up),
-                   wd = deq(lw.ffn_down);
+                   wo = deq(lw.attn_output), fn = deq(lw.ffn_norm);
+        const auto wg = h.experts() ? std::vector<double>{} : deq(lw.ffn_gate),
+                   wu = h.experts() ? std::vector<double>{} : deq(lw.ffn_up),
+                   wd = h.experts() ? std::vector<double>{} : deq(lw.ffn_down);
         auto plus = [&](std::vector<double> y, const model::weight_ref& b) {
             if (b.data) {
                 const auto bias = deq(b);
@@ -162,11 +201,12 @@ inline std::vector<double> reference_logits(const model::llama_weights& w, const
             const auto o = matmul(wo, nq, d, attn);
             for (int i = 0; i < d; ++i) x[std::size_t(t)][std::size_t(i)] += o[std::size_t(i)];
             const auto hn = rmsnorm(x[std::size_t(t)], fn);
-            const auto gate = matmul(wg, d, h.n_ff, hn), up = matmul(wu, d, h.n_ff, hn);
-            std::vector<double> act(static_cast<std::size_t>(h.n_ff));
-            for (int i = 0; i < h.n_ff; ++i)
-                act[std::size_t(i)] = gate[std::size_t(i)] / (1.0 + std::exp(-gate[std::size_t(i)])) * up[std::size_t(i)];
-            const auto down = matmul(wd, h.n_ff, d, act);
+            if (h.experts()) {  // mixture of experts
+                const auto moe = experts(lw, hn);
+                for (int i = 0; i < d; ++i) x[std::size_t(t)][std::size_t(i)] += moe[std::size_t(i)];
+                continue;
+            }
+            const auto down = swiglu(wg, wu, wd, 0, h.n_ff, hn);
             for (int i = 0; i < d; ++i) x[std::size_t(t)][std::size_t(i)] += down[std::size_t(i)];
         }
     }

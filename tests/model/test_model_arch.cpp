@@ -214,3 +214,72 @@ TEST_CASE("tensors the architecture does not have, or of the wrong size, are ref
     CHECK(mentions(load_error(rebuilt(qwen2, "blk.0.attn_k.bias")), "blk.0.attn_k.bias"));
     CHECK(mentions(load_error(rebuilt(qwen3, "blk.0.attn_k_norm.weight")), "blk.0.attn_k_norm.weight"));
 }
+
+TEST_CASE("qwen3moe loads its experts as n_expert matrices and builds the router, top-k and weighted sum") {
+    const auto variants = test::arch_variants();
+    const auto& moe = variants.back().shape;
+    REQUIRE(moe.architecture == "qwen3moe");
+    const auto w = model::load_llama_weights(*file_of(model::make_random_llama(moe, qtype::q8_0)));
+    CHECK(w.hparams.n_expert == 8);
+    CHECK(w.hparams.n_expert_used == 2);
+    CHECK(w.hparams.n_ff_exp == 96);
+    CHECK(w.layers[0].ffn_gate_inp.type == qtype::f32);
+    CHECK(w.layers[0].ffn_gate_exps.ne0 == 64);
+    CHECK(w.layers[0].ffn_gate_exps.ne1 == 96 * 8);
+    CHECK(w.layers[0].ffn_down_exps.ne0 == 96);
+    CHECK(w.layers[0].ffn_down_exps.ne1 == 64 * 8);
+    CHECK(w.layers[0].ffn_gate.data == nullptr);
+    const model::llama_graph g = model::build_llama_graph(w, 16, 4);
+    const graph::node& topk = g.g[g.g.find("blk.0.ffn_moe_topk")];
+    CHECK(topk.op == graph::op::top_k);
+    CHECK(topk.ne0 == 2);
+    const graph::node& weights = g.g[g.g.find("blk.0.ffn_moe_weights")];
+    CHECK(weights.norm == graph::expert_norm::sum);
+    const graph::node& down = g.g[g.g.find("blk.0.ffn_moe_down")];
+    CHECK(down.op == graph::op::mul_mat_id);
+    CHECK(down.n_expert == 8);
+    CHECK(down.ne0 == 64 * 2);
+    CHECK(g.g[g.g.find("blk.0.ffn_out")].op == graph::op::weighted_sum);
+}
+
+TEST_CASE("qwen3moe without expert_feed_forward_length takes feed_forward_length / expert_used_count, as llama.cpp does") {
+    const gguf::writer base = model::make_random_llama(test::arch_variants().back().shape, qtype::q8_0);
+    gguf::writer w;
+    for (const auto& [key, value] : base.metadata())
+        if (key != "qwen3moe.expert_feed_forward_length") w.set(key, value);
+    w.set("qwen3moe.feed_forward_length", uint32_t(192));
+    for (const auto& t : base.tensors()) w.add_tensor(t.name, t.type, std::span(t.ne.data(), t.n_dims), t.bytes());
+    CHECK(model::load_llama_weights(*file_of(w)).hparams.n_ff_exp == 96);
+}
+
+TEST_CASE("qwen3moe files with missing or wrong expert keys or tensors are refused, naming them") {
+    const gguf::writer base = model::make_random_llama(test::arch_variants().back().shape, qtype::q8_0);
+    auto with_key = [&](const char* key, uint32_t v) {
+        return load_error(rebuilt(base, "", [&](gguf::writer& w) { w.set(key, v); }));
+    };
+    CHECK(mentions(with_key("qwen3moe.expert_used_count", 9), "qwen3moe.expert_used_count"));
+    CHECK(mentions(with_key("qwen3moe.expert_used_count", 0), "qwen3moe.expert_used_count"));
+    CHECK(mentions(with_key("qwen3moe.expert_count", 0), "qwen3moe.expert_count"));
+    // Experts the tensors do not hold: the first expert tensor says so.
+    CHECK(mentions(with_key("qwen3moe.expert_count", 4), "blk.0.ffn_gate_inp.weight"));
+    CHECK(mentions(with_key("qwen3moe.expert_feed_forward_length", 64), "blk.0.ffn_gate_exps.weight"));
+    CHECK(mentions(load_error(rebuilt(base, "blk.0.ffn_up_exps.weight")), "blk.0.ffn_up_exps.weight"));
+    CHECK(mentions(load_error(rebuilt(base, "blk.0.ffn_gate_inp.weight")), "blk.0.ffn_gate_inp.weight"));
+    // An expert tensor of two dimensions, and a dense feed-forward beside the experts.
+    const std::string flat = load_error(rebuilt(base, "blk.0.ffn_down_exps.weight", [&](gguf::writer& w) {
+        for (const auto& t : base.tensors())
+            if (t.name == "blk.0.ffn_down_exps.weight") w.add_tensor(t.name, t.type, {96, 64 * 8}, t.bytes());
+    }));
+    CHECK(mentions(flat, "blk.0.ffn_down_exps.weight"));
+    CHECK(mentions(flat, "[96, 64, 8]"));
+    const std::string dense = load_error(rebuilt(base, "", [&](gguf::writer& w) {
+        for (const auto& t : base.tensors())
+            if (t.name == "blk.0.ffn_gate_inp.weight") w.add_tensor("blk.0.ffn_gate.weight", t.type, {64, 8}, t.bytes());
+    }));
+    CHECK(mentions(dense, "blk.0.ffn_gate.weight"));
+    gguf::writer no_count;
+    for (const auto& [key, value] : base.metadata())
+        if (key != "qwen3moe.expert_count") no_count.set(key, value);
+    for (const auto& t : base.tensors()) no_count.add_tensor(t.name, t.type, std::span(t.ne.data(), t.n_dims), t.bytes());
+    CHECK(mentions(load_error(no_count), "qwen3moe.expert_count"));
+}

@@ -1,5 +1,5 @@
 // A model's hyperparameters, read from GGUF metadata. general.architecture names the
-// architecture (model/arch/registry.hpp: "llama", "qwen2", "qwen3"), and every other key takes its
+// architecture (model/arch/registry.hpp: "llama", "qwen2", "qwen3", "qwen3moe"), and every other key takes its
 // name as prefix; for llama:
 //
 //   llama.context_length                    trained context (the default cache length)
@@ -19,8 +19,15 @@
 //   llama.vocab_size                        (optional; else token_embd's ne[1])
 //   llama.rope.dimension_count              n_rot (optional; head_dim)
 //
+// Architectures with a mixture-of-experts feed-forward (qwen3moe) also read
+//
+//   <arch>.expert_count                     n_expert (> 0)
+//   <arch>.expert_used_count                n_expert_used, k (1..n_expert)
+//   <arch>.expert_feed_forward_length       n_ff_exp (optional: feed_forward_length / k)
+//   <arch>.feed_forward_length              (optional for them)
+//
 // Keys that would change the math in ways llmrt does not compute are refused, naming the key:
-// an expert_count above 0 (mixture of experts), a rope.scaling.attn_factor other than 1.
+// an expert_count above 0 for a dense architecture, a rope.scaling.attn_factor other than 1.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -64,7 +71,11 @@ struct llama_hparams {
     float rope_freq_base = 10000.0f;
     float rope_freq_scale = 1.0f;  // 1 / <arch>.rope.scaling.factor
     float rms_eps = 1e-5f;
+    int32_t n_expert = 0;       // mixture of experts (architecture's ffn kind experts): 0 for dense
+    int32_t n_expert_used = 0;  // k experts per token
+    int32_t n_ff_exp = 0;       // rows of each expert's gate and up
 
+    bool experts() const noexcept { return arch->ffn.kind == ffn_kind::experts; }
     int32_t head_dim() const noexcept { return n_embd_head > 0 ? n_embd_head : n_head > 0 ? n_embd / n_head : 0; }
     int32_t n_embd_q() const noexcept { return n_head * head_dim(); }
     int32_t n_embd_kv() const noexcept { return n_head_kv * head_dim(); }
@@ -83,7 +94,16 @@ struct llama_hparams {
         positive(n_ctx_train, "context_length");
         positive(n_embd, "embedding_length");
         positive(n_layer, "block_count");
-        positive(n_ff, "feed_forward_length");
+        if (experts()) {
+            positive(n_expert, "expert_count");
+            positive(n_ff_exp, "expert_feed_forward_length");
+            check(n_expert_used >= 1 && n_expert_used <= n_expert && n_expert_used <= 65535, errc::invalid_argument, [&] {
+                return model + key("expert_used_count") + " = " + std::to_string(n_expert_used) + " must lie in 1.." +
+                       std::to_string(n_expert) + " (" + key("expert_count") + ")";
+            });
+        } else {
+            positive(n_ff, "feed_forward_length");
+        }
         positive(n_head, "attention.head_count");
         positive(n_head_kv, "attention.head_count_kv");
         check(n_embd_head > 0 || n_embd % n_head == 0, errc::invalid_argument, [&] {
@@ -186,7 +206,7 @@ inline llama_hparams llama_hparams_from(const gguf::metadata& meta, int32_t voca
     h.n_ctx_train = read_int("context_length");
     h.n_embd = read_int("embedding_length");
     h.n_layer = read_int("block_count");
-    h.n_ff = read_int("feed_forward_length");
+    if (!h.experts() || has("feed_forward_length")) h.n_ff = read_int("feed_forward_length");
     h.n_head = read_int("attention.head_count");
     h.n_head_kv = has("attention.head_count_kv") ? read_int("attention.head_count_kv") : h.n_head;
     h.rms_eps = read_float("attention.layer_norm_rms_epsilon");
@@ -235,11 +255,23 @@ inline llama_hparams llama_hparams_from(const gguf::metadata& meta, int32_t voca
                    " scales the rope's cos and sin; llmrt supports 1 only";
         });
     }
-    if (has("expert_count")) {
+    if (h.experts()) {
+        h.n_expert = read_int("expert_count");
+        h.n_expert_used = read_int("expert_used_count");
+        if (has("expert_feed_forward_length")) {
+            h.n_ff_exp = read_int("expert_feed_forward_length");
+        } else {
+            check(h.n_expert_used > 0 && h.n_ff > 0, errc::invalid_argument, [&] {
+                return model + h.key("expert_feed_forward_length") + " is missing, and " + h.key("feed_forward_length") +
+                       " / " + h.key("expert_used_count") + " cannot stand in for it";
+            });
+            h.n_ff_exp = h.n_ff / h.n_expert_used;  // llama.cpp's fallback
+        }
+    } else if (has("expert_count")) {
         const int32_t experts = read_int("expert_count");
         check(experts == 0, errc::unsupported_type, [&] {
-            return model + h.key("expert_count") + " = " + std::to_string(experts) +
-                   ": mixture-of-experts feed-forward layers are not supported";
+            return model + h.key("expert_count") + " = " + std::to_string(experts) + ": the " + std::string(arch->name) +
+                   " architecture has no mixture-of-experts feed-forward (qwen3moe has)";
         });
     }
     h.validate();

@@ -10,6 +10,8 @@
 //               x = x + Wo · attention(q, K, V)                 (causal, grouped-query)
 //               h = rms_norm(x) ⊙ ffn_norm                                         norm block
 //               x = x + Wdown · (silu(Wgate h) ⊙ Wup h)                           SwiGLU block
+//                 or x + Σ_j w_j · Wdown_e_j · (silu(Wgate_e_j h) ⊙ Wup_e_j h)     experts block
+//                    (e_j, w_j: the top k of softmax(Wrouter h), arch/architecture.hpp)
 //   logits = Woutput · (rms_norm(x) ⊙ output_norm),  next = argmax(logits)
 //
 // Without the bracketed options (a plain llama) the graph is node for node the one the lowering
@@ -95,6 +97,21 @@ public:
         return named(g_.mul_mat(weight(lw.ffn_down), act), p + "ffn_out");
     }
 
+    // The experts block: router, top k, their weights, the chosen experts' SwiGLU, the weighted
+    // sum (node names as llama.cpp's build_moe_ffn calls its tensors).
+    graph::tensor experts_ffn(const llama_layer_weights& lw, graph::tensor h, const std::string& p) {
+        const int64_t n = h_.n_expert;
+        graph::tensor logits = named(g_.mul_mat(weight(lw.ffn_gate_inp), h), p + "ffn_moe_logits");
+        graph::tensor probs = named(g_.softmax(logits), p + "ffn_moe_probs");
+        graph::tensor ids = named(g_.top_k(probs, h_.n_expert_used), p + "ffn_moe_topk");
+        graph::tensor w = named(g_.expert_weights(probs, ids, h_.arch->ffn.expert_norm), p + "ffn_moe_weights");
+        graph::tensor gate = named(g_.mul_mat_id(weight(lw.ffn_gate_exps), h, ids, n), p + "ffn_moe_gate");
+        graph::tensor up = named(g_.mul_mat_id(weight(lw.ffn_up_exps), h, ids, n), p + "ffn_moe_up");
+        graph::tensor act = named(g_.swiglu(gate, up), p + "ffn_moe_swiglu");
+        graph::tensor down = named(g_.mul_mat_id(weight(lw.ffn_down_exps), act, ids, n), p + "ffn_moe_down");
+        return named(g_.weighted_sum(down, w), p + "ffn_out");
+    }
+
 private:
     graph::graph& g_;
     const llama_hparams& h_;
@@ -122,7 +139,7 @@ inline llama_graph build_llama_graph(const llama_weights& w, int32_t n_ctx, int3
         graph::tensor hn = b.norm(x, lw.attn_norm, p + "attn_norm");
         x = b.named(g.add(x, b.attention(lw, hn, p, m, n_ctx, kv_type, rope_factors)), p + "attn_residual");
         hn = b.norm(x, lw.ffn_norm, p + "ffn_norm");
-        x = b.named(g.add(x, b.swiglu_ffn(lw, hn, p)), p + "ffn_residual");
+        x = b.named(g.add(x, h.experts() ? b.experts_ffn(lw, hn, p) : b.swiglu_ffn(lw, hn, p)), p + "ffn_residual");
     }
     graph::tensor out = b.norm(x, w.output_norm, "output_norm");
     m.logits = b.named(g.mul_mat(b.weight(w.output), out), "logits");

@@ -1,4 +1,4 @@
-// Random GGUF models of a chosen architecture (llama, qwen2, qwen3: arch/registry.hpp), shape and
+// Random GGUF models of a chosen architecture (llama, qwen2, qwen3, qwen3moe: arch/registry.hpp), shape and
 // weight type, for tests, examples and benches: the file has every tensor and metadata key such a
 // GGUF has (and, optionally, a small SentencePiece-style vocabulary), so it loads in llmrt, in
 // ggml-based tools and in PyPI's gguf.
@@ -46,6 +46,11 @@ struct llama_shape {
     std::string rope_scaling_type;   // written as <arch>.rope.scaling.type when not empty
     float rope_scaling_factor = 0.0f;  // written as <arch>.rope.scaling.factor when not 0
     bool rope_freqs = false;   // write rope_freqs.weight (n_rot/2 factors)
+    // Mixture-of-experts architectures (qwen3moe): n_expert experts of n_ff_exp rows, k used per
+    // token; the router is f32, as converted Qwen3-MoE files keep it.
+    int32_t n_expert = 8;
+    int32_t n_expert_used = 2;
+    int32_t n_ff_exp = 64;
 };
 
 namespace detail {
@@ -132,6 +137,18 @@ inline gguf::writer make_random_llama(const llama_shape& s, qtype weight_type, u
     w.set(a + ".embedding_length", uint32_t(s.n_embd));
     w.set(a + ".block_count", uint32_t(s.n_layer));
     w.set(a + ".feed_forward_length", uint32_t(s.n_ff));
+    const bool moe = arch->ffn.kind == ffn_kind::experts;
+    if (moe) {
+        check(s.n_expert > 0 && s.n_expert_used > 0 && s.n_expert_used <= s.n_expert && s.n_ff_exp > 0,
+              errc::invalid_argument, [&] {
+                  return "make_random_llama: n_expert " + std::to_string(s.n_expert) + ", n_expert_used " +
+                         std::to_string(s.n_expert_used) + ", n_ff_exp " + std::to_string(s.n_ff_exp) +
+                         ": all positive, n_expert_used at most n_expert";
+              });
+        w.set(a + ".expert_count", uint32_t(s.n_expert));
+        w.set(a + ".expert_used_count", uint32_t(s.n_expert_used));
+        w.set(a + ".expert_feed_forward_length", uint32_t(s.n_ff_exp));
+    }
     w.set(a + ".attention.head_count", uint32_t(s.n_head));
     w.set(a + ".attention.head_count_kv", uint32_t(s.n_head_kv));
     if (s.head_dim > 0) {
@@ -163,18 +180,21 @@ inline gguf::writer make_random_llama(const llama_shape& s, qtype weight_type, u
         }
     }
 
-    auto add = [&](const std::string& name, qtype type, int64_t ne0, int64_t ne1, float center, float half_width) {
+    auto add = [&](const std::string& name, qtype type, int64_t ne0, int64_t ne1, float center, float half_width,
+                   int64_t ne2 = 1) {
         check(ne0 % block_size(type) == 0, errc::shape_mismatch, [&] {
             return "make_random_llama: tensor '" + name + "' has rows of " + std::to_string(ne0) + " elements, not a " +
                    "multiple of " + llmrt::name(type) + "'s block size " + std::to_string(block_size(type)) +
                    " (pick dimensions that are, or another type)";
         });
-        const auto values = detail::uniform_values(seed, name, std::size_t(ne0 * ne1), center, half_width);
+        const auto values = detail::uniform_values(seed, name, std::size_t(ne0 * ne1 * ne2), center, half_width);
         const std::size_t row_bytes = row_size(type, ne0);
-        std::vector<std::byte> bytes(row_bytes * std::size_t(ne1));
-        for (int64_t r = 0; r < ne1; ++r)
+        std::vector<std::byte> bytes(row_bytes * std::size_t(ne1 * ne2));
+        for (int64_t r = 0; r < ne1 * ne2; ++r)
             quantize(type, values.data() + r * ne0, bytes.data() + std::size_t(r) * row_bytes, ne0);
-        if (ne1 == 1)
+        if (ne2 > 1)
+            w.add_tensor(name, type, {ne0, ne1, ne2}, bytes);
+        else if (ne1 == 1)
             w.add_tensor(name, type, {ne0}, bytes);
         else
             w.add_tensor(name, type, {ne0, ne1}, bytes);
@@ -206,9 +226,17 @@ inline gguf::writer make_random_llama(const llama_shape& s, qtype weight_type, u
         }
         matrix(p + "attn_output.weight", n_embd_q, s.n_embd);
         norm(p + "ffn_norm.weight");
-        matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
-        matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
-        matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+        if (moe) {  // the router in f32 with variance 1/k; experts one after another in 3-D tensors
+            add(p + "ffn_gate_inp.weight", qtype::f32, s.n_embd, s.n_expert, 0.0f, std::sqrt(3.0f / float(s.n_embd)));
+            const float a_embd = std::sqrt(3.0f / float(s.n_embd)), a_ff = std::sqrt(3.0f / float(s.n_ff_exp));
+            add(p + "ffn_gate_exps.weight", weight_type, s.n_embd, s.n_ff_exp, 0.0f, a_embd, s.n_expert);
+            add(p + "ffn_up_exps.weight", weight_type, s.n_embd, s.n_ff_exp, 0.0f, a_embd, s.n_expert);
+            add(p + "ffn_down_exps.weight", weight_type, s.n_ff_exp, s.n_embd, 0.0f, a_ff, s.n_expert);
+        } else {
+            matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
+            matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
+            matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+        }
     }
     norm("output_norm.weight");
     if (!s.tied_output) matrix("output.weight", s.n_embd, s.n_vocab);

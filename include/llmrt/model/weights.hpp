@@ -14,6 +14,10 @@
 //   blk.N.ffn_norm.weight       [n_embd]
 //   blk.N.ffn_gate/ffn_up.weight [n_embd, n_ff]
 //   blk.N.ffn_down.weight       [n_ff, n_embd]
+//   blk.N.ffn_gate_inp.weight   [n_embd, n_expert]       mixture of experts (qwen3moe), instead
+//   blk.N.ffn_gate/up_exps.weight [n_embd, n_ff_exp, n_expert]   of ffn_gate/up/down: one 3-D
+//   blk.N.ffn_down_exps.weight  [n_ff_exp, n_embd, n_expert]     tensor per projection, held as
+//                                                       n_expert matrices one after another
 //
 // Matrices keep GGUF's layout (ne[0] = k contiguous, one row per output), the mat-vec layout, and
 // stay where the file holds them; nothing is copied except norms and biases stored in 16 bits. A
@@ -54,6 +58,9 @@ struct llama_layer_weights {
     weight_ref attn_q_bias, attn_k_bias, attn_v_bias;  // f32
     weight_ref attn_q_norm, attn_k_norm;               // f32, head_dim each
     weight_ref ffn_norm, ffn_gate, ffn_up, ffn_down;
+    // Mixture of experts (ffn_gate/up/down then absent): the router, and the experts' matrices
+    // as weight_refs of ne1 = rows · n_expert (expert e's rows from e · rows on).
+    weight_ref ffn_gate_inp, ffn_gate_exps, ffn_up_exps, ffn_down_exps;
 };
 
 struct llama_weights {
@@ -96,6 +103,20 @@ inline weight_ref matrix(const gguf::file& f, const std::string& name, int64_t n
                std::to_string(ne0) + (ne1 == 1 ? "" : ", " + std::to_string(ne1)) + "]";
     });
     return weight_ref{name, t.type(), ne0, ne1, t.data};
+}
+
+// n_expert matrices [ne0, ne1] in one 3-D tensor [ne0, ne1, n_expert], as one weight_ref of
+// ne1 · n_expert rows (GGUF stores the experts one after another).
+inline weight_ref experts(const gguf::file& f, const std::string& name, int64_t ne0, int64_t ne1, int64_t n_expert,
+                          const std::string& model) {
+    const gguf::tensor_info& t = require_tensor(f, name, model);
+    check(t.decodable(), errc::unsupported_type,
+          [&] { return model + "tensor '" + name + "' in " + f.source() + " has " + t.undecodable_type(); });
+    check(t.ne[0] == ne0 && t.ne[1] == ne1 && t.ne[2] == n_expert && t.ne[3] == 1, errc::shape_mismatch, [&] {
+        return model + "tensor '" + name + "' in " + f.source() + " has shape " + shape_text(t) + ", expected [" +
+               std::to_string(ne0) + ", " + std::to_string(ne1) + ", " + std::to_string(n_expert) + "] (n_expert matrices)";
+    });
+    return weight_ref{name, t.type(), ne0, ne1 * n_expert, t.data};
 }
 
 // A vector of n floats (a norm, a bias, frequency factors) as f32, converted from f16 or bf16
@@ -163,13 +184,21 @@ inline llama_weights load_llama_weights(const gguf::file& f) {
         lw.attn_q_norm = detail::optional_vector(f, p + "attn_q_norm.weight", h.head_dim(), attn.qk_norm, w);
         lw.attn_k_norm = detail::optional_vector(f, p + "attn_k_norm.weight", h.head_dim(), attn.qk_norm, w);
         lw.ffn_norm = detail::norm(f, p + "ffn_norm.weight", h.n_embd, w);
-        lw.ffn_gate = detail::matrix(f, p + "ffn_gate.weight", h.n_embd, h.n_ff, model);
-        lw.ffn_up = detail::matrix(f, p + "ffn_up.weight", h.n_embd, h.n_ff, model);
-        lw.ffn_down = detail::matrix(f, p + "ffn_down.weight", h.n_ff, h.n_embd, model);
+        if (h.experts()) {
+            lw.ffn_gate_inp = detail::matrix(f, p + "ffn_gate_inp.weight", h.n_embd, h.n_expert, model);
+            lw.ffn_gate_exps = detail::experts(f, p + "ffn_gate_exps.weight", h.n_embd, h.n_ff_exp, h.n_expert, model);
+            lw.ffn_up_exps = detail::experts(f, p + "ffn_up_exps.weight", h.n_embd, h.n_ff_exp, h.n_expert, model);
+            lw.ffn_down_exps = detail::experts(f, p + "ffn_down_exps.weight", h.n_ff_exp, h.n_embd, h.n_expert, model);
+        } else {
+            lw.ffn_gate = detail::matrix(f, p + "ffn_gate.weight", h.n_embd, h.n_ff, model);
+            lw.ffn_up = detail::matrix(f, p + "ffn_up.weight", h.n_embd, h.n_ff, model);
+            lw.ffn_down = detail::matrix(f, p + "ffn_down.weight", h.n_ff, h.n_embd, model);
+        }
         for (const weight_ref* r : {&lw.attn_norm, &lw.attn_q, &lw.attn_k, &lw.attn_v, &lw.attn_output, &lw.attn_q_bias,
                                     &lw.attn_k_bias, &lw.attn_v_bias, &lw.attn_q_norm, &lw.attn_k_norm, &lw.ffn_norm,
-                                    &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
-            used.push_back(r->name);
+                                    &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down, &lw.ffn_gate_inp, &lw.ffn_gate_exps,
+                                    &lw.ffn_up_exps, &lw.ffn_down_exps})
+            if (!r->name.empty()) used.push_back(r->name);
         w.layers.push_back(std::move(lw));
     }
     // A layer tensor nothing above reads (attn_output.bias, ffn_*.bias, fused attn_qkv, experts'

@@ -11,10 +11,12 @@
 #include "llmrt/model/arch/llama.hpp"
 #include "llmrt/model/arch/qwen2.hpp"
 #include "llmrt/model/arch/qwen3.hpp"
+#include "llmrt/model/arch/qwen3moe.hpp"
 
 namespace llmrt::model {
 
-inline constexpr std::array<const architecture*, 3> architectures{&arch::llama, &arch::qwen2, &arch::qwen3};
+inline constexpr std::array<const architecture*, 4> architectures{&arch::llama, &arch::qwen2, &arch::qwen3,
+                                                                   &arch::qwen3moe};
 
 // The architecture called `name`, or nullptr.
 inline const architecture* find_architecture(std::string_view name) noexcept {
@@ -23,7 +25,7 @@ inline const architecture* find_architecture(std::string_view name) noexcept {
     return nullptr;
 }
 
-// "llama", "qwen2", "qwen3" (for messages).
+// "llama", "qwen2", "qwen3", "qwen3moe" (for messages).
 inline std::string architecture_names() {
     std::string s;
     for (const architecture* a : architectures) s += (s.empty() ? "\"" : ", \"") + std::string(a->name) + "\"";
