@@ -158,13 +158,19 @@ std::vector<std::byte> tiled(const model::weight_ref& w, int64_t rows, int64_t k
 
 std::size_t matrix_bytes(const model::weight_ref& r) { return row_size(r.type, r.ne0) * std::size_t(r.ne1); }
 
-// Every matrix and norm once, and one row of the embedding.
+// Every matrix and norm once, and one row of the embedding. Of a mixture-of-experts layer, the
+// router and only the experts a token uses: expert_used_count of expert_count matrices of each
+// expert tensor (the rest are never read for that token).
 std::size_t bytes_per_token(const model::llama_weights& w) {
     std::size_t b = matrix_bytes(w.output) + matrix_bytes(w.output_norm) + row_size(w.token_embd.type, w.token_embd.ne0);
-    for (const auto& lw : w.layers)
+    for (const auto& lw : w.layers) {
         for (const model::weight_ref* r : {&lw.attn_norm, &lw.attn_q, &lw.attn_k, &lw.attn_v, &lw.attn_output, &lw.ffn_norm,
-                                           &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down})
-            b += matrix_bytes(*r);
+                                           &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down, &lw.attn_q_bias, &lw.attn_k_bias,
+                                           &lw.attn_v_bias, &lw.attn_q_norm, &lw.attn_k_norm, &lw.ffn_gate_inp})
+            if (r->data) b += matrix_bytes(*r);
+        for (const model::weight_ref* r : {&lw.ffn_gate_exps, &lw.ffn_up_exps, &lw.ffn_down_exps})
+            if (r->data) b += matrix_bytes(*r) / std::size_t(w.hparams.n_expert) * std::size_t(w.hparams.n_expert_used);
+    }
     return b;
 }
 
@@ -176,8 +182,8 @@ std::string weight_types(const model::llama_weights& w) {
     };
     for (const auto& lw : w.layers)
         for (const model::weight_ref* r : {&lw.attn_q, &lw.attn_k, &lw.attn_v, &lw.attn_output, &lw.ffn_gate, &lw.ffn_up,
-                                           &lw.ffn_down})
-            add(*r);
+                                           &lw.ffn_down, &lw.ffn_gate_exps, &lw.ffn_up_exps, &lw.ffn_down_exps})
+            if (r->data) add(*r);
     add(w.output);
     std::string out;
     for (const auto& n : names) out += (out.empty() ? "" : "+") + n;
