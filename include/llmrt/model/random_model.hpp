@@ -43,7 +43,7 @@ struct llama_shape {
     std::string architecture = "llama";  // general.architecture and the keys' prefix
     int32_t head_dim = 0;      // > 0: written as <arch>.attention.key_length; 0: n_embd / n_head
     bool qkv_bias = false;     // write blk.N.attn_{q,k,v}.bias where optional (always where required)
-    std::string rope_scaling_type;   // written as <arch>.rope.scaling.type when not empty
+    std::string rope_scaling_type{};  // written as <arch>.rope.scaling.type when not empty
     float rope_scaling_factor = 0.0f;  // written as <arch>.rope.scaling.factor when not 0
     bool rope_freqs = false;   // write rope_freqs.weight (n_rot/2 factors)
     // Mixture-of-experts architectures (qwen3moe): n_expert experts of n_ff_exp rows, k used per
