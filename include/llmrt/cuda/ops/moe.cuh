@@ -29,9 +29,12 @@ namespace detail {
 
 constexpr int moe_threads = 128;
 
-__global__ void __launch_bounds__(moe_threads) top_k_kernel(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols) {
+// The kernels are templates (over their block size) so that a header included by several
+// translation units of one program defines each of them once.
+template <int Threads>
+__global__ void __launch_bounds__(Threads) top_k_kernel(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols) {
     enter_kernel();
-    const int64_t c = int64_t(blockIdx.x) * moe_threads + threadIdx.x;
+    const int64_t c = int64_t(blockIdx.x) * Threads + threadIdx.x;
     if (c >= cols) return;
     x += c * n;
     y += c * k;
@@ -49,10 +52,11 @@ __global__ void __launch_bounds__(moe_threads) top_k_kernel(const float* x, int3
     }
 }
 
-__global__ void __launch_bounds__(moe_threads)
+template <int Threads>
+__global__ void __launch_bounds__(Threads)
     expert_weights_kernel(const float* p, const int32_t* ids, float* y, int64_t n, int64_t k, int64_t cols, int normalize) {
     enter_kernel();
-    const int64_t c = int64_t(blockIdx.x) * moe_threads + threadIdx.x;
+    const int64_t c = int64_t(blockIdx.x) * Threads + threadIdx.x;
     if (c >= cols) return;
     double sum = 0.0;
     for (int64_t j = 0; j < k; ++j) {
@@ -67,10 +71,11 @@ __global__ void __launch_bounds__(moe_threads)
     for (int64_t j = 0; j < k; ++j) y[c * k + j] = __fdiv_rn(y[c * k + j], total);
 }
 
-__global__ void __launch_bounds__(moe_threads)
+template <int Threads>
+__global__ void __launch_bounds__(Threads)
     weighted_sum_kernel(const float* x, const float* w, float* y, int64_t n, int64_t k) {
     enter_kernel();
-    const int64_t i = int64_t(blockIdx.x) * moe_threads + threadIdx.x, c = blockIdx.y;
+    const int64_t i = int64_t(blockIdx.x) * Threads + threadIdx.x, c = blockIdx.y;
     if (i >= n) return;
     x += c * n * k;
     w += c * k;
@@ -88,8 +93,8 @@ inline void top_k(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols
     check(n >= 1 && k >= 1 && k <= n, errc::shape_mismatch,
           [&] { return std::string(op) + ": k = " + std::to_string(k) + " of columns of " + std::to_string(n); });
     if (cols == 0) return;
-    detail::launch(op, detail::top_k_kernel, dim3(detail::blocks_for(cols, detail::moe_threads, op)), detail::moe_threads, 0,
-                   stream, o, x, y, n, k, cols);
+    detail::launch(op, detail::top_k_kernel<detail::moe_threads>, dim3(detail::blocks_for(cols, detail::moe_threads, op)),
+                   detail::moe_threads, 0, stream, o, x, y, n, k, cols);
 }
 
 // p: cols columns of n probabilities; ids: cols × k int32 (an id outside [0, n) gives NaN);
@@ -98,8 +103,9 @@ inline void expert_weights(const float* p, const int32_t* ids, float* y, int64_t
                            graph::expert_norm norm, cudaStream_t stream, const launch_options& o = {}) {
     const char* op = "cuda::ops::expert_weights";
     if (cols == 0) return;
-    detail::launch(op, detail::expert_weights_kernel, dim3(detail::blocks_for(cols, detail::moe_threads, op)),
-                   detail::moe_threads, 0, stream, o, p, ids, y, n, k, cols, norm == graph::expert_norm::sum ? 1 : 0);
+    detail::launch(op, detail::expert_weights_kernel<detail::moe_threads>,
+                   dim3(detail::blocks_for(cols, detail::moe_threads, op)), detail::moe_threads, 0, stream, o, p, ids,
+                   y, n, k, cols, norm == graph::expert_norm::sum ? 1 : 0);
 }
 
 // x: cols columns of k slots of n floats; w: cols × k; y: cols columns of n.
@@ -108,8 +114,9 @@ inline void weighted_sum(const float* x, const float* w, float* y, int64_t n, in
     const char* op = "cuda::ops::weighted_sum";
     if (cols == 0 || n == 0) return;
     detail::check_columns(cols, op);
-    detail::launch(op, detail::weighted_sum_kernel, dim3(detail::blocks_for(n, detail::moe_threads, op), unsigned(cols)),
-                   detail::moe_threads, 0, stream, o, x, w, y, n, k);
+    detail::launch(op, detail::weighted_sum_kernel<detail::moe_threads>,
+                   dim3(detail::blocks_for(n, detail::moe_threads, op), unsigned(cols)), detail::moe_threads, 0, stream, o, x, w,
+                   y, n, k);
 }
 
 // Scratch of mul_mat_id: the Q8_1 records of up to max_cols tokens of x_per_token columns of k.
