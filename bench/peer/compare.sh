@@ -18,8 +18,9 @@
 #           test-backend-ops (activation quantization included) vs llmrt-bench-mmvq-cuda
 #
 # Environment (defaults in brackets):
-#   MODELS          SIZE:TYPE list for greedy and decode ["1b:q4_K 8b:q4_K 1b:q8_0 1b:q6_K 1b:q2_K"]
-#   LONG_MODEL      the SIZE:TYPE for depth and prompt [8b:q4_K]
+#   MODELS          [ARCH:]SIZE:TYPE list for greedy and decode ["1b:q4_K 8b:q4_K 1b:q8_0 1b:q6_K 1b:q2_K"];
+#                   ARCH is make_llama_gguf.py's --arch (default llama), e.g. qwen3:8b:q4_K
+#   LONG_MODEL      the [ARCH:]SIZE:TYPE for depth and prompt [8b:q4_K]
 #   MODEL_DIR       where the GGUF files are written [.peer/models]
 #   PROMPT_IDS      [128000,791,4062,14198,39935,35308,927,279,16053,5679]
 #   GREEDY_TOKENS [24]  DEPTH [4096]  PROMPT_TOKENS [512]  REPETITIONS (llama-bench -r) [3]
@@ -60,8 +61,16 @@ if [ -d "$peer/llama.cpp/gguf-py" ]; then
 fi
 mkdir -p "$results"
 
-model_file() {  # SIZE:TYPE -> its GGUF path
-    echo "$model_dir/llama-${1%%:*}-${1#*:}.gguf"
+model_parts() {  # [ARCH:]SIZE:TYPE -> "ARCH SIZE TYPE" (ARCH llama when left out)
+    local a b c
+    IFS=: read -r a b c <<< "$1"
+    if [ -n "$c" ]; then echo "$a $b $c"; else echo "llama $a $b"; fi
+}
+
+model_file() {  # [ARCH:]SIZE:TYPE -> its GGUF path (ARCH-SIZE-TYPE.gguf)
+    local arch size type
+    read -r arch size type <<< "$(model_parts "$1")"
+    echo "$model_dir/$arch-$size-$type.gguf"
 }
 
 need() {  # PROGRAM...: each must be an executable file
@@ -73,7 +82,7 @@ need() {  # PROGRAM...: each must be an executable file
     done
 }
 
-need_model() {  # SIZE:TYPE
+need_model() {  # [ARCH:]SIZE:TYPE
     local f
     f=$(model_file "$1")
     if [ ! -f "$f" ]; then
@@ -107,14 +116,15 @@ ratio() {  # A B: A / B to two decimals, or - when either is not a number
 }
 
 step_models() {
-    local m f
+    local m f arch size type
     mkdir -p "$model_dir"
     for m in $(printf '%s %s' "$models" "$long_model" | tr ' ' '\n' | awk 'NF && !seen[$0]++'); do
         f=$(model_file "$m")
         if [ -f "$f" ]; then
             echo "have $f"
         else
-            "$python" "$script_dir/make_llama_gguf.py" "$f" --size "${m%%:*}" --type "${m#*:}" --vocab "$vocab"
+            read -r arch size type <<< "$(model_parts "$m")"
+            "$python" "$script_dir/make_llama_gguf.py" "$f" --arch "$arch" --size "$size" --type "$type" --vocab "$vocab"
         fi
     done
 }
@@ -130,8 +140,8 @@ step_greedy() {
     for m in $models; do
         need_model "$m"
         f=$(model_file "$m")
-        log_a=$results/greedy-${m/:/-}-llama.cpp.log
-        log_b=$results/greedy-${m/:/-}-llmrt.log
+        log_a=$results/greedy-${m//:/-}-llama.cpp.log
+        log_b=$results/greedy-${m//:/-}-llmrt.log
         "$lcpp_greedy" "$f" --prompt "$prompt_ids" -n "$greedy_tokens" -ngl "$ngl" > "$log_a" 2>&1 || true
         "$llmrt_generate" "$f" --prompt "$prompt_ids" -n "$greedy_tokens" --backend "$backend" > "$log_b" 2>&1 || true
         a=$(sed -n 's/^ids: *//p' "$log_a")
@@ -162,8 +172,8 @@ step_decode() {
     for m in $models; do
         need_model "$m"
         f=$(model_file "$m")
-        log_a=$results/decode-${m/:/-}-llama.cpp.log
-        log_b=$results/decode-${m/:/-}-llmrt.log
+        log_a=$results/decode-${m//:/-}-llama.cpp.log
+        log_b=$results/decode-${m//:/-}-llmrt.log
         "$llama_bench" -m "$f" -p 0 -n 128 -fa 1 -ngl "$ngl" -r "$repetitions" -o jsonl > "$log_a" 2>&1 || true
         "$llmrt_generate" "$f" --prompt "$prompt_ids" -n 129 --backend "$backend" > "$log_b" 2>&1 || true
         a=$(llama_bench_ts "$log_a")
@@ -181,8 +191,8 @@ compare_long_model() {
     need_model "$long_model"
     local f log_a log_b a b
     f=$(model_file "$long_model")
-    log_a=$results/$name-${long_model/:/-}-llama.cpp.log
-    log_b=$results/$name-${long_model/:/-}-llmrt.log
+    log_a=$results/$name-${long_model//:/-}-llama.cpp.log
+    log_b=$results/$name-${long_model//:/-}-llmrt.log
     # shellcheck disable=SC2086  # the extra arguments are split into words on purpose
     "$llama_bench" -m "$f" $llama_args -fa 1 -ngl "$ngl" -r "$repetitions" -o jsonl > "$log_a" 2>&1 || true
     # shellcheck disable=SC2086
