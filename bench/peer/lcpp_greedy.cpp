@@ -1,12 +1,14 @@
 // lcpp-greedy: greedy decoding with llama.cpp from token ids, the outside reference for
 // llmrt-generate on the same GGUF file (bench/peer/compare.sh's greedy step).
 //
-//   lcpp-greedy MODEL.gguf --prompt ID,ID,... [-n N] [-ngl N]
+//   lcpp-greedy MODEL.gguf --prompt ID,ID,... [-n N] [-ngl N] [--no-repack]
 //
 // stdout: one line "ids: A B C ...", the N greedy tokens after the prompt (argmax of the logits,
 // ties to the lower id). stderr: for every step "step I: id A, margin M", M being the logit of
 // the best token minus the second best's. Two implementations that round differently may pick
 // different tokens where M is close to 0; a divergence where M is large points at a bug.
+// --no-repack turns off llama.cpp's extra CPU buffer types (weight repacking, AMX), as
+// llama-cli's --no-repack does: for CPUs that advertise AMX where a VM does not allow it.
 // Built by bench/peer/build.sh inside llama.cpp's tree (examples/lcpp-greedy).
 #include "llama.h"
 
@@ -23,6 +25,7 @@ struct options {
     std::vector<llama_token> prompt;
     int n_new = 24;
     int n_gpu_layers = 99;
+    bool repack = true;
 };
 
 int parse_int(const std::string& option, const char* text, int min) {
@@ -56,11 +59,12 @@ options parse(int argc, char** argv) {
         if (a == "--prompt") o.prompt = parse_ids(value());
         else if (a == "-n") o.n_new = parse_int(a, value(), 1);
         else if (a == "-ngl") o.n_gpu_layers = parse_int(a, value(), 0);
+        else if (a == "--no-repack") o.repack = false;
         else if (!a.empty() && a[0] != '-' && o.model.empty()) o.model = a;
         else throw std::runtime_error("unknown argument '" + a + "'");
     }
     if (o.model.empty() || o.prompt.empty())
-        throw std::runtime_error("usage: lcpp-greedy MODEL.gguf --prompt ID,ID,... [-n N] [-ngl N]");
+        throw std::runtime_error("usage: lcpp-greedy MODEL.gguf --prompt ID,ID,... [-n N] [-ngl N] [--no-repack]");
     return o;
 }
 
@@ -75,6 +79,7 @@ int run(const options& o) {
 
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = o.n_gpu_layers;
+    mp.use_extra_bufts = o.repack;
     llama_model* model = llama_model_load_from_file(o.model.c_str(), mp);
     if (model == nullptr) throw std::runtime_error("llama.cpp could not load " + o.model);
 
