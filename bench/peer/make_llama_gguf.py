@@ -56,6 +56,7 @@ except ImportError:
 
 from gguf_maker.archs import ARCHS, Quantized, metadata, tensors
 from gguf_maker.blocks import TYPES
+from gguf_maker.reader import read_gguf, read_tokenizer
 
 
 def qtype_named(name):
@@ -66,16 +67,11 @@ def qtype_named(name):
 
 
 def copy_tokenizer(writer, vocab_path):
-    reader = gguf.GGUFReader(vocab_path)
     n_vocab = None
-    for key, field in reader.fields.items():
-        if not key.startswith("tokenizer."):
-            continue
-        vtype = field.types[0]
-        sub_type = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
-        writer.add_key_value(key, field.contents(), vtype, sub_type=sub_type)
+    for key, value, vtype, sub_type in read_tokenizer(vocab_path):
+        writer.add_key_value(key, value, vtype, sub_type=sub_type)
         if key == "tokenizer.ggml.tokens":
-            n_vocab = len(field.data)
+            n_vocab = len(value)
     if n_vocab is None:
         raise SystemExit(f"{vocab_path} has no tokenizer.ggml.tokens")
     return n_vocab
@@ -84,25 +80,23 @@ def copy_tokenizer(writer, vocab_path):
 def check(path, gain):
     """Mean and standard deviation of a few dequantized rows of every kind of matrix in the file,
     and of the first layer's random f32 tensors (biases, sinks, router)."""
-    reader = gguf.GGUFReader(path)
     seen = set()
-    for t in reader.tensors:
-        qtype = QT(t.tensor_type)
-        kind = (qtype, t.name.split(".")[-2], t.name.split(".")[-1])
+    for name, qtype, shape, data in read_gguf(path)[1]:
+        kind = (qtype, name.split(".")[-2], name.split(".")[-1])
         if kind in seen:
             continue
         seen.add(kind)
-        data = np.asarray(t.data)
-        k = int(t.shape[0])
-        if qtype in (QT.F32, QT.F16):
-            w = data.astype(np.float64).ravel()
+        if qtype == QT.F32:
+            w = data.view(np.float32).astype(np.float64)
             if np.all(w == 1.0):
                 continue  # a norm's weights
-            print(f"  {t.name:28s} {qtype.name:6s} n {w.size:7d}: mean {w.mean():+.2e}, std {w.std():.3e}")
+            print(f"  {name:28s} {qtype.name:6s} n {w.size:7d}: mean {w.mean():+.2e}, std {w.std():.3e}")
             continue
-        rows = data.reshape(-1, data.shape[-1])[:64]
-        w = gguf.quants.dequantize(rows, qtype).astype(np.float64)
-        print(f"  {t.name:28s} {qtype.name:6s} k {k:6d}: mean {w.mean():+.2e}, std {w.std():.3e} "
+        k = shape[-1]
+        block, block_bytes = gguf.GGML_QUANT_SIZES[qtype]
+        rows = data.reshape(-1, k // block * block_bytes)[:64]
+        w = gguf.quants.dequantize(np.asarray(rows), qtype).astype(np.float64)
+        print(f"  {name:28s} {qtype.name:6s} k {k:6d}: mean {w.mean():+.2e}, std {w.std():.3e} "
               f"(target {gain / math.sqrt(k):.3e}), max |w| {np.abs(w).max():.3e}")
 
 
