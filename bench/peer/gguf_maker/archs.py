@@ -52,6 +52,28 @@ class Arch:
     moe: str = ""            # "" (dense FFN), "qwen3moe" or "gpt-oss"
 
 
+# Where each fact is from, in llama.cpp (the .peer copy) unless said:
+# - key and tensor names: src/llama-arch.cpp (LLM_KV_NAMES, LLM_TENSOR_NAMES), the same as
+#   gguf-py/gguf/constants.py; general.architecture strings "qwen2", "qwen3", "qwen3moe" and
+#   "gpt-oss" (LLM_ARCH_OPENAI_MOE).
+# - which keys and tensors each architecture reads, their shapes and which are optional:
+#   src/llama-model.cpp (llama_model_base::load_hparams: the keys every architecture shares;
+#   create_tensor_qkv: Q/K/V biases are optional to the loader, qwen2's are written because the
+#   models have them) and src/models/{llama,qwen2,qwen3,qwen3moe,openai-moe}.cpp
+#   (load_arch_hparams, load_arch_tensors). gpt-oss requires attention.sliding_window,
+#   expert_feed_forward_length, attn_sinks, post_attention_norm, attn_output.bias, the router's
+#   and the experts' biases, and output.weight (no tying).
+# - NeoX rope for qwen2, qwen3, qwen3moe and gpt-oss: llama_model_rope_type (llama-model.cpp),
+#   from the architecture, not a key. gpt-oss's sliding layers: load_swa_pattern(ml, 2) and
+#   llama_hparams::set_swa_pattern (src/llama-hparams.cpp): layer i slides when i % 2 == 0.
+# - the f32 router: src/llama-quant.cpp does not quantize ffn_gate_inp.weight.
+# - sizes: the models' Hugging Face config.json values (hidden_size, num_hidden_layers,
+#   intermediate_size / moe_intermediate_size, heads, kv heads, head_dim, experts, rope_theta,
+#   rms_norm_eps, max_position_embeddings, tie_word_embeddings, sliding_window, rope_scaling),
+#   cross-checked by loading each file in llama.cpp, whose type names and parameter counts
+#   (with this 128256-token vocabulary, which is smaller than the models' own) agree: qwen2
+#   1.5b 1.5B (1.51 B), 7b 7B (7.44 B); qwen3 0.6b 0.6B (571.8 M), 8b 8B (8.00 B); qwen3moe
+#   30b-a3b 30B.A3B (30.44 B); gpt-oss 20b 20B (20.50 B).
 ARCHS = {
     # Llama 3 (the maker's original files, unchanged).
     "llama": Arch("llama", {
