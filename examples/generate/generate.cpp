@@ -1,6 +1,6 @@
-// llmrt-generate: generation (greedy, or sampled with --temp) with a llama GGUF on the best backend present; the text
-// streams as it comes (SentencePiece or byte-level BPE vocabularies) and stops at the end of
-// generation (eos, eot).
+// llmrt-generate: generation (greedy, or sampled with --temp) with a llama, qwen2 or qwen3 GGUF on
+// the best backend present; the text streams as it comes (SentencePiece or byte-level BPE
+// vocabularies) and stops at the end of generation (eos, eot).
 //
 //   llmrt-generate                              make a small random model in memory and run it
 //   llmrt-generate MODEL.gguf [options]         run a model file
@@ -133,8 +133,9 @@ void run(Backend& backend, const std::string& backend_description, std::shared_p
     });
     model::llama_model<Backend> m(backend, file, {.n_ctx = n_ctx, .max_batch = a.max_batch});
     const auto& h = m.hparams();
-    std::printf("model:   %s\n         llama, %d layers, n_embd %d, %d heads (%d kv), n_ff %d, vocab %d, cache %d\n",
-                file->source().c_str(), h.n_layer, h.n_embd, h.n_head, h.n_head_kv, h.n_ff, h.n_vocab, n_ctx);
+    std::printf("model:   %s\n         %.*s, %d layers, n_embd %d, %d heads (%d kv) of %d, n_ff %d, vocab %d, cache %d\n",
+                file->source().c_str(), int(h.arch->name.size()), h.arch->name.data(), h.n_layer, h.n_embd, h.n_head,
+                h.n_head_kv, h.head_dim(), h.n_ff, h.n_vocab, n_ctx);
     std::printf("backend: %s\n", backend_description.c_str());
 
     std::printf("prompt:  ");

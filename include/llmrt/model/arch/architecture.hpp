@@ -56,9 +56,9 @@ struct ffn_block {
 };
 
 struct architecture {
-    std::string_view name;  // general.architecture, and the prefix of the metadata keys
-    attention_block attention;
-    ffn_block ffn{};
+    std::string_view name = {};  // general.architecture, and the prefix of the metadata keys
+    attention_block attention = {};
+    ffn_block ffn = {};
 };
 
 }  // namespace llmrt::model
