@@ -66,7 +66,7 @@ float llmrt_rope_rotate(float x0, float x1, bool first, int position, uint pair,
     precise float theta = float(position);
     for (uint i = 0u; i < pair; ++i) theta *= theta_scale;
     if (factor != 1.0) theta = float(double(theta) / double(factor));
-    theta *= freq_scale;
+    if (freq_scale != 1.0) theta *= freq_scale;
     const double two_pi = 6.283185307179586476925286766559;
     const double turns = round(double(theta) / two_pi);
     const float reduced = float(double(theta) - turns * two_pi);

@@ -53,7 +53,10 @@ struct rope_slot {
 __device__ __forceinline__ float2 rope_rotate(float x0, float x1, int32_t pos, int i, const rope_angle& f) {
     float theta = float(pos);
     for (int j = 0; j < i; ++j) theta = __fmul_rn(theta, f.theta_scale);
-    theta = __fmul_rn(__fdiv_rn(theta, f.factors ? f.factors[i] : 1.0f), f.freq_scale);
+    // Skipped when they would change nothing (x/1 and x·1 are exact): a plain llama's rope does
+    // the work it did before frequency factors and scaling existed.
+    if (f.factors) theta = __fdiv_rn(theta, f.factors[i]);
+    if (f.freq_scale != 1.0f) theta = __fmul_rn(theta, f.freq_scale);
     float sn, cs;
     sincosf(theta, &sn, &cs);
     return make_float2(__fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn)), __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs)));
