@@ -45,6 +45,11 @@ TEST_CASE("every node of each architecture's graph on CUDA agrees with the CPU b
             cuda::backend gpu_backend({.use_graphs = c.graphs});
             graph::executor<cpu::backend> cpu(cpu_backend, built.g, {.reuse_memory = false});
             graph::executor<cuda::backend> gpu(gpu_backend, built.g, {.reuse_memory = false, .fuse = c.fuse});
+            // Every layer's ropes and cache writes fuse (biases, head norms, factors and scaling
+            // included) unless fusion is off.
+            std::size_t rope_cache_steps = 0;
+            for (const graph::step& st : gpu.get_plan().steps) rope_cache_steps += st.kind == graph::step_kind::rope_cache;
+            CHECK(rope_cache_steps == (c.fuse ? std::size_t(w.hparams.n_layer) : 0));
             // A prompt of 6 in one batch, then 2 more tokens one at a time over the cache it left.
             for (const std::pair<int32_t, int64_t>& run_at : {std::pair<int32_t, int64_t>{0, 6}, {6, 1}, {7, 1}}) {
                 const int32_t first = run_at.first;  // not structured bindings: clang 14 cannot capture them
