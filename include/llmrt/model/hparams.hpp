@@ -112,7 +112,8 @@ struct llama_hparams {
                    key("attention.key_length") + " is absent)";
         });
         check(n_embd_head >= 0 && int64_t(n_head) * head_dim() <= INT32_MAX, errc::invalid_argument, [&] {
-            return model + key("attention.key_length") + " = " + std::to_string(n_embd_head) + " must be positive";
+            return model + key("attention.key_length") + " = " + std::to_string(n_embd_head) +
+                   " must be positive, and n_head times it fit in int32";
         });
         check(n_head % n_head_kv == 0, errc::invalid_argument, [&] {
             return model + key("attention.head_count") + " = " + std::to_string(n_head) + " is not a multiple of " +
