@@ -16,7 +16,9 @@
 #include <cstdint>
 #include <string>
 
+#include "llmrt/graph/graph.hpp"
 #include "llmrt/graph/node.hpp"
+#include "llmrt/quant/codec.hpp"
 #include "llmrt/quant/dispatch.hpp"
 #include "llmrt/quant/types.hpp"
 #include "llmrt/vulkan/mmvq.hpp"
