@@ -9,11 +9,16 @@
 #include <vector>
 
 #include "arch_fixtures.hpp"
+#include "loader_edits.hpp"
 
 using namespace llmrt;
 using cpu_model = model::llama_model<cpu::backend>;
 
 namespace {
+
+using test::load_error;
+using test::mentions;
+using test::rebuilt;
 
 const std::vector<int32_t> tokens(test::model_prompt.begin(), test::model_prompt.begin() + 6);
 
@@ -37,31 +42,6 @@ logits_and_reference run(const std::shared_ptr<const gguf::file>& file) {
 double nmse_between(const std::vector<float>& a, const std::vector<float>& b) {
     std::vector<double> bd(b.begin(), b.end());
     return test::nmse(a.data(), bd.data(), bd.size());
-}
-
-// A copy of `w` without tensor `skip`, with `edit` applied.
-gguf::writer rebuilt(const gguf::writer& w, const std::string& skip = "", const std::function<void(gguf::writer&)>& edit = {}) {
-    gguf::writer out;
-    for (const auto& [key, value] : w.metadata()) out.set(key, value);
-    for (const auto& t : w.tensors())
-        if (t.name != skip) out.add_tensor(t.name, t.type, std::span(t.ne.data(), t.n_dims), t.bytes());
-    if (edit) edit(out);
-    return out;
-}
-
-std::string load_error(const gguf::writer& w) {
-    cpu::backend b;
-    try {
-        cpu_model m(b, gguf::file::from_bytes(w.to_bytes()), {.n_ctx = 16});
-    } catch (const llmrt::error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-bool mentions(const std::string& message, const std::string& part) {
-    INFO(message);
-    return message.find(part) != std::string::npos;
 }
 
 model::llama_shape shape_of(const std::string& arch) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "loader_edits.hpp"
 #include "model_fixtures.hpp"
 
 using namespace llmrt;
@@ -13,36 +14,13 @@ using cpu_model = model::llama_model<cpu::backend>;
 
 namespace {
 
-// A copy of `w` without the tensor `skip` and with `edit` applied to the metadata.
-gguf::writer rebuilt(const gguf::writer& w, const std::string& skip = "",
-                     const std::function<void(gguf::writer&)>& edit = {}) {
-    gguf::writer out;
-    for (const auto& [key, value] : w.metadata()) out.set(key, value);
-    for (const auto& t : w.tensors())
-        if (t.name != skip) out.add_tensor(t.name, t.type, std::span(t.ne.data(), t.n_dims), t.bytes());
-    if (edit) edit(out);
-    return out;
-}
-
-// The message of the llmrt::error that loading w raises (empty when it loads).
-std::string load_error(const gguf::writer& w, model::llama_options options = {.n_ctx = 16}) {
-    cpu::backend b;
-    try {
-        cpu_model m(b, gguf::file::from_bytes(w.to_bytes()), options);
-    } catch (const llmrt::error& e) {
-        return e.what();
-    }
-    return "";
-}
+using test::load_error;
+using test::mentions;
+using test::rebuilt;
 
 // The test model with metadata `key` set to v.
 gguf::writer with(const gguf::writer& w, const std::string& key, gguf::value v) {
     return rebuilt(w, "", [&](gguf::writer& out) { out.set(key, v); });
-}
-
-bool mentions(const std::string& message, const std::string& what) {
-    INFO("message: " << message);
-    return message.find(what) != std::string::npos;
 }
 
 const gguf::writer& base() {
