@@ -64,34 +64,31 @@ def fill_q8_0(b, sigma, rng):
     b[:, 0:2] = f16_bytes(np.full(len(b), sigma / math.sqrt(mean_square_of_range(-128, 127))))
 
 
-def fill_q4_0(b, sigma, rng):
-    # d (f16) | qs: 16 bytes of nibbles. w = d * (q - 8), q in 0..15:
-    # d = +-sigma / sqrt(E[(q-8)^2]), E over -8..7.
-    d = sigma / math.sqrt(mean_square_of_range(-8, 7))
-    b[:, 0:2] = f16_bytes(d * random_signs(rng, len(b)))
+def fill_offset_codes(bits):
+    """q4_0 (bits 4), q5_0 (5): d (f16) | [qh: the 5th bits] | qs. w = d * (q - 2^(bits-1)), q in
+    0..2^bits - 1: d = +-sigma / sqrt(E[(q - 2^(bits-1))^2])."""
+    half = 1 << (bits - 1)
+
+    def fill(b, sigma, rng):
+        d = sigma / math.sqrt(mean_square_of_range(-half, half - 1))
+        b[:, 0:2] = f16_bytes(d * random_signs(rng, len(b)))
+    return fill
 
 
-def fill_q4_1(b, sigma, rng):
-    # d, m (f16) | qs: 16 bytes of nibbles. w = d * q + m, q in 0..15; with m = -7.5 d,
-    # w = d * (q - 7.5): d = sigma / sqrt((16^2 - 1) / 12).
-    d = f16_round(sigma / math.sqrt((16 * 16 - 1) / 12))
-    b[:, 0:2] = f16_bytes(np.full(len(b), d))
-    b[:, 2:4] = f16_bytes(np.full(len(b), -7.5 * d))
+def fill_min_codes(bits):
+    """q4_1 (bits 4), q5_1 (5): d, m (f16) | [qh] | qs. w = d * q + m, q in 0..2^bits - 1; with
+    m = -(2^bits - 1)/2 d, w = d * (q - (2^bits - 1)/2): d = sigma / sqrt((2^(2 bits) - 1) / 12)."""
+    levels = 1 << bits
+
+    def fill(b, sigma, rng):
+        d = f16_round(sigma / math.sqrt((levels * levels - 1) / 12))
+        b[:, 0:2] = f16_bytes(np.full(len(b), d))
+        b[:, 2:4] = f16_bytes(np.full(len(b), -(levels - 1) / 2 * d))
+    return fill
 
 
-def fill_q5_0(b, sigma, rng):
-    # d (f16) | qh: 4 bytes, the 5th bits | qs: 16 bytes of nibbles. w = d * (q - 16), q in 0..31:
-    # d = +-sigma / sqrt(E[(q-16)^2]), E over -16..15.
-    d = sigma / math.sqrt(mean_square_of_range(-16, 15))
-    b[:, 0:2] = f16_bytes(d * random_signs(rng, len(b)))
-
-
-def fill_q5_1(b, sigma, rng):
-    # d, m (f16) | qh: 4 bytes | qs: 16 bytes. w = d * q + m, q in 0..31; with m = -15.5 d,
-    # w = d * (q - 15.5): d = sigma / sqrt((32^2 - 1) / 12).
-    d = f16_round(sigma / math.sqrt((32 * 32 - 1) / 12))
-    b[:, 0:2] = f16_bytes(np.full(len(b), d))
-    b[:, 2:4] = f16_bytes(np.full(len(b), -15.5 * d))
+fill_q4_0, fill_q5_0 = fill_offset_codes(4), fill_offset_codes(5)
+fill_q4_1, fill_q5_1 = fill_min_codes(4), fill_min_codes(5)
 
 
 def k_quant_min_equals_scale(scales):
