@@ -2,8 +2,16 @@
 // architecture tests of every backend.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <llmrt/graph/compare.hpp>
+#include <llmrt/graph/executor.hpp>
+#include <llmrt/model/llama_graph.hpp>
 
 #include "model_fixtures.hpp"
 
@@ -43,6 +51,37 @@ inline std::vector<arch_variant> arch_variants() {
     qwen3moe.n_ff_exp = 96;  // a multiple of q8_0's 32, of no larger tile
     v.push_back({"qwen3moe, 8 experts of 96 rows, top 2, head_dim 32", qwen3moe});
     return v;
+}
+
+// The rope_cache steps of an executor's plan: one per layer where the ropes and cache writes fuse.
+template <class Executor>
+std::size_t rope_cache_steps(const Executor& e) {
+    std::size_t n = 0;
+    for (const graph::step& st : e.get_plan().steps) n += st.kind == graph::step_kind::rope_cache;
+    return n;
+}
+
+// Runs model_prompt's first 6 tokens in one batch, then tokens 6 and 7 one at a time over the
+// cache they left, on `cpu` and `other` (executors of `built`), and calls check(d) for every node
+// compare_nodes sets side by side, the argmax (i32) left out.
+template <class Cpu, class Other, class Check>
+void compare_prompt_then_tokens(Cpu& cpu, Other& other, const model::llama_graph& built, Check&& check) {
+    for (const std::pair<int32_t, int64_t>& run_at : {std::pair<int32_t, int64_t>{0, 6}, {6, 1}, {7, 1}}) {
+        const int32_t first = run_at.first;  // not structured bindings: clang 14 cannot capture them
+        const int64_t n = run_at.second;
+        CAPTURE(first);
+        const std::vector<int32_t> tokens(model_prompt.begin() + first, model_prompt.begin() + first + n);
+        const std::vector<int32_t> positions = iota_positions(first, std::size_t(n));
+        auto run = [&](auto& e) {
+            e.write(built.tokens, std::span<const int32_t>(tokens));
+            e.write(built.positions, std::span<const int32_t>(positions));
+            e.run(n);
+        };
+        run(cpu);
+        run(other);
+        for (const auto& d : graph::compare_nodes(cpu, other, n))
+            if (d.type != graph::i32_type) check(d);
+    }
 }
 
 }  // namespace llmrt::test

@@ -27,7 +27,6 @@ bool no_cuda_device() {
 TEST_CASE("every node of each architecture's graph on CUDA agrees with the CPU backend within mmvq's NMSE bound") {
     if (no_cuda_device()) return;
     constexpr double nmse_bound = 5e-4;
-    const std::vector<int32_t>& prompt = test::model_prompt;
     // With CUDA graphs and fused steps (rope_cache with the factors and scaling), launched op by
     // op, and unfused (rope, rms_norm and mul op steps).
     struct configuration {
@@ -47,29 +46,11 @@ TEST_CASE("every node of each architecture's graph on CUDA agrees with the CPU b
             graph::executor<cuda::backend> gpu(gpu_backend, built.g, {.reuse_memory = false, .fuse = c.fuse});
             // Every layer's ropes and cache writes fuse (biases, head norms, factors and scaling
             // included) unless fusion is off.
-            std::size_t rope_cache_steps = 0;
-            for (const graph::step& st : gpu.get_plan().steps) rope_cache_steps += st.kind == graph::step_kind::rope_cache;
-            CHECK(rope_cache_steps == (c.fuse ? std::size_t(w.hparams.n_layer) : 0));
-            // A prompt of 6 in one batch, then 2 more tokens one at a time over the cache it left.
-            for (const std::pair<int32_t, int64_t>& run_at : {std::pair<int32_t, int64_t>{0, 6}, {6, 1}, {7, 1}}) {
-                const int32_t first = run_at.first;  // not structured bindings: clang 14 cannot capture them
-                const int64_t n = run_at.second;
-                CAPTURE(first);
-                const std::vector<int32_t> tokens(prompt.begin() + first, prompt.begin() + first + n);
-                const std::vector<int32_t> positions = test::iota_positions(first, std::size_t(n));
-                auto run = [&](auto& e) {
-                    e.write(built.tokens, std::span<const int32_t>(tokens));
-                    e.write(built.positions, std::span<const int32_t>(positions));
-                    e.run(n);
-                };
-                run(cpu);
-                run(gpu);
-                for (const auto& d : graph::compare_nodes(cpu, gpu, n)) {
-                    if (d.type == graph::i32_type) continue;  // the argmax
-                    INFO("node ", d.name, " (", graph::to_string(d.op), "): nmse ", d.nmse);
-                    CHECK(d.nmse <= nmse_bound);
-                }
-            }
+            CHECK(test::rope_cache_steps(gpu) == (c.fuse ? std::size_t(w.hparams.n_layer) : 0));
+            test::compare_prompt_then_tokens(cpu, gpu, built, [&](const auto& d) {
+                INFO("node ", d.name, " (", graph::to_string(d.op), "): nmse ", d.nmse);
+                CHECK(d.nmse <= nmse_bound);
+            });
         }
     }
 }

@@ -17,7 +17,6 @@ using namespace llmrt;
 TEST_CASE("every node of each architecture's graph on Vulkan agrees with the CPU backend within the mmvq NMSE bound") {
     LLMRT_VULKAN_TEST_DEVICE(ctx);
     constexpr double nmse_bound = 5e-4;
-    const std::vector<int32_t>& prompt = test::model_prompt;
     // Fused (rope_cache with the factors and scaling) and unfused (rope, rms_norm and mul op steps).
     for (const bool fuse : {true, false}) {
         for (const auto& v : test::arch_variants()) {
@@ -32,28 +31,11 @@ TEST_CASE("every node of each architecture's graph on Vulkan agrees with the CPU
             graph::executor<vulkan::backend> vk(vk_backend, built.g, {.reuse_memory = false, .fuse = fuse});
             // Every layer's ropes and cache writes fuse (biases, head norms, factors and scaling
             // included) unless fusion is off.
-            std::size_t rope_cache_steps = 0;
-            for (const graph::step& st : vk.get_plan().steps) rope_cache_steps += st.kind == graph::step_kind::rope_cache;
-            CHECK(rope_cache_steps == (fuse ? std::size_t(w.hparams.n_layer) : 0));
-            // A prompt of 6 in one batch, then 2 more tokens one at a time over the cache it left.
-            for (const std::pair<int32_t, int64_t>& run_at : {std::pair<int32_t, int64_t>{0, 6}, {6, 1}, {7, 1}}) {
-                const int32_t first = run_at.first;  // not structured bindings: clang 14 cannot capture them
-                const int64_t n = run_at.second;
-                CAPTURE(first);
-                const std::vector<int32_t> tokens(prompt.begin() + first, prompt.begin() + first + n);
-                const std::vector<int32_t> positions = test::iota_positions(first, std::size_t(n));
-                auto run = [&](auto& e) {
-                    e.write(built.tokens, std::span<const int32_t>(tokens));
-                    e.write(built.positions, std::span<const int32_t>(positions));
-                    e.run(n);
-                };
-                run(cpu);
-                run(vk);
-                for (const auto& d : graph::compare_nodes(cpu, vk, n)) {
-                    CAPTURE(d.name);
-                    if (d.type != graph::i32_type) CHECK(d.nmse <= nmse_bound);
-                }
-            }
+            CHECK(test::rope_cache_steps(vk) == (fuse ? std::size_t(w.hparams.n_layer) : 0));
+            test::compare_prompt_then_tokens(cpu, vk, built, [&](const auto& d) {
+                CAPTURE(d.name);
+                CHECK(d.nmse <= nmse_bound);
+            });
         }
     }
 }
