@@ -29,7 +29,8 @@
 // row) over the H100's measured 3.1 TB/s read bandwidth: the most tokens/s that reading the
 // weights once per token allows.
 // Breakdown (CUDA, Vulkan; each figure --replays forwards, default 20): the device time of one
-// decode forward by step kind (graph/lower.hpp), each kind's share found by telescoping: the
+// decode forward by step kind (graph/lower.hpp; the unfused op steps one op at a time: top_k,
+// mul_mat_id, ...), each part's share found by telescoping: the
 // forward made of the mat-vec steps alone is replayed and timed, then with the norm steps added,
 // and so on; a kind's time is what adding it cost. The kinds' times add up to the whole forward's
 // device time; "host" is the rest of the measured ms/token (the token's write, the launch, the id's
@@ -347,15 +348,40 @@ result decode(Backend& backend, const model_shape& s, const bench_model& m, cons
         // position, which the context has room for).
         ex.write(built.tokens, std::span<const int32_t>(&token, 1));
         ex.write(built.positions, std::span<const int32_t>(&pos, 1));
-        std::vector<graph::step_kind> kinds;
+        // The parts: each fused kind, then the op steps one op at a time (top_k, mul_mat_id, ...),
+        // in the order their first step runs.
+        struct part {
+            std::string label;
+            graph::step_kind kind;
+            graph::op op;  // op steps only
+        };
+        std::vector<part> parts;
+        for (graph::step_kind k : breakdown_order)
+            if (k != graph::step_kind::op) parts.push_back({kind_label(k), k, graph::op::input});
+        for (const graph::step& st : ex.get_plan().steps) {
+            if (st.kind != graph::step_kind::op || st.node < 0) continue;
+            const graph::op o = built.g.nodes()[std::size_t(st.node)].op;
+            if (std::none_of(parts.begin(), parts.end(),
+                             [&](const part& pt) { return pt.kind == graph::step_kind::op && pt.op == o; }))
+                parts.push_back({std::string("op: ") + graph::to_string(o), graph::step_kind::op, o});
+        }
+        auto in_part = [&](const part& pt, const graph::step& st) {
+            return st.kind == pt.kind &&
+                   (pt.kind != graph::step_kind::op || (st.node >= 0 && built.g.nodes()[std::size_t(st.node)].op == pt.op));
+        };
         double before = 0;
-        for (graph::step_kind k : breakdown_order) {
-            kinds.push_back(k);
+        for (std::size_t i = 0; i < parts.size(); ++i) {
             const double ms = ex.program().device_ms(
-                1, [&](const graph::step& st) { return std::find(kinds.begin(), kinds.end(), st.kind) != kinds.end(); },
+                1,
+                [&](const graph::step& st) {
+                    for (std::size_t j = 0; j <= i; ++j)
+                        if (in_part(parts[j], st)) return true;
+                    return false;
+                },
                 a.replays);
-            const double alone = ex.program().device_ms(1, [&](const graph::step& st) { return st.kind == k; }, a.replays);
-            r.breakdown.push_back({kind_label(k), ms - before, alone});
+            const double alone =
+                ex.program().device_ms(1, [&](const graph::step& st) { return in_part(parts[i], st); }, a.replays);
+            r.breakdown.push_back({parts[i].label, ms - before, alone});
             before = ms;
         }
         r.device_ms = before;

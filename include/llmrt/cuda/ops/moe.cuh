@@ -1,7 +1,7 @@
 // The mixture-of-experts ops on the device, with the CPU reference's formulas and orders
 // (cpu/ops.hpp, cpu/mul_mat.hpp):
 //
-//   top_k           one thread per column: k scans, pick j the first index of the largest value
+//   top_k           one warp per column: k scans, pick j the first index of the largest value
 //                   after pick j − 1 in (value descending, index ascending) order
 //   expert_weights  one thread per column: y_j = p[ids_j], with expert_norm::sum divided by
 //                   max(float(Σ_j y_j in double), 2⁻¹⁴) (__fdiv_rn: correctly rounded, as the CPU)
@@ -28,27 +28,50 @@ namespace llmrt::cuda::ops {
 namespace detail {
 
 constexpr int moe_threads = 128;
+constexpr int top_k_warps = 4;
 
 // The kernels are templates (over their block size) so that a header included by several
 // translation units of one program defines each of them once.
-template <int Threads>
-__global__ void __launch_bounds__(Threads) top_k_kernel(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols) {
+// One warp per column. Pick j is what the CPU's scan finds: among the values after pick j − 1 in
+// (value descending, index ascending) order, the first index of the largest; the lanes scan
+// strided slices and a butterfly keeps the larger value, or the lower index of equal ones. NaN is
+// never after a pick, and the scan keeps a NaN only as its very first candidate: x[0] when NaN is
+// pick 0 (then nothing follows it, and the remaining picks are their own slot numbers j).
+template <int Warps>
+__global__ void __launch_bounds__(32 * Warps) top_k_kernel(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols) {
     enter_kernel();
-    const int64_t c = int64_t(blockIdx.x) * Threads + threadIdx.x;
+    const int64_t c = int64_t(blockIdx.x) * Warps + (threadIdx.x >> 5);
+    const int lane = int(threadIdx.x) & 31;
     if (c >= cols) return;
     x += c * n;
     y += c * k;
     int64_t prev = -1;
+    float prev_v = 0.0f;
     for (int64_t j = 0; j < k; ++j) {
-        int64_t best = -1;
-        for (int64_t i = 0; i < n; ++i) {
+        int64_t best = INT64_MAX;
+        float best_v = -INFINITY;
+        for (int64_t i = lane; i < n; i += 32) {
             const float v = x[i];
-            if (prev >= 0 && !(v < x[prev] || (v == x[prev] && i > prev))) continue;
-            if (best < 0 || v > x[best]) best = i;
+            const bool after = prev < 0 ? !isnan(v) : (v < prev_v || (v == prev_v && i > prev));
+            if (after && (best == INT64_MAX || v > best_v)) {
+                best = i;
+                best_v = v;
+            }
         }
-        if (best < 0) best = j;  // only NaNs remain: any valid index
-        y[j] = int32_t(best);
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            const float ov = __shfl_xor_sync(0xffffffffu, best_v, offset);
+            const int64_t oi = __shfl_xor_sync(0xffffffffu, best, offset);
+            if (oi != INT64_MAX && (best == INT64_MAX || ov > best_v || (ov == best_v && oi < best))) {
+                best = oi;
+                best_v = ov;
+            }
+        }
+        if (j == 0 && isnan(x[0])) best = 0;  // the scan's first candidate, never replaced
+        if (best == INT64_MAX || (prev >= 0 && isnan(prev_v))) best = j;  // only NaNs remain: any valid index
+        if (lane == 0) y[j] = int32_t(best);
         prev = best;
+        prev_v = x[best];
     }
 }
 
@@ -93,8 +116,8 @@ inline void top_k(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols
     check(n >= 1 && k >= 1 && k <= n, errc::shape_mismatch,
           [&] { return std::string(op) + ": k = " + std::to_string(k) + " of columns of " + std::to_string(n); });
     if (cols == 0) return;
-    detail::launch(op, detail::top_k_kernel<detail::moe_threads>, dim3(detail::blocks_for(cols, detail::moe_threads, op)),
-                   detail::moe_threads, 0, stream, o, x, y, n, k, cols);
+    detail::launch(op, detail::top_k_kernel<detail::top_k_warps>, dim3(detail::blocks_for(cols, detail::top_k_warps, op)),
+                   32 * detail::top_k_warps, 0, stream, o, x, y, n, k, cols);
 }
 
 // p: cols columns of n probabilities; ids: cols × k int32 (an id outside [0, n) gives NaN);
