@@ -14,6 +14,8 @@
 #include <llmrt/graph/plan.hpp>
 #include <llmrt/model/model.hpp>
 
+#include "moe_fixtures.hpp"
+
 using namespace llmrt;
 using graph::step_kind;
 
@@ -244,4 +246,32 @@ TEST_CASE("reading a node that a fused step never writes raises llmrt::error tha
     }
     graph::executor all(cpu_backend, m.built.g, {.reuse_memory = false, .fuse = false});
     all.read(m.built.g.find("blk.0.attn_norm"), std::span<float>(v));
+}
+
+TEST_CASE("a top_k step carries the expert_weights of the values it ranked, and the results keep their own bytes") {
+    test::moe_net net(qtype::q8_0, 64, 96, 8, 2, 3);
+    cpu::backend cpu_backend;
+    for (bool carry : {true, false}) {
+        CAPTURE(carry);
+        graph::lower_options o;
+        o.carry_expert_weights = carry;
+        const auto p = graph::make_plan(net.g, cpu_sizes(net.g, cpu_backend), {}, o);
+        const auto top_k = std::size_t(p.step_of[std::size_t(net.ids.id)]);
+        const auto weights = std::size_t(p.step_of[std::size_t(net.weights.id)]);
+        CHECK(weights == top_k + 1);
+        CHECK(p.steps[top_k].carries == (carry ? int32_t(weights) : -1));
+        CHECK(p.steps[weights].carried_by == (carry ? int32_t(top_k) : -1));
+        // The carrier writes the weights: they are placed when the top_k step runs, apart from the
+        // probabilities it reads.
+        const auto w = std::size_t(net.weights.id), probs = std::size_t(net.probs.id);
+        CHECK(p.first_step[w] == int32_t(carry ? top_k : weights));
+        CHECK((p.offset[w] + p.bytes[w] <= p.offset[probs] || p.offset[probs] + p.bytes[probs] <= p.offset[w]));
+    }
+    // An expert_weights of other values than top_k ranked is not carried.
+    graph::graph g(2);
+    const auto x = g.input("x", qtype::f32, 8), other = g.input("other", qtype::f32, 8);
+    const auto ids = g.top_k(x, 2);
+    g.mark_output(g.expert_weights(other, ids, graph::expert_norm::sum));
+    const auto p = graph::make_plan(g, cpu_sizes(g, cpu_backend), {}, graph::lower_options{});
+    for (const auto& st : p.steps) CHECK(st.carries < 0);
 }

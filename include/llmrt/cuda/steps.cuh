@@ -2,7 +2,8 @@
 // step, given the device addresses the program resolved. Mechanism only; which steps exist and
 // where their memory lives is the plan's business.
 //
-//   op          one node: the kernel of its op (include/llmrt/cuda/ops/)
+//   op          one node: the kernel of its op (include/llmrt/cuda/ops/); a top_k that carries its
+//               expert_weights writes both from one launch, and the carried step launches nothing
 //   norm        add_rms_norm_mul, writing the kept results and the Q8_1 records of the last one
 //   matvec      the records (from the producer, or quantized here), then one mmvq launch per
 //               chunk of 8 columns when the products' weights lie side by side (stacked steps
@@ -58,7 +59,7 @@ struct resolved {
     std::byte* rounded = nullptr;           // the records this step writes (st->rounds)
     const std::byte* rounded_in = nullptr;  // matvec: the records its producer wrote
     const std::byte* concatenated = nullptr;  // matvec: the products' weights as one matrix (null: apart)
-    const resolved* carried = nullptr;        // matvec: the step it carries (st->carries)
+    const resolved* carried = nullptr;        // matvec, top_k: the step it carries (st->carries)
 };
 
 // What a step's launches read about the program: the graph, the plan and addresses.
@@ -332,7 +333,12 @@ void node(const context& cx, const resolved& r, int64_t n) {
             ops::argmax(a, reinterpret_cast<int32_t*>(cx.at(id)), src(0).ne0, cols, r.scratch, r.scratch_bytes, cx.counters,
                         cx.counter_bytes, stream, lo);
             return;
-        case graph::op::top_k: ops::top_k(a, reinterpret_cast<int32_t*>(cx.at(id)), src(0).ne0, nd.ne0, cols, stream, lo); return;
+        case graph::op::top_k: {  // with the expert_weights it carries (graph/lower.hpp), in one launch
+            const int32_t w = r.carried ? r.carried->st->node : -1;
+            ops::top_k(a, reinterpret_cast<int32_t*>(cx.at(id)), src(0).ne0, nd.ne0, cols, stream, lo,
+                       w >= 0 ? cx.f(w) : nullptr, w >= 0 ? cx.node(w).norm : graph::expert_norm::none);
+            return;
+        }
         case graph::op::expert_weights:
             ops::expert_weights(a, ids(1), y, src(0).ne0, nd.ne0, cols, nd.norm, stream, lo);
             return;

@@ -29,7 +29,9 @@
 //                that is whole Q8_1 blocks (gate and up rows 32g .. 32g + 31 make block g of the
 //                result): a backend may finish the swiglu in the mat-vec kernel's epilogue, where
 //                the sums are; the plan places the carried step's results with the matvec step's,
-//                so they never share bytes with what the matvec step reads
+//                so they never share bytes with what the matvec step reads; and an op step
+//                top_k whose expert_weights (of the values it ranked, with the ids it picked) is
+//                the very next op step: the chosen values are in hand where the picks are made
 //
 // The pass also collects the index checks every backend makes before a run (ids of get_rows,
 // positions of rope, set_rows and attention), so that bad ids are an llmrt::error everywhere.
@@ -70,8 +72,9 @@ struct lower_options {
     bool round_in_producer = true;  // norm, attention and swiglu steps write x's Q8_1 rounding for the matvec step
     bool stack_products = true;   // matvec products read by one later step are stacked
     bool carry_swiglu = true;     // the gate/up matvec step carries the swiglu after it (see above)
+    bool carry_expert_weights = true;  // a top_k step carries the expert_weights after it (see above)
 
-    static lower_options unfused() { return {false, false, false, false, false, false, false}; }
+    static lower_options unfused() { return {false, false, false, false, false, false, false, false}; }
 };
 
 struct step {
@@ -94,7 +97,7 @@ struct step {
     // matvec: the products are stacked (see above); rows_total is the sum of their rows.
     bool stacked = false;
     int64_t rows_total = 0;
-    // matvec: the index of the step it carries (-1: none); a carried step: its matvec step.
+    // matvec, top_k: the index of the step it carries (-1: none); a carried step: its carrier.
     int32_t carries = -1;
     int32_t carried_by = -1;
 
@@ -376,6 +379,18 @@ private:
     // Which stacked matvec steps carry the swiglu after them: products gate, up in that order.
     // (Q/K/V carrying the rope_cache was measured slower on the H100: bench/RESULTS.md.)
     void link_epilogues() {
+        if (o_.carry_expert_weights)
+            for (std::size_t i = 0; i + 1 < out_.steps.size(); ++i) {
+                step& s = out_.steps[i];
+                step& next = out_.steps[i + 1];
+                if (s.kind != step_kind::op || next.kind != step_kind::op || nd(s.node).op != op::top_k ||
+                    nd(next.node).op != op::expert_weights)
+                    continue;
+                const node& w = nd(next.node);
+                if (w.src[0] != nd(s.node).src[0] || w.src[1] != s.node) continue;
+                s.carries = int32_t(i + 1);
+                next.carried_by = int32_t(i);
+            }
         if (!o_.carry_swiglu) return;
         for (std::size_t i = 0; i + 1 < out_.steps.size(); ++i) {
             step& s = out_.steps[i];

@@ -526,6 +526,7 @@ public:
         graph::lower_options o;
         o.stack_products = false;
         o.carry_swiglu = false;
+        o.carry_expert_weights = false;
         return o;
     }
     std::size_t rounded_bytes(int64_t k, int64_t cols) const { return ops::detail::activation_scratch_bytes(k, cols); }

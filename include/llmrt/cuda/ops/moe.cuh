@@ -2,7 +2,8 @@
 // (cpu/ops.hpp, cpu/mul_mat.hpp):
 //
 //   top_k           one warp per column: k scans, pick j the first index of the largest value
-//                   after pick j − 1 in (value descending, index ascending) order
+//                   after pick j − 1 in (value descending, index ascending) order; with the
+//                   expert_weights of the same values when the step carries them
 //   expert_weights  one thread per column: y_j = p[ids_j], with expert_norm::sum divided by
 //                   max(float(Σ_j y_j in double), 2⁻¹⁴) (__fdiv_rn: correctly rounded, as the CPU)
 //   weighted_sum    one thread per element: ((w₀x₀ + w₁x₁) + ...) with __fmul_rn/__fadd_rn, so no
@@ -32,13 +33,39 @@ constexpr int top_k_warps = 4;
 
 // The kernels are templates (over their block size) so that a header included by several
 // translation units of one program defines each of them once.
+// expert_weights of one column, y_j = v_j on entry (graph::expert_norm; the CPU's bits):
+//   sum      y_j / max(float(Σ_j y_j), 2⁻¹⁴), the sum in double in slot order
+//   softmax  exp(y_j − max) · float(1 / Σ_j exp(y_j − max)), the sum in double in slot order
+__device__ inline void weigh_experts(float* y, int64_t k, graph::expert_norm norm) {
+    if (norm == graph::expert_norm::sum) {
+        double sum = 0.0;
+        for (int64_t j = 0; j < k; ++j) sum = __dadd_rn(sum, double(y[j]));
+        float total = __double2float_rn(sum);
+        total = total < 6.103515625e-5f ? 6.103515625e-5f : total;
+        for (int64_t j = 0; j < k; ++j) y[j] = __fdiv_rn(y[j], total);
+    } else if (norm == graph::expert_norm::softmax) {
+        float max = -INFINITY;
+        for (int64_t j = 0; j < k; ++j) max = fmaxf(max, y[j]);
+        double sum = 0.0;
+        for (int64_t j = 0; j < k; ++j) {
+            y[j] = expf(__fsub_rn(y[j], max));
+            sum = __dadd_rn(sum, double(y[j]));
+        }
+        const float inv = float(1.0 / sum);
+        for (int64_t j = 0; j < k; ++j) y[j] = __fmul_rn(y[j], inv);
+    }
+}
+
 // One warp per column. Pick j is what the CPU's scan finds: among the values after pick j − 1 in
 // (value descending, index ascending) order, the first index of the largest; the lanes scan
 // strided slices and a butterfly keeps the larger value, or the lower index of equal ones. NaN is
 // never after a pick, and the scan keeps a NaN only as its very first candidate: x[0] when NaN is
 // pick 0 (then nothing follows it, and the remaining picks are their own slot numbers j).
+// w (when not null): the carried expert_weights of the same values (graph/lower.hpp), weighed by
+// lane 0 from the picked values.
 template <int Warps>
-__global__ void __launch_bounds__(32 * Warps) top_k_kernel(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols) {
+__global__ void __launch_bounds__(32 * Warps)
+    top_k_kernel(const float* x, int32_t* y, float* w, int64_t n, int64_t k, int64_t cols, graph::expert_norm norm) {
     enter_kernel();
     const int64_t c = int64_t(blockIdx.x) * Warps + (threadIdx.x >> 5);
     const int lane = int(threadIdx.x) & 31;
@@ -69,29 +96,27 @@ __global__ void __launch_bounds__(32 * Warps) top_k_kernel(const float* x, int32
         }
         if (j == 0 && isnan(x[0])) best = 0;  // the scan's first candidate, never replaced
         if (best == INT64_MAX || (prev >= 0 && isnan(prev_v))) best = j;  // only NaNs remain: any valid index
-        if (lane == 0) y[j] = int32_t(best);
         prev = best;
         prev_v = x[best];
+        if (lane == 0) {
+            y[j] = int32_t(best);
+            if (w) w[c * k + j] = prev_v;
+        }
     }
+    if (w && lane == 0) weigh_experts(w + c * k, k, norm);
 }
 
 template <int Threads>
 __global__ void __launch_bounds__(Threads)
-    expert_weights_kernel(const float* p, const int32_t* ids, float* y, int64_t n, int64_t k, int64_t cols, int normalize) {
+    expert_weights_kernel(const float* p, const int32_t* ids, float* y, int64_t n, int64_t k, int64_t cols, graph::expert_norm norm) {
     enter_kernel();
     const int64_t c = int64_t(blockIdx.x) * Threads + threadIdx.x;
     if (c >= cols) return;
-    double sum = 0.0;
     for (int64_t j = 0; j < k; ++j) {
         const int32_t id = ids[c * k + j];
-        const float v = id >= 0 && id < n ? p[c * n + id] : __int_as_float(0x7fc00000);
-        y[c * k + j] = v;
-        sum = __dadd_rn(sum, double(v));
+        y[c * k + j] = id >= 0 && id < n ? p[c * n + id] : __int_as_float(0x7fc00000);
     }
-    if (!normalize) return;
-    float total = __double2float_rn(sum);
-    total = total < 6.103515625e-5f ? 6.103515625e-5f : total;
-    for (int64_t j = 0; j < k; ++j) y[c * k + j] = __fdiv_rn(y[c * k + j], total);
+    weigh_experts(y + c * k, k, norm);
 }
 
 template <int Threads>
@@ -109,15 +134,16 @@ __global__ void __launch_bounds__(Threads)
 
 }  // namespace detail
 
-// x: cols columns of n floats; y: cols columns of k int32 (k <= n).
+// x: cols columns of n floats; y: cols columns of k int32 (k <= n). weights (null: none): the
+// expert_weights(x, y, norm) of the same columns, cols × k floats, from the same launch.
 inline void top_k(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols, cudaStream_t stream,
-                  const launch_options& o = {}) {
+                  const launch_options& o = {}, float* weights = nullptr, graph::expert_norm norm = graph::expert_norm::none) {
     const char* op = "cuda::ops::top_k";
     check(n >= 1 && k >= 1 && k <= n, errc::shape_mismatch,
           [&] { return std::string(op) + ": k = " + std::to_string(k) + " of columns of " + std::to_string(n); });
     if (cols == 0) return;
     detail::launch(op, detail::top_k_kernel<detail::top_k_warps>, dim3(detail::blocks_for(cols, detail::top_k_warps, op)),
-                   32 * detail::top_k_warps, 0, stream, o, x, y, n, k, cols);
+                   32 * detail::top_k_warps, 0, stream, o, x, y, weights, n, k, cols, norm);
 }
 
 // p: cols columns of n probabilities; ids: cols × k int32 (an id outside [0, n) gives NaN);
@@ -128,7 +154,7 @@ inline void expert_weights(const float* p, const int32_t* ids, float* y, int64_t
     if (cols == 0) return;
     detail::launch(op, detail::expert_weights_kernel<detail::moe_threads>,
                    dim3(detail::blocks_for(cols, detail::moe_threads, op)), detail::moe_threads, 0, stream, o, p, ids,
-                   y, n, k, cols, norm == graph::expert_norm::sum ? 1 : 0);
+                   y, n, k, cols, norm);
 }
 
 // x: cols columns of k slots of n floats; w: cols × k; y: cols columns of n.
