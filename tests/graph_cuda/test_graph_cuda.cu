@@ -19,6 +19,7 @@
 
 #include "../graph/count_allocations.hpp"
 #include "../graph/moe_fixtures.hpp"
+#include "../graph/oss_fixtures.hpp"
 
 using namespace llmrt;
 
@@ -454,4 +455,16 @@ TEST_CASE("mul_mat_id with f32 experts or experts of a type the backend was not 
     g.mark_output(g.mul_mat_id(g.weight("experts", qtype::f32, 32, 8, experts.data()), x, g.top_k(x, 2), 4));
     test_backend b;
     CHECK_THROWS_WITH_AS(graph::executor<test_backend>(b, g), doctest::Contains("'experts'"), llmrt::error);
+}
+
+TEST_CASE("gpt-oss's ops and options the CUDA backend lacks are refused at prepare, naming them") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    for (const test::oss_feature& f : test::oss_features()) {
+        CAPTURE(f.name);
+        const graph::graph g = f.build();
+        test_backend b;
+        CHECK_THROWS_WITH_AS(graph::executor<test_backend>(b, g), doctest::Contains((f.name + " ").c_str()), llmrt::error);
+        CHECK_THROWS_WITH_AS(graph::executor<test_backend>(b, g), doctest::Contains("not supported on this backend yet"),
+                             llmrt::error);
+    }
 }

@@ -17,6 +17,7 @@
 #include <llmrt/testing/reference.hpp>
 
 #include "../graph/moe_fixtures.hpp"
+#include "../graph/oss_fixtures.hpp"
 #include "../vulkan/vulkan_test_device.hpp"
 
 using namespace llmrt;
@@ -518,4 +519,16 @@ TEST_CASE("mul_mat_id with f32 experts is refused on Vulkan when the graph is pr
     g.mark_output(g.mul_mat_id(g.weight("experts", qtype::f32, 32, 8, experts.data()), x, g.top_k(x, 2), 4));
     vulkan::backend b(ctx);
     CHECK_THROWS_WITH_AS(graph::executor<vulkan::backend>(b, g), doctest::Contains("'experts'"), llmrt::error);
+}
+
+TEST_CASE("gpt-oss's ops and options the Vulkan backend lacks are refused when the graph is prepared, naming them") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    for (const test::oss_feature& f : test::oss_features()) {
+        CAPTURE(f.name);
+        const graph::graph g = f.build();
+        vulkan::backend b(ctx);
+        CHECK_THROWS_WITH_AS(graph::executor<vulkan::backend>(b, g), doctest::Contains((f.name + " ").c_str()), llmrt::error);
+        CHECK_THROWS_WITH_AS(graph::executor<vulkan::backend>(b, g), doctest::Contains("not supported on this backend yet"),
+                             llmrt::error);
+    }
 }

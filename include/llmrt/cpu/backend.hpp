@@ -183,7 +183,7 @@ private:
                 const int64_t cols = nd.batched ? n : nd.ne1;
                 attention(floats(nd.src[0]), node(nd.src[1]).type, address(nd.src[1]), address(nd.src[2]),
                           node(nd.src[1]).ne1, static_cast<const int32_t*>(address(nd.src[3])),
-                          result_memory(s, st.node), cols, nd.attention, static_cast<float*>(scratch(s)));
+                          result_memory(s, st.node), cols, nd.attention, static_cast<float*>(scratch(s)), sinks(nd));
                 finish(s, st.node, cols);
                 return;
             }
@@ -260,6 +260,10 @@ private:
     const float* factors(const graph::node& rope_node) const {
         return rope_node.n_src() > 2 ? floats(rope_node.src[2]) : nullptr;
     }
+    // An attention node's sinks, or null.
+    const float* sinks(const graph::node& attention_node) const {
+        return attention_node.n_src() > 4 ? floats(attention_node.src[4]) : nullptr;
+    }
 
     void run_node(int32_t id, int64_t n, void* scratch_memory, std::size_t scratch_size) const {
         const graph::node& nd = node(id);
@@ -300,11 +304,12 @@ private:
             case graph::op::rope: rope(a, y, static_cast<const int32_t*>(in(1)), cols, nd.rope, factors(nd)); return;
             case graph::op::attention:
                 attention(a, src(1).type, in(1), in(2), src(1).ne1, static_cast<const int32_t*>(in(3)), y, cols,
-                          nd.attention, static_cast<float*>(scratch_memory));
+                          nd.attention, static_cast<float*>(scratch_memory), sinks(nd));
                 return;
             case graph::op::softmax: softmax(a, y, nd.ne0, cols); return;
             case graph::op::silu: silu(a, y, nd.ne0 * cols); return;
             case graph::op::swiglu: swiglu(a, b, y, nd.ne0 * cols); return;
+            case graph::op::swiglu_oai: swiglu_oai(a, b, y, nd.ne0 * cols, nd.alpha, nd.limit); return;
             case graph::op::set_rows:
                 set_rows(nd.type, dst, nd.ne0, nd.ne1, b, static_cast<const int32_t*>(in(2)), n);
                 return;
@@ -322,6 +327,9 @@ private:
                 return;
             }
             case graph::op::weighted_sum: weighted_sum(a, b, y, nd.ne0, src(1).ne0, cols); return;
+            case graph::op::add_id:
+                add_id(a, b, static_cast<const int32_t*>(in(2)), y, src(1).ne0, nd.n_expert, src(2).ne0, cols);
+                return;
         }
         throw error(errc::invalid_argument, std::string("cpu backend: no kernel for op ") + graph::to_string(nd.op));
     }

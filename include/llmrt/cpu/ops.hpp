@@ -6,22 +6,29 @@
 //   rms_norm   y = x · 1/sqrt(Σx²/n + eps)                      (Σ in double)
 //   softmax    y = exp(x − max) / Σ exp(x − max)                 (Σ in double)
 //   silu       y = x / (1 + exp(−x));  swiglu  y = silu(g) · u
+//   swiglu_oai g = min(gate, limit), u = clamp(up, −limit, limit), y = g / (1 + exp(alpha·(−g))) · (u + 1)
 //   rope       pair (a, b) of head h, pair index i < n_rot/2, angle
 //              θ = (pos · base^(−2i/n_rot) / factor_i) · freq_scale   (factor_i = 1 without factors):
 //              (a, b) -> (a cosθ − b sinθ, a sinθ + b cosθ); pairs (2i, 2i+1) in normal order,
-//              (i, i + n_rot/2) in NeoX order; elements past n_rot are copied
+//              (i, i + n_rot/2) in NeoX order; elements past n_rot are copied. With YaRN θ and the
+//              magnitude m of cos and sin follow graph::rope_params (ggml's rope_yarn)
 //   attention  per query column t at position p, head h, kv head g = h / (n_head / n_head_kv):
-//              s_j = scale · q_h · k_g[j] for j = 0..p,  out_h = Σ_j softmax(s)_j · v_g[j]
+//              s_j = scale · q_h · k_g[j] for j = 0..p (j > p − window with a window),
+//              out_h = Σ_j softmax(s)_j · v_g[j], the softmax's sum with exp(sink_h − max) added
+//              when there are sinks (max over the scores and the sink)
 //   top_k           per column the k indices of the largest values, largest first, ties in index
 //                   order: pick j is the first index of the largest value among those after pick
 //                   j − 1 in that order (k scans of the column, nothing to sort or mark)
 //   expert_weights  y_j = p[ids_j], then with expert_norm::sum y_j / max(float(Σ_j y_j), 2⁻¹⁴)
 //                   (Σ in double)
+//                   or with expert_norm::softmax the softmax of the k values
 //   weighted_sum    y = ((w₀·x₀ + w₁·x₁) + w₂·x₂) + ..., each product rounded to float
+//   add_id          y[s·rows + r] = x[s·rows + r] + b[ids_s · rows + r]
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -69,15 +76,27 @@ inline void swiglu(const float* gate, const float* up, float* y, int64_t count) 
     for (int64_t i = 0; i < count; ++i) y[i] = silu(gate[i]) * up[i];
 }
 
-// Softmax of n values; x and y may be the same array.
-inline void softmax_column(const float* x, float* y, int64_t n) {
+// gpt-oss's clamped SwiGLU, in ggml's order of operations.
+inline void swiglu_oai(const float* gate, const float* up, float* y, int64_t count, float alpha, float limit) {
+    for (int64_t i = 0; i < count; ++i) {
+        const float g = std::min(gate[i], limit);
+        const float u = std::clamp(up[i], -limit, limit);
+        y[i] = g / (1.0f + std::exp(alpha * (-g))) * (u + 1.0f);
+    }
+}
+
+// Softmax of n values; x and y may be the same array. A sink (sinks in attention) is one more
+// logit in the max and the sum without an output of its own.
+inline void softmax_column(const float* x, float* y, int64_t n, const float* sink = nullptr) {
     float max = -INFINITY;
     for (int64_t i = 0; i < n; ++i) max = std::fmax(max, x[i]);
+    if (sink) max = std::fmax(max, *sink);
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) {
         y[i] = std::exp(x[i] - max);
         sum += double(y[i]);
     }
+    if (sink) sum += double(std::exp(*sink - max));
     const float inv = float(1.0 / sum);
     for (int64_t i = 0; i < n; ++i) y[i] *= inv;
 }
@@ -94,6 +113,22 @@ inline void check_position(int32_t p, int64_t limit, const char* operation, int6
     });
 }
 }  // namespace detail
+
+// cos θ and sin θ of pair i, times the rotation's magnitude: ggml's rope_yarn, whose float
+// operations with ext_factor 0 and attn_factor 1 are plain rope's ((θ/1)·freq_scale, cos·1).
+inline void rope_cos_sin(float theta_extrap, int32_t i, const graph::rope_params& p, float& cs, float& sn) {
+    const float theta_interp = p.freq_scale * theta_extrap;
+    float theta = theta_interp;
+    float mscale = p.attn_factor;
+    if (p.ext_factor != 0.0f) {
+        const float y = (float(i) - p.corr_low) / std::fmax(0.001f, p.corr_high - p.corr_low);
+        const float ramp = (1.0f - std::fmin(1.0f, std::fmax(0.0f, y))) * p.ext_factor;
+        theta = theta_interp * (1.0f - ramp) + theta_extrap * ramp;
+        mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+    }
+    cs = std::cos(theta) * mscale;
+    sn = std::sin(theta) * mscale;
+}
 
 // x and y hold cols columns of n_head · head_dim floats; pos one position per column; factors
 // n_rot/2 floats or null (all 1).
@@ -113,8 +148,8 @@ inline void rope(const float* x, float* y, const int32_t* pos, int64_t cols, con
             float theta = float(pos[c]);
             for (int32_t i = 0; i < half; ++i, theta *= theta_scale) {
                 // ggml's order: divided by the factor, then scaled (both exact when 1).
-                const float angle = (theta / (factors ? factors[i] : 1.0f)) * p.freq_scale;
-                const float cs = std::cos(angle), sn = std::sin(angle);
+                float cs = 0.0f, sn = 0.0f;
+                rope_cos_sin(theta / (factors ? factors[i] : 1.0f), i, p, cs, sn);
                 const int32_t a = p.order == graph::rope_order::normal ? 2 * i : i;
                 const int32_t b = p.order == graph::rope_order::normal ? 2 * i + 1 : i + half;
                 const float x0 = xh[a], x1 = xh[b];
@@ -166,9 +201,10 @@ inline float cache_at(qtype t, const void* column, int64_t i) {
 }  // namespace detail
 
 // q, out: cols columns of n_head · head_dim floats; k, v: n_ctx columns of n_head_kv · head_dim
-// elements of kv_type (f32 or f16); scores: n_ctx floats of scratch.
+// elements of kv_type (f32 or f16); scores: n_ctx floats of scratch; sinks: n_head floats or null.
 inline void attention(const float* q, qtype kv_type, const void* k, const void* v, int64_t n_ctx, const int32_t* pos,
-                      float* out, int64_t cols, const graph::attention_params& p, float* scores) {
+                      float* out, int64_t cols, const graph::attention_params& p, float* scores,
+                      const float* sinks = nullptr) {
     check(kv_type == qtype::f32 || kv_type == qtype::f16, errc::unsupported_type,
           [&] { return std::string("attention: caches are f32 or f16, not ") + name(kv_type); });
     const int64_t q_ne0 = int64_t(p.n_head) * p.head_dim;
@@ -181,21 +217,24 @@ inline void attention(const float* q, qtype kv_type, const void* k, const void* 
     };
     for (int64_t c = 0; c < cols; ++c) {
         detail::check_position(pos[c], n_ctx, "attention", c);
-        const int64_t n_keys = int64_t(pos[c]) + 1;  // the causal mask: keys at positions 0..p
+        // The causal mask: keys at positions 0..p; a window keeps those with p − j < window.
+        const int64_t end = int64_t(pos[c]) + 1;
+        const int64_t first = p.window > 0 ? std::max<int64_t>(0, end - p.window) : 0;
+        const int64_t n_keys = end - first;
         for (int32_t h = 0; h < p.n_head; ++h) {
             const int64_t g = h / group;
             const float* qh = q + c * q_ne0 + int64_t(h) * p.head_dim;
             for (int64_t j = 0; j < n_keys; ++j) {
-                const void* kj = column(k, j, g);
+                const void* kj = column(k, first + j, g);
                 double dot = 0.0;
                 for (int32_t i = 0; i < p.head_dim; ++i) dot += double(qh[i]) * double(detail::cache_at(kv_type, kj, i));
                 scores[j] = float(dot) * p.scale;
             }
-            softmax_column(scores, scores, n_keys);
+            softmax_column(scores, scores, n_keys, sinks ? sinks + h : nullptr);
             float* oh = out + c * q_ne0 + int64_t(h) * p.head_dim;
             for (int32_t i = 0; i < p.head_dim; ++i) oh[i] = 0.0f;
             for (int64_t j = 0; j < n_keys; ++j) {
-                const void* vj = column(v, j, g);
+                const void* vj = column(v, first + j, g);
                 for (int32_t i = 0; i < p.head_dim; ++i) oh[i] += scores[j] * detail::cache_at(kv_type, vj, i);
             }
         }
@@ -246,6 +285,7 @@ inline void expert_weights(const float* p, const int32_t* ids, float* y, int64_t
             y[c * k + j] = p[c * n + id];
             sum += double(y[c * k + j]);
         }
+        if (norm == graph::expert_norm::softmax) softmax_column(y + c * k, y + c * k, k);
         if (norm != graph::expert_norm::sum) continue;
         float total = float(sum);
         total = total < 0x1p-14f ? 0x1p-14f : total;
@@ -263,6 +303,22 @@ inline void weighted_sum(const float* x, const float* w, float* y, int64_t n, in
                 acc = acc + product;
             }
             y[c * n + i] = acc;
+        }
+}
+
+// y: cols columns of k slots of `rows` values, x's plus the bias column (of n_expert in b) of
+// each slot's expert; y may be x.
+inline void add_id(const float* x, const float* b, const int32_t* ids, float* y, int64_t rows, int64_t n_expert, int64_t k,
+                   int64_t cols) {
+    for (int64_t c = 0; c < cols; ++c)
+        for (int64_t s = 0; s < k; ++s) {
+            const int32_t id = ids[c * k + s];
+            check(id >= 0 && id < n_expert, errc::invalid_argument, [&] {
+                return "add_id: id " + std::to_string(id) + " of token " + std::to_string(c) + " is outside [0, " +
+                       std::to_string(n_expert) + ")";
+            });
+            const int64_t at = (c * k + s) * rows;
+            for (int64_t r = 0; r < rows; ++r) y[at + r] = x[at + r] + b[int64_t(id) * rows + r];
         }
 }
 

@@ -349,6 +349,8 @@ void node(const context& cx, const resolved& r, int64_t n) {
             return;
         }
         case graph::op::weighted_sum: ops::weighted_sum(a, b, y, nd.ne0, src(1).ne0, cols, stream, lo); return;
+        case graph::op::swiglu_oai:
+        case graph::op::add_id: break;  // refused when the program is made (basic_program::check_supported)
     }
     throw error(errc::invalid_argument, std::string("cuda backend: no kernel for op ") + graph::to_string(nd.op));
 }

@@ -128,7 +128,8 @@ private:
                 const int64_t t = i / per_token;
                 const int32_t v = s.values[std::size_t(i)];
                 if (v >= 0 && v < s.check.limit) continue;
-                const bool ids = reader.op == op::get_rows || reader.op == op::expert_weights || reader.op == op::mul_mat_id;
+                const bool ids = reader.op == op::get_rows || reader.op == op::expert_weights || reader.op == op::mul_mat_id ||
+                                 reader.op == op::add_id;
                 const std::string what = ids ? "id " : "position ";
                 const std::string range = s.check.limit >= std::numeric_limits<int32_t>::max()
                                               ? "negative"

@@ -10,6 +10,7 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstddef>
@@ -34,6 +35,23 @@ inline const char* type_name(qtype t) { return t == i32_type ? "i32" : name(t); 
 
 // Bytes a tensor takes with all its columns (the largest batch for batched tensors).
 inline std::size_t tensor_bytes(const node& n) { return column_bytes(n.type, n.ne0) * std::size_t(n.ne1); }
+
+// YaRN's correction dims for rope_params::corr_low/corr_high, in ggml's float arithmetic
+// (ggml_rope_yarn_corr_dims): the pair index at which a rotation of n_rot dims turns `beta` times
+// over the original context n_ctx_orig,
+//   corr_dim(beta) = n_rot · ln(n_ctx_orig / (beta · 2π)) / (2 ln freq_base),
+// low = max(0, floor(corr_dim(beta_fast))), high = min(n_rot − 1, ceil(corr_dim(beta_slow))).
+struct yarn_dims {
+    float low = 0.0f, high = 0.0f;
+};
+inline yarn_dims yarn_corr_dims(int32_t n_rot, int32_t n_ctx_orig, float freq_base, float beta_fast = 32.0f,
+                                float beta_slow = 1.0f) {
+    auto dim = [&](float beta) {
+        return float(n_rot) * std::log(float(n_ctx_orig) / (beta * 2.0f * 3.14159265358979323846f)) /
+               (2.0f * std::log(freq_base));
+    };
+    return {std::max(0.0f, std::floor(dim(beta_fast))), std::min(float(n_rot - 1), std::ceil(dim(beta_slow)))};
+}
 
 class graph {
 public:
@@ -170,6 +188,13 @@ public:
         check(std::isfinite(p.freq_scale) && p.freq_scale > 0.0f, errc::invalid_argument, [&] {
             return "rope: freq_scale " + std::to_string(p.freq_scale) + " must be finite and positive";
         });
+        check(std::isfinite(p.ext_factor) && std::isfinite(p.attn_factor) && std::isfinite(p.corr_low) &&
+                  std::isfinite(p.corr_high) && p.ext_factor >= 0.0f,
+              errc::invalid_argument, [&] {
+                  return "rope: YaRN's ext_factor " + std::to_string(p.ext_factor) + ", attn_factor " +
+                         std::to_string(p.attn_factor) + " and corr dims " + std::to_string(p.corr_low) + ".." +
+                         std::to_string(p.corr_high) + " must be finite, ext_factor >= 0";
+              });
         if (factors.valid()) {
             const node& f = at(factors, "rope");
             check(f.op == op::weight && f.type == qtype::f32 && f.ne0 == p.n_rot / 2 && f.ne1 == 1, errc::shape_mismatch, [&] {
@@ -211,6 +236,22 @@ public:
         return push(derived(op::swiglu, qtype::f32, g.ne0, g, {gate.id, up.id}));
     }
 
+    // gpt-oss's clamped SwiGLU (op::swiglu_oai): alpha 1.702 and limit 7 in its files' model.
+    tensor swiglu_oai(tensor gate, tensor up, float alpha, float limit) {
+        const node& g = activation(gate, "swiglu_oai");
+        const node& u = activation(up, "swiglu_oai");
+        check(g.ne0 == u.ne0 && g.ne1 == u.ne1 && g.batched == u.batched, errc::shape_mismatch,
+              [&] { return "swiglu_oai: gate " + describe(g) + " and up " + describe(u) + " differ in shape"; });
+        check(std::isfinite(alpha) && std::isfinite(limit) && limit > 0.0f, errc::invalid_argument, [&] {
+            return "swiglu_oai: alpha " + std::to_string(alpha) + " and limit " + std::to_string(limit) +
+                   " must be finite, limit > 0";
+        });
+        node n = derived(op::swiglu_oai, qtype::f32, g.ne0, g, {gate.id, up.id});
+        n.alpha = alpha;
+        n.limit = limit;
+        return push(std::move(n));
+    }
+
     // Writes column t of src into column positions[t] of the cache (converting to its type) and
     // returns the cache as it is after the write: ops that read the cache take this result, which
     // orders them after the write.
@@ -227,13 +268,23 @@ public:
         n.type = c.type;
         n.ne0 = c.ne0;
         n.ne1 = c.ne1;
-        n.src = {cache.id, src.id, positions.id, -1};
+        n.src = {cache.id, src.id, positions.id, -1, -1};
         n.name = c.name + ".updated";
         return push(std::move(n));
     }
 
-    tensor attention(tensor q, tensor k_cache, tensor v_cache, tensor positions, attention_params p) {
+    // sinks (optional): a one-column f32 weight of n_head logits (see attention_params).
+    tensor attention(tensor q, tensor k_cache, tensor v_cache, tensor positions, attention_params p, tensor sinks = {}) {
         const node& qn = activation(q, "attention");
+        check(p.window >= 0, errc::invalid_argument,
+              [&] { return "attention: window " + std::to_string(p.window) + " must be >= 0 (0: no window)"; });
+        if (sinks.valid()) {
+            const node& sk = at(sinks, "attention");
+            check(sk.op == op::weight && sk.type == qtype::f32 && sk.ne0 == p.n_head && sk.ne1 == 1, errc::shape_mismatch, [&] {
+                return "attention: sinks " + describe(sk) + " must be an f32 weight of n_head = " + std::to_string(p.n_head) +
+                       " values";
+            });
+        }
         const node& kn = at(k_cache, "attention");
         const node& vn = at(v_cache, "attention");
         require_ids(at(positions, "attention"), "attention");
@@ -258,6 +309,7 @@ public:
                    " must have the same type";
         });
         node n = derived(op::attention, qtype::f32, qn.ne0, qn, {q.id, k_cache.id, v_cache.id, positions.id});
+        if (sinks.valid()) n.src[4] = sinks.id;
         n.attention = p;
         return push(std::move(n));
     }
@@ -274,6 +326,8 @@ public:
     //   w = expert_weights(probs, ids, expert_norm::sum)
     //   a = swiglu(mul_mat_id(gate, h, ids, n), mul_mat_id(up, h, ids, n))
     //   out = weighted_sum(mul_mat_id(down, a, ids, n), w)
+    // gpt-oss's: top_k of the router's logits (plus its bias), expert_norm::softmax, each expert's
+    // bias after its product (add_id) and swiglu_oai in place of swiglu.
 
     // The indices of the k largest elements of each column, largest first; equal values in
     // index order (llama.cpp sorts with std::sort, which leaves ties unspecified). A NaN is never
@@ -331,6 +385,23 @@ public:
             return "weighted_sum: x " + describe(xn) + " must hold one column per weight of " + describe(wn);
         });
         return push(derived(op::weighted_sum, qtype::f32, xn.ne0 / wn.ne0, xn, {x.id, weights.id}));
+    }
+
+    // Each slot's expert bias: x holds per token k slots of rows values (a mul_mat_id result), b
+    // one f32 column of rows per expert (GGUF's [rows, n_expert] expert biases), ids the k slots.
+    // An id outside [0, b.ne1) is an llmrt::error where the host sees it, as for mul_mat_id.
+    tensor add_id(tensor x, tensor bias, tensor ids) {
+        const node& xn = activation(x, "add_id");
+        const node& b = at(bias, "add_id");
+        const node& id = at(ids, "add_id");
+        require_slots(id, xn, "add_id");
+        check(b.op == op::weight && b.type == qtype::f32 && xn.ne0 == b.ne0 * id.ne0, errc::shape_mismatch, [&] {
+            return "add_id: bias " + describe(b) + " must be an f32 weight of one column per expert, each as long as one of x " +
+                   describe(xn) + "'s " + std::to_string(id.ne0) + " slots";
+        });
+        node n = derived(op::add_id, qtype::f32, xn.ne0, xn, {x.id, bias.id, ids.id});
+        n.n_expert = b.ne1;
+        return push(std::move(n));
     }
 
     // "name (op, type ne0 x ne1)" for messages.

@@ -8,8 +8,12 @@
 //   matvec      the quantized mul_mats that read one activation x: x is rounded through Q8_1
 //               once for all of them (by the step that produced x when it can, see `rounds`)
 //   rope_cache  q' = rope(q), k' = rope(k), K[pos] = k', V[pos] = v   (the inputs of one attention;
-//               both ropes with the same parameters and frequency factors)
+//               both ropes with the same parameters, YaRN's included, and frequency factors)
 //   attention   one attention node (the CUDA backend splits it over the cache and combines)
+//
+// A fused step carries every parameter of its nodes (a rope's YaRN terms, an attention's window
+// and sinks): a backend that cannot compute one refuses the node when it prepares the plan,
+// whatever step holds it, rather than run the step without it.
 //   swiglu      one swiglu node
 //
 // Fusion never changes a value: every fused step computes the bits of its nodes run one by one
@@ -343,7 +347,8 @@ private:
         const rope_params& rq = nd(qr).rope;
         const rope_params& rk = nd(kr).rope;
         if (rq.order != rk.order || rq.n_rot != rk.n_rot || rq.freq_base != rk.freq_base || rq.head_dim != rk.head_dim ||
-            rq.freq_scale != rk.freq_scale || nd(qr).src[2] != nd(kr).src[2])
+            rq.freq_scale != rk.freq_scale || rq.ext_factor != rk.ext_factor || rq.attn_factor != rk.attn_factor ||
+            rq.corr_low != rk.corr_low || rq.corr_high != rk.corr_high || nd(qr).src[2] != nd(kr).src[2])
             return none;
         step s;
         s.kind = step_kind::rope_cache;
@@ -423,6 +428,7 @@ private:
                 case op::attention: add(id, 3, nd(n.src[1]).ne1); break;
                 case op::expert_weights: add(id, 1, nd(n.src[0]).ne0); break;
                 case op::mul_mat_id: add(id, 2, n.n_expert); break;
+                case op::add_id: add(id, 2, n.n_expert); break;
                 default: break;
             }
         }

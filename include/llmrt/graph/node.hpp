@@ -41,6 +41,7 @@ enum class op : uint8_t {
     softmax,    // y = exp(x − max) / Σ exp(x − max), per column
     silu,       // y = x · σ(x)
     swiglu,     // y = silu(gate) ⊙ up
+    swiglu_oai,  // gpt-oss: g = min(gate, limit), u = clamp(up, ±limit), y = g·σ(alpha·g)·(u + 1)
     set_rows,   // cache[:, pos[t]] = src[:, t]; the result is the updated cache
     argmax,     // y[t] = first index of the largest element of x[:, t]
     // Mixture of experts (k slots per token, n_expert matrices stacked in one weight):
@@ -48,6 +49,7 @@ enum class op : uint8_t {
     expert_weights,  // y[j, t] = p[ids[j, t], t], then y /= max(Σ_j y[j, t], 2⁻¹⁴) when norm = sum
     mul_mat_id,      // y[s·rows + r, t] = W[ids[s, t]·rows + r] · x_s[:, t]   (x_s: x's slot s, or x itself)
     weighted_sum,    // y[i, t] = Σ_s w[s, t] · x[s·n + i, t], added in slot order
+    add_id,          // y[s·rows + r, t] = x[s·rows + r, t] + b[r, ids[s, t]]   (b: one column per expert)
 };
 
 inline const char* to_string(op o) noexcept {
@@ -65,12 +67,14 @@ inline const char* to_string(op o) noexcept {
         case op::softmax: return "softmax";
         case op::silu: return "silu";
         case op::swiglu: return "swiglu";
+        case op::swiglu_oai: return "swiglu_oai";
         case op::set_rows: return "set_rows";
         case op::argmax: return "argmax";
         case op::top_k: return "top_k";
         case op::expert_weights: return "expert_weights";
         case op::mul_mat_id: return "mul_mat_id";
         case op::weighted_sum: return "weighted_sum";
+        case op::add_id: return "add_id";
     }
     return "unknown op";
 }
@@ -85,6 +89,16 @@ enum class rope_order : uint8_t { normal, neox };
 // rest pass through. factor_i comes from the rope node's optional third source (n_rot/2 floats,
 // Llama 3's rope_freqs), else 1; freq_scale is 1/f for linear rope scaling by f. With both 1 the
 // angle has the bits of pos · freq_base^(−2i/n_rot) (x/1 and x·1 are exact).
+//
+// YaRN (ggml's rope_yarn) mixes that interpolated angle with the extrapolated one and scales the
+// rotation by a magnitude m:
+//   θ_extrap = pos · freq_base^(−2i/n_rot) / factor_i,   θ_interp = freq_scale · θ_extrap
+//   ramp_i   = (1 − min(1, max(0, (i − corr_low) / max(0.001, corr_high − corr_low)))) · ext_factor
+//   θ        = θ_interp · (1 − ramp_i) + θ_extrap · ramp_i           (θ_interp when ext_factor = 0)
+//   m        = attn_factor · (1 + 0.1 · ln(1/freq_scale))           (attn_factor when ext_factor = 0)
+//   (a, b)  -> (a·cosθ·m − b·sinθ·m, a·sinθ·m + b·cosθ·m)
+// corr_low and corr_high come from yarn_corr_dims (graph.hpp). ext_factor 0 and attn_factor 1
+// give plain rope's bits.
 struct rope_params {
     int32_t n_head = 0;
     int32_t head_dim = 0;
@@ -92,25 +106,44 @@ struct rope_params {
     float freq_base = 10000.0f;
     rope_order order = rope_order::normal;
     float freq_scale = 1.0f;
+    float ext_factor = 0.0f;   // YaRN's extrapolation mix (1 for rope.scaling.type "yarn")
+    float attn_factor = 1.0f;  // the rotation's magnitude before YaRN's own factor
+    float corr_low = 0.0f;     // YaRN's correction dims: pairs below corr_low extrapolate, past
+    float corr_high = 0.0f;    // corr_high interpolate, a linear ramp between
+
+    bool yarn() const noexcept { return ext_factor != 0.0f || attn_factor != 1.0f; }
 };
 
 // q holds n_head heads, the caches n_head_kv heads of head_dim elements per column (one column
 // per position); query head h reads kv head h / (n_head / n_head_kv). A query at position p sees
-// cache columns 0..p.
+// cache columns 0..p, and with a window w > 0 only the columns j with p − j < w (gpt-oss's
+// sliding layers). Optional sinks (the attention node's fifth source, n_head floats) add one
+// logit per head that takes part in the softmax without a value:
+//   m = max(max_j s_j, sink_h),  out_h = Σ_j exp(s_j − m)·v_j / (Σ_j exp(s_j − m) + exp(sink_h − m))
 struct attention_params {
     int32_t n_head = 0;
     int32_t n_head_kv = 0;
     int32_t head_dim = 0;
-    float scale = 1.0f;  // usually 1/sqrt(head_dim)
+    float scale = 1.0f;   // usually 1/sqrt(head_dim)
+    int32_t window = 0;   // keys visible to a query, its own included (0: all of 0..p)
 };
 
-// How expert_weights turns the chosen probabilities into the weights of the experts' outputs
-// (a policy, so that other routers are one more value: gpt-oss takes a softmax over the chosen
-// logits instead):
-//   none  the probabilities as they are
-//   sum   divided by their sum, clamped below at 2⁻¹⁴ (f16's smallest normal, as llama.cpp does so
-//         that a sum of 0 divides by something); the sum is added in double and rounded to float
-enum class expert_norm : uint8_t { none, sum };
+// How expert_weights turns the chosen probabilities into the weights of the experts' outputs:
+//   none     the probabilities as they are
+//   sum      divided by their sum, clamped below at 2⁻¹⁴ (f16's smallest normal, as llama.cpp does
+//            so that a sum of 0 divides by something); the sum is added in double and rounded to float
+//   softmax  a softmax over the k chosen values (gpt-oss: the router's logits, no softmax before
+//            top_k; llama.cpp's SOFTMAX_WEIGHT gating), as the softmax op computes it
+enum class expert_norm : uint8_t { none, sum, softmax };
+
+inline const char* to_string(expert_norm n) noexcept {
+    switch (n) {
+        case expert_norm::none: return "none";
+        case expert_norm::sum: return "sum";
+        case expert_norm::softmax: return "softmax";
+    }
+    return "unknown expert_norm";
+}
 
 struct node {
     llmrt::graph::op op = llmrt::graph::op::input;
@@ -119,18 +152,20 @@ struct node {
     int64_t ne0 = 0;          // elements per column
     int64_t ne1 = 0;          // columns (the largest batch when batched)
     bool batched = false;
-    std::array<int32_t, 4> src{-1, -1, -1, -1};  // input tensor ids, unused ones -1
+    std::array<int32_t, 5> src{-1, -1, -1, -1, -1};  // input tensor ids, unused ones -1
     const void* data = nullptr;                    // weight bytes (host), for op::weight
     float eps = 0.0f;                              // rms_norm
     int64_t group = 0;                             // rms_norm: elements per normalized group (0: ne0)
     rope_params rope{};
     attention_params attention{};
-    int64_t n_expert = 0;                 // mul_mat_id: matrices stacked in W (rows = W.ne1 / n_expert)
+    int64_t n_expert = 0;                 // mul_mat_id: matrices stacked in W (rows = W.ne1 / n_expert); add_id: b's columns
     expert_norm norm = expert_norm::none;  // expert_weights
+    float alpha = 0.0f;                    // swiglu_oai: the sigmoid's slope (gpt-oss: 1.702)
+    float limit = 0.0f;                    // swiglu_oai: the clamp of gate and up (gpt-oss: 7)
 
     int n_src() const noexcept {
         int n = 0;
-        while (n < 4 && src[std::size_t(n)] >= 0) ++n;
+        while (n < int(src.size()) && src[std::size_t(n)] >= 0) ++n;
         return n;
     }
 };
