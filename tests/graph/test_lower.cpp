@@ -275,3 +275,25 @@ TEST_CASE("a top_k step carries the expert_weights of the values it ranked, and 
     const auto p = graph::make_plan(g, cpu_sizes(g, cpu_backend), {}, graph::lower_options{});
     for (const auto& st : p.steps) CHECK(st.carries < 0);
 }
+
+TEST_CASE("a grouped rms_norm and its product with a group-long weight are one norm step where the backend takes them") {
+    graph::graph g(2);
+    const std::vector<float> w(16, 1.5f);
+    const auto x = g.input("x", qtype::f32, 64);
+    const auto normed = g.rms_norm(x, 1e-6f, 16);
+    const auto product = g.mul(normed, g.weight("w", qtype::f32, 16, 1, w.data()));
+    g.mark_output(product);
+    cpu::backend cpu_backend;
+    for (bool grouped : {true, false}) {
+        CAPTURE(grouped);
+        graph::lower_options o;
+        o.grouped_norms = grouped;
+        const auto p = graph::make_plan(g, cpu_sizes(g, cpu_backend), {}, o);
+        REQUIRE(p.steps.size() == (grouped ? 1u : 2u));
+        CHECK(p.steps[0].kind == (grouped ? step_kind::norm : step_kind::op));
+        if (grouped) {
+            CHECK(p.steps[0].product == product.id);
+            CHECK(p.steps[0].rounds < 0);
+        }
+    }
+}

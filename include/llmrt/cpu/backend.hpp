@@ -216,8 +216,10 @@ private:
         // The norm's own result is written where the product goes when it is not kept (mul reads
         // each element before writing it).
         float* normed = kept(st.node) ? floats(st.node) : y;
-        rms_norm(x, normed, nd.ne0, cols, nd.eps);
-        if (st.product >= 0) mul(normed, floats(node(st.product).src[1]), y, nd.ne0, cols, true);
+        // A grouped norm: each group of `group` elements a column of its own, the weight one group long.
+        const int64_t len = nd.group > 0 ? nd.group : nd.ne0, groups = cols * (nd.ne0 / len);
+        rms_norm(x, normed, len, groups, nd.eps);
+        if (st.product >= 0) mul(normed, floats(node(st.product).src[1]), y, len, groups, true);
         finish(s, result, cols);
     }
 

@@ -103,9 +103,13 @@ inline void norm(const context& cx, const resolved& r, int64_t n) {
     const float* a = st.sum >= 0 ? cx.f(cx.node(st.sum).src[0]) : cx.f(nd.src[0]);
     const float* b = st.sum >= 0 ? cx.f(cx.node(st.sum).src[1]) : nullptr;
     const float* w = st.product >= 0 ? cx.f(cx.node(st.product).src[1]) : nullptr;
+    // A grouped norm (no add, no records: graph/lower.hpp): each group a column of its own, the
+    // weight one group long; the columns are dense (a norm's input is no stacked product).
+    const int64_t len = nd.group > 0 ? nd.group : nd.ne0;
     ops::add_rms_norm_mul(a, b, st.sum >= 0 ? cx.f(st.sum) : nullptr, cx.f_or_null(st.node), w,
-                          st.product >= 0 ? cx.f_or_null(st.product) : nullptr, nd.ne0, cols, nd.eps, cx.stream, cx.launch,
-                          r.rounded, /*w_is_constant=*/true);  // the lowering fuses a product with a weight only
+                          st.product >= 0 ? cx.f_or_null(st.product) : nullptr, len, cols * (nd.ne0 / len), nd.eps,
+                          cx.stream, cx.launch, r.rounded,
+                          /*w_is_constant=*/true);  // the lowering fuses a product with a weight only
 }
 
 // The epilogue that finishes the carried swiglu r.carried for the columns from c0 on of a launch

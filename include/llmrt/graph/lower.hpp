@@ -4,7 +4,8 @@
 //
 //   op          one node as it is
 //   norm        [s = a + b] -> n = rms_norm(s or x) -> [p = n ⊙ w]      (w: a one-column weight;
-//               a grouped rms_norm, or a w shorter than the column, stays an op step)
+//               a grouped rms_norm (no add) with w one group long where the backend takes it,
+//               else it stays an op step, as does a w of any other length)
 //   matvec      the quantized mul_mats that read one activation x: x is rounded through Q8_1
 //               once for all of them (by the step that produced x when it can, see `rounds`)
 //   rope_cache  q' = rope(q), k' = rope(k), K[pos] = k', V[pos] = v   (the inputs of one attention;
@@ -77,8 +78,9 @@ struct lower_options {
     bool stack_products = true;   // matvec products read by one later step are stacked
     bool carry_swiglu = true;     // the gate/up matvec step carries the swiglu after it (see above)
     bool carry_expert_weights = true;  // a top_k step carries the expert_weights after it (see above)
+    bool grouped_norms = true;    // a grouped rms_norm (and its product with a group-long weight) as a norm step
 
-    static lower_options unfused() { return {false, false, false, false, false, false, false, false}; }
+    static lower_options unfused() { return {false, false, false, false, false, false, false, false, false}; }
 };
 
 struct step {
@@ -237,8 +239,9 @@ private:
                         same_shape(nd(r), n) && same_shape(nd(n.src[1]), n))
                         return norm_step(r, id);
             }
-            // A grouped norm (per-head q/k norms) stays an op step, as its product does.
-            if (n.op == op::rms_norm && n.group == 0) return norm_step(id, -1);
+            // A grouped norm (per-head q/k norms) is a norm step where the backend takes them (its
+            // product's weight one group long), else an op step, as its product is.
+            if (n.op == op::rms_norm && (n.group == 0 || o_.grouped_norms)) return norm_step(id, -1);
         }
         if (o_.matvec_groups && quantized_mul_mat(id)) return matvec_step(id);
         if (o_.rope_cache && (n.op == op::rope || n.op == op::set_rows)) {
@@ -265,12 +268,14 @@ private:
         const auto& readers = readers_[norm];
         if (readers.size() == 1 && !readers_.output[std::size_t(norm)]) {
             const node& m = nd(readers[0]);
+            const int64_t length = nd(norm).group > 0 ? nd(norm).group : m.ne0;  // a weight per group
             if (m.op == op::mul && m.src[0] == norm && nd(m.src[1]).op == op::weight && nd(m.src[1]).ne1 == 1 &&
-                nd(m.src[1]).ne0 == m.ne0 && m.src[1] != norm) {
+                nd(m.src[1]).ne0 == length && m.src[1] != norm) {
                 s.product = readers[0];
                 s.nodes.push_back(s.product);
             }
         }
+        if (nd(norm).group > 0) return s;  // Q8_1 records are laid out per column, not per group
         return rounding(std::move(s), s.product >= 0 ? s.product : norm);
     }
 

@@ -543,6 +543,7 @@ public:
         o.stack_products = false;
         o.carry_swiglu = false;
         o.carry_expert_weights = false;
+        o.grouped_norms = false;
         return o;
     }
     std::size_t rounded_bytes(int64_t k, int64_t cols) const { return ops::detail::activation_scratch_bytes(k, cols); }

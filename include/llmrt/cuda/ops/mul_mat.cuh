@@ -7,7 +7,7 @@
 //                       same x can share one quantization (quantize = false reuses the records).
 //                       mmvq gives a column the same bits whatever the chunk's width, so the
 //                       result of a column never depends on the batch.
-//   f32 / f16 / bf16 W  one warp per (row, column), lanes striding k, a butterfly sum: float
+//   f32 / f16 / bf16 W  four warps per (row, column), lanes striding k, butterfly sums: float
 //                       activations, as the CPU backend's float path takes them.
 #pragma once
 
@@ -40,25 +40,39 @@ inline std::size_t mul_mat_records_bytes(int64_t k, int64_t cols) {
 namespace detail {
 
 constexpr int mul_mat_warps = 8;
+constexpr int mul_mat_row_warps = 4;  // warps per (row, column): a router's 128 rows still fill 64 blocks
+constexpr int mul_mat_rows_per_block = mul_mat_warps / mul_mat_row_warps;
 
+// Warp p of a row's four takes the elements p·32 + lane + 128·i; each warp's butterfly sum, then
+// the four warps' sums in warp order.
 template <class B>
 __global__ void __launch_bounds__(32 * mul_mat_warps)
     mul_mat_float_kernel(const B* w, const float* x, float* y, int64_t rows, int64_t k) {
     enter_kernel();
-    const int64_t row = int64_t(blockIdx.x) * mul_mat_warps + (threadIdx.x >> 5);
-    const int lane = int(threadIdx.x) & 31;
-    if (row >= rows) return;
-    const B* wr = w + row * k;
-    const float* xc = x + int64_t(blockIdx.y) * k;
+    __shared__ float partial[mul_mat_warps];
+    const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x) & 31;
+    const int part = warp % mul_mat_row_warps;
+    const int64_t row = int64_t(blockIdx.x) * mul_mat_rows_per_block + warp / mul_mat_row_warps;
     float acc = 0.0f;
-    for (int64_t i = lane; i < k; i += 32) {
-        float wi;
-        dequantize_block(wr[i], &wi);
-        acc = __fmaf_rn(wi, xc[i], acc);
+    if (row < rows) {
+        const B* wr = w + row * k;
+        const float* xc = x + int64_t(blockIdx.y) * k;
+#pragma unroll 4
+        for (int64_t i = part * 32 + lane; i < k; i += 32 * mul_mat_row_warps) {
+            float wi;
+            dequantize_block(wr[i], &wi);
+            acc = __fmaf_rn(wi, xc[i], acc);
+        }
     }
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, offset));
-    if (lane == 0) y[int64_t(blockIdx.y) * rows + row] = acc;
+    if (lane == 0) partial[warp] = acc;
+    __syncthreads();
+    if (part != 0 || lane != 0 || row >= rows) return;
+    float sum = partial[warp];
+#pragma unroll
+    for (int p = 1; p < mul_mat_row_warps; ++p) sum = __fadd_rn(sum, partial[warp + p]);
+    y[int64_t(blockIdx.y) * rows + row] = sum;
 }
 
 // Calls f(std::integral_constant<int, n>{}) for the runtime n in 1..mmvq_max_cols.
@@ -82,7 +96,7 @@ inline void mul_mat_float(qtype type, const void* w, int64_t rows, int64_t k, co
     detail::check_columns(cols, "cuda::ops::mul_mat");
     dispatch<float_weight_types>(type, "cuda::ops::mul_mat (float weights)", [&](auto tag) {
         using B = typename decltype(tag)::type;
-        const dim3 grid(detail::blocks_for(rows, detail::mul_mat_warps, "cuda::ops::mul_mat"), unsigned(cols));
+        const dim3 grid(detail::blocks_for(rows, detail::mul_mat_rows_per_block, "cuda::ops::mul_mat"), unsigned(cols));
         detail::launch("cuda::ops::mul_mat", detail::mul_mat_float_kernel<B>, grid, dim3(32 * detail::mul_mat_warps), 0,
                        stream, o, static_cast<const B*>(w), x, y, rows, k);
     });
