@@ -258,7 +258,7 @@ TEST_CASE("a top_k step carries the expert_weights of the values it ranked, and 
         const auto p = graph::make_plan(net.g, cpu_sizes(net.g, cpu_backend), {}, o);
         const auto top_k = std::size_t(p.step_of[std::size_t(net.ids.id)]);
         const auto weights = std::size_t(p.step_of[std::size_t(net.weights.id)]);
-        CHECK(weights == top_k + 1);
+        CHECK(weights > top_k);
         CHECK(p.steps[top_k].carries == (carry ? int32_t(weights) : -1));
         CHECK(p.steps[weights].carried_by == (carry ? int32_t(top_k) : -1));
         // The carrier writes the weights: they are placed when the top_k step runs, apart from the

@@ -35,8 +35,9 @@
 //                result): a backend may finish the swiglu in the mat-vec kernel's epilogue, where
 //                the sums are; the plan places the carried step's results with the matvec step's,
 //                so they never share bytes with what the matvec step reads; and an op step
-//                top_k whose expert_weights (of the values it ranked, with the ids it picked) is
-//                the very next op step: the chosen values are in hand where the picks are made
+//                top_k carries a later op step expert_weights of the values it ranked, with the
+//                ids it picked: both inputs exist when the picks are made, and the chosen values
+//                are in hand there
 //
 // The pass also collects the index checks every backend makes before a run (ids of get_rows,
 // positions of rope, set_rows and attention), so that bad ids are an llmrt::error everywhere.
@@ -77,7 +78,7 @@ struct lower_options {
     bool round_in_producer = true;  // norm, attention and swiglu steps write x's Q8_1 rounding for the matvec step
     bool stack_products = true;   // matvec products read by one later step are stacked
     bool carry_swiglu = true;     // the gate/up matvec step carries the swiglu after it (see above)
-    bool carry_expert_weights = true;  // a top_k step carries the expert_weights after it (see above)
+    bool carry_expert_weights = true;  // a top_k step carries the expert_weights of its picks (see above)
     bool grouped_norms = true;    // a grouped rms_norm (and its product with a group-long weight) as a norm step
 
     static lower_options unfused() { return {false, false, false, false, false, false, false, false, false}; }
@@ -390,16 +391,18 @@ private:
     // (Q/K/V carrying the rope_cache was measured slower on the H100: bench/RESULTS.md.)
     void link_epilogues() {
         if (o_.carry_expert_weights)
-            for (std::size_t i = 0; i + 1 < out_.steps.size(); ++i) {
+            for (std::size_t i = 0; i < out_.steps.size(); ++i) {
                 step& s = out_.steps[i];
-                step& next = out_.steps[i + 1];
-                if (s.kind != step_kind::op || next.kind != step_kind::op || nd(s.node).op != op::top_k ||
-                    nd(next.node).op != op::expert_weights)
-                    continue;
-                const node& w = nd(next.node);
-                if (w.src[0] != nd(s.node).src[0] || w.src[1] != s.node) continue;
-                s.carries = int32_t(i + 1);
-                next.carried_by = int32_t(i);
+                if (s.kind != step_kind::op || nd(s.node).op != op::top_k) continue;
+                for (std::size_t j = i + 1; j < out_.steps.size(); ++j) {
+                    step& later = out_.steps[j];
+                    if (later.kind != step_kind::op || later.carried_by >= 0) continue;
+                    const node& w = nd(later.node);
+                    if (w.op != op::expert_weights || w.src[0] != nd(s.node).src[0] || w.src[1] != s.node) continue;
+                    s.carries = int32_t(j);
+                    later.carried_by = int32_t(i);
+                    break;
+                }
             }
         if (!o_.carry_swiglu) return;
         for (std::size_t i = 0; i + 1 < out_.steps.size(); ++i) {

@@ -63,7 +63,9 @@ __device__ inline void weigh_experts(float* y, int64_t k, graph::expert_norm nor
 // pick 0 (then nothing follows it, and the remaining picks are their own slot numbers j).
 // w (when not null): the carried expert_weights of the same values (graph/lower.hpp), weighed by
 // lane 0 from the picked values.
-template <int Warps>
+// PerLane > 0: the column (n <= 32·PerLane) sits in registers, lane l holding x[l + 32r], read
+// once for the k scans; PerLane = 0: every scan reads the column again.
+template <int Warps, int PerLane>
 __global__ void __launch_bounds__(32 * Warps)
     top_k_kernel(const float* x, int32_t* y, float* w, int64_t n, int64_t k, int64_t cols, graph::expert_norm norm) {
     enter_kernel();
@@ -72,18 +74,29 @@ __global__ void __launch_bounds__(32 * Warps)
     if (c >= cols) return;
     x += c * n;
     y += c * k;
+    [[maybe_unused]] float held[PerLane > 0 ? PerLane : 1];
+    if constexpr (PerLane > 0) {
+#pragma unroll
+        for (int r = 0; r < PerLane; ++r) held[r] = lane + 32 * r < n ? x[lane + 32 * r] : 0.0f;
+    }
     int64_t prev = -1;
     float prev_v = 0.0f;
     for (int64_t j = 0; j < k; ++j) {
         int64_t best = INT64_MAX;
         float best_v = -INFINITY;
-        for (int64_t i = lane; i < n; i += 32) {
-            const float v = x[i];
+        auto consider = [&](int64_t i, float v) {
             const bool after = prev < 0 ? !isnan(v) : (v < prev_v || (v == prev_v && i > prev));
             if (after && (best == INT64_MAX || v > best_v)) {
                 best = i;
                 best_v = v;
             }
+        };
+        if constexpr (PerLane > 0) {
+#pragma unroll
+            for (int r = 0; r < PerLane; ++r)
+                if (lane + 32 * r < n) consider(lane + 32 * r, held[r]);
+        } else {
+            for (int64_t i = lane; i < n; i += 32) consider(i, x[i]);
         }
 #pragma unroll
         for (int offset = 16; offset > 0; offset >>= 1) {
@@ -97,7 +110,7 @@ __global__ void __launch_bounds__(32 * Warps)
         if (j == 0 && isnan(x[0])) best = 0;  // the scan's first candidate, never replaced
         if (best == INT64_MAX || (prev >= 0 && isnan(prev_v))) best = j;  // only NaNs remain: any valid index
         prev = best;
-        prev_v = x[best];
+        prev_v = best == INT64_MAX ? 0.0f : x[best];
         if (lane == 0) {
             y[j] = int32_t(best);
             if (w) w[c * k + j] = prev_v;
@@ -142,8 +155,17 @@ inline void top_k(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols
     check(n >= 1 && k >= 1 && k <= n, errc::shape_mismatch,
           [&] { return std::string(op) + ": k = " + std::to_string(k) + " of columns of " + std::to_string(n); });
     if (cols == 0) return;
-    detail::launch(op, detail::top_k_kernel<detail::top_k_warps>, dim3(detail::blocks_for(cols, detail::top_k_warps, op)),
-                   32 * detail::top_k_warps, 0, stream, o, x, y, weights, n, k, cols, norm);
+    auto run = [&](auto kernel) {
+        detail::launch(op, kernel, dim3(detail::blocks_for(cols, detail::top_k_warps, op)), 32 * detail::top_k_warps, 0,
+                       stream, o, x, y, weights, n, k, cols, norm);
+    };
+    // Up to 256 values (the experts of every MoE model so far) are held in registers.
+    if (n <= 128)
+        run(detail::top_k_kernel<detail::top_k_warps, 4>);
+    else if (n <= 256)
+        run(detail::top_k_kernel<detail::top_k_warps, 8>);
+    else
+        run(detail::top_k_kernel<detail::top_k_warps, 0>);
 }
 
 // p: cols columns of n probabilities; ids: cols × k int32 (an id outside [0, n) gives NaN);

@@ -43,10 +43,7 @@ namespace detail {
 constexpr int split_threads = 256;
 constexpr int split_max_head_dim = 512;
 constexpr int split_stage_bytes = 64 * 1024;  // a chunk's K and V in shared memory, at most
-// Keys per chunk, at least: 64, or 16 where a cache has at most 4 kv heads (Qwen3-MoE, ...): one
-// chunk per kv head would leave a short context's attention to 4 blocks of 8 query heads each.
-constexpr int split_min_len = 64;
-constexpr int split_min_len_few_heads = 16;
+constexpr int split_min_len = 64;             // keys per chunk, at least
 
 struct split_attention_args {
     const float* q;       // column t of q at q + t · q_stride
@@ -388,10 +385,7 @@ inline int32_t split_chunk_cap(int32_t head_dim, std::size_t kv_bytes) {
     return fit < 8 ? 8 : fit > 256 ? 256 : fit;
 }
 
-inline int32_t split_min_length(int32_t chunk_cap, int32_t n_head_kv) {
-    const int32_t min_len = n_head_kv <= 4 ? split_min_len_few_heads : split_min_len;
-    return chunk_cap < min_len ? chunk_cap : min_len;
-}
+inline int32_t split_min_length(int32_t chunk_cap) { return chunk_cap < split_min_len ? chunk_cap : split_min_len; }
 
 }  // namespace detail
 
@@ -399,8 +393,8 @@ inline int32_t split_min_length(int32_t chunk_cap, int32_t n_head_kv) {
 // of at most chunk_cap keys: at least 32 (with 8 kv heads, 256 blocks from 2048 positions on),
 // and enough that no chunk holds more than chunk_cap keys; never more than chunks of the shortest
 // length can make.
-inline int32_t split_attention_chunks(int64_t n_ctx, int32_t chunk_cap, int32_t n_head_kv) {
-    const int64_t min_len = detail::split_min_length(chunk_cap, n_head_kv);
+inline int32_t split_attention_chunks(int64_t n_ctx, int32_t chunk_cap) {
+    const int64_t min_len = detail::split_min_length(chunk_cap);
     const int64_t by_cap = (n_ctx + chunk_cap - 1) / chunk_cap;
     const int64_t by_min = (n_ctx + min_len - 1) / min_len;
     const int64_t chunks = by_cap > 32 ? by_cap : 32;
@@ -424,7 +418,7 @@ inline int32_t split_chunk_cap(const graph::attention_params& p, qtype kv_type) 
 inline std::size_t split_attention_scratch_bytes(int64_t n_ctx, const graph::attention_params& p, qtype kv_type,
                                                  int64_t max_cols) {
     return std::size_t(max_cols) * std::size_t(p.n_head) *
-           std::size_t(split_attention_chunks(n_ctx, split_chunk_cap(p, kv_type), p.n_head_kv)) * std::size_t(p.head_dim + 2) *
+           std::size_t(split_attention_chunks(n_ctx, split_chunk_cap(p, kv_type))) * std::size_t(p.head_dim + 2) *
            sizeof(float);
 }
 
@@ -465,7 +459,7 @@ inline void split_attention(const float* q, int64_t q_stride, qtype kv_type, con
                      std::to_string(split_attention_counter_bytes(p, cols)) + " needed";
           });
     const int32_t cap = split_chunk_cap(p, kv_type);
-    const int32_t chunks = split_attention_chunks(n_ctx, cap, p.n_head_kv);
+    const int32_t chunks = split_attention_chunks(n_ctx, cap);
     const int group = p.n_head / p.n_head_kv;
     const std::size_t kv_bytes = kv_type == qtype::f16 ? 2 : 4;
     // q and the scores, then the K and V stage, which the combine reuses for the chunks' weights.
@@ -482,7 +476,7 @@ inline void split_attention(const float* q, int64_t q_stride, qtype kv_type, con
     });
     detail::split_attention_args a{q,      q_stride, k,     v,          pos,         static_cast<float*>(scratch),
                                    counters, out,    static_cast<uint8_t*>(records), n_ctx, cols, p.n_head,
-                                   p.n_head_kv, p.head_dim, chunks, detail::split_min_length(cap, p.n_head_kv), cap, p.scale,
+                                   p.n_head_kv, p.head_dim, chunks, detail::split_min_length(cap), cap, p.scale,
                                    positions_before_wait ? 1 : 0};
     const dim3 grid(unsigned(p.n_head_kv), unsigned(chunks), unsigned(cols));
     auto split = [&](auto kernel) {
