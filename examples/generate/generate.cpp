@@ -1,4 +1,4 @@
-// llmrt-generate: generation (greedy, or sampled with --temp) with a llama, qwen2 or qwen3 GGUF on
+// llmrt-generate: generation (greedy, or sampled with --temp) with a llama, qwen2, qwen3, qwen3moe or gpt-oss GGUF on
 // the best backend present; the text streams as it comes (SentencePiece or byte-level BPE
 // vocabularies) and stops at the end of generation (eos, eot).
 //

@@ -53,6 +53,30 @@ inline std::vector<arch_variant> arch_variants() {
     return v;
 }
 
+// gpt-oss on q8_0-sized shapes: 4 experts of 64 rows, top 2, YaRN (factor 4 over an original
+// context of 64, so that the ramp between corr dims 0 and 3 turns some pairs and not others), a
+// window of 3 keys on layer 0 (its sliding layer). Its ops run on the CPU backend only so far:
+// the GPU backends' tests take arch_variants(), the CPU's every_arch_variant().
+inline arch_variant gpt_oss_variant() {
+    model::llama_shape s = small_shape(qtype::q8_0);
+    s.vocabulary = false;
+    s.architecture = "gpt-oss";
+    s.n_expert = 4;
+    s.n_expert_used = 2;
+    s.n_ff_exp = 64;
+    s.rope_scaling_type = "yarn";
+    s.rope_scaling_factor = 4.0f;
+    s.rope_original_context = 64;
+    s.sliding_window = 3;
+    return {"gpt-oss, 4 experts of 64 rows, top 2, YaRN 4 over 64, window 3 on layer 0", s};
+}
+
+inline std::vector<arch_variant> every_arch_variant() {
+    auto v = arch_variants();
+    v.push_back(gpt_oss_variant());
+    return v;
+}
+
 // The rope_cache steps of an executor's plan: one per layer where the ropes and cache writes fuse.
 template <class Executor>
 std::size_t rope_cache_steps(const Executor& e) {

@@ -63,9 +63,10 @@ inline std::shared_ptr<const gguf::file> small_model_file(qtype t, uint64_t seed
 
 // The whole sequence `tokens` (positions 0..n−1) through the formulas of the model's architecture
 // in double, from the dequantized weights, with float activations; returns n rows of n_vocab
-// logits (a mixture-of-experts feed-forward where the architecture has one). Written from the architectures' descriptions, not from the graph builder: q/k/v biases,
-// per-head q/k norms, the rope pair order, linear scaling and frequency factors where the weights
-// have them.
+// logits (a mixture-of-experts feed-forward where the architecture has one). Written from the
+// architectures' descriptions, not from the graph builder: q/k/v and output biases, per-head q/k
+// norms, the rope pair order, linear scaling, YaRN and frequency factors, attention sinks and
+// sliding windows, gpt-oss's gating, expert biases and clamped SwiGLU where the model has them.
 inline std::vector<double> reference_logits(const model::llama_weights& w, const std::vector<int32_t>& tokens) {
     const auto& h = w.hparams;
     const int n = int(tokens.size()), d = h.n_embd, hd = h.head_dim(), kv = h.n_embd_kv(), nq = h.n_embd_q();
@@ -94,35 +95,66 @@ inline std::vector<double> reference_logits(const model::llama_weights& w, const
     };
     std::vector<double> factors(std::size_t(h.n_rot / 2), 1.0);
     if (w.rope_freqs.data) factors = deq(w.rope_freqs);
-    auto rope = [&](std::vector<double>& x, int heads, int pos) {  // pairs (2i, 2i+1), or (i, i + n_rot/2) for NeoX
+    // Pairs (2i, 2i+1), or (i, i + n_rot/2) for NeoX; a sliding layer's own base and scale; YaRN's
+    // ramp between the interpolated and extrapolated angle, and its magnitude.
+    auto rope = [&](std::vector<double>& x, int heads, int pos, int layer) {
+        const bool sliding = h.sliding(layer);
+        const double base = sliding ? h.rope_freq_base_swa : h.rope_freq_base;
+        const double scale = sliding ? h.rope_freq_scale_swa : h.rope_freq_scale;
+        auto corr = [&](double beta) { return h.n_rot * std::log(h.n_ctx_orig_yarn / (beta * 2 * 3.14159265358979323846)) / (2 * std::log(base)); };
+        const double low = std::max(0.0, std::floor(corr(32))), high = std::min(h.n_rot - 1.0, std::ceil(corr(1)));
         for (int hh = 0; hh < heads; ++hh)
             for (int i = 0; i < h.n_rot / 2; ++i) {
-                const double theta = pos * std::pow(double(h.rope_freq_base), -2.0 * i / h.n_rot) /
-                                     factors[std::size_t(i)] * double(h.rope_freq_scale);
+                const double extrap = pos * std::pow(base, -2.0 * i / h.n_rot) / factors[std::size_t(i)];
+                double theta = extrap * scale, m = h.rope_attn_factor;
+                if (h.rope_ext_factor != 0.0f) {
+                    const double ramp = (1 - std::clamp((i - low) / std::max(0.001, high - low), 0.0, 1.0)) * h.rope_ext_factor;
+                    theta = theta * (1 - ramp) + extrap * ramp;
+                    m *= 1 + 0.1 * std::log(1 / scale);
+                }
                 double& a = x[std::size_t(hh * hd + (neox ? i : 2 * i))];
                 double& b = x[std::size_t(hh * hd + (neox ? i + h.n_rot / 2 : 2 * i + 1))];
                 const double a0 = a, b0 = b;
-                a = a0 * std::cos(theta) - b0 * std::sin(theta);
-                b = a0 * std::sin(theta) + b0 * std::cos(theta);
+                a = (a0 * std::cos(theta) - b0 * std::sin(theta)) * m;
+                b = (a0 * std::sin(theta) + b0 * std::cos(theta)) * m;
             }
     };
-    // Wdown_e · (silu(Wgate_e h) ⊙ Wup_e h) for the matrices of expert e (rows ff; e = 0 dense).
-    auto swiglu = [&](const std::vector<double>& wg, const std::vector<double>& wu, const std::vector<double>& wd, int e,
-                      int ff, const std::vector<double>& hn) {
-        const auto slice = [&](const std::vector<double>& m, int64_t size) {
-            return std::vector<double>(m.begin() + std::ptrdiff_t(e * size), m.begin() + std::ptrdiff_t((e + 1) * size));
-        };
-        const int64_t size = int64_t(d) * ff;
-        const auto gate = matmul(slice(wg, size), d, ff, hn), up = matmul(slice(wu, size), d, ff, hn);
-        std::vector<double> act(static_cast<std::size_t>(ff));
-        for (int i = 0; i < ff; ++i)
-            act[std::size_t(i)] = gate[std::size_t(i)] / (1.0 + std::exp(-gate[std::size_t(i)])) * up[std::size_t(i)];
-        return matmul(slice(wd, size), ff, d, act);
+    const auto slice = [&](const std::vector<double>& m, int64_t size, int e) {
+        return std::vector<double>(m.begin() + std::ptrdiff_t(e * size), m.begin() + std::ptrdiff_t((e + 1) * size));
     };
-    // probs = softmax(router · h); the k most probable experts (ties: lower index); their
-    // probabilities over their sum weigh their SwiGLU outputs.
+    // Expert e's bias column (rows values) added to y, when the model has those biases.
+    const auto bias_of = [&](std::vector<double> y, const model::weight_ref& b, int e) {
+        if (!b.data) return y;
+        const auto column = slice(deq(b), int64_t(y.size()), e);
+        for (std::size_t i = 0; i < y.size(); ++i) y[i] += column[i];
+        return y;
+    };
+    const bool oai = h.arch->ffn.activation == model::expert_activation::swiglu_oai;
+    // Wdown_e · act(Wgate_e h, Wup_e h) (+ biases) for the matrices of expert e (rows ff; e = 0 dense).
+    auto swiglu = [&](const std::vector<double>& wg, const std::vector<double>& wu, const std::vector<double>& wd, int e,
+                      int ff, const std::vector<double>& hn, const model::llama_layer_weights* lw = nullptr) {
+        const int64_t size = int64_t(d) * ff;
+        auto gate = matmul(slice(wg, size, e), d, ff, hn), up = matmul(slice(wu, size, e), d, ff, hn);
+        if (lw) gate = bias_of(gate, lw->ffn_gate_exps_bias, e), up = bias_of(up, lw->ffn_up_exps_bias, e);
+        std::vector<double> act(static_cast<std::size_t>(ff));
+        for (std::size_t i = 0; i < act.size(); ++i) {
+            if (!oai) {
+                act[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
+                continue;
+            }
+            const double g = std::min(gate[i], 7.0), u = std::clamp(up[i], -7.0, 7.0);
+            act[i] = g / (1.0 + std::exp(-1.702 * g)) * (u + 1.0);
+        }
+        const auto down = matmul(slice(wd, size, e), ff, d, act);
+        return lw ? bias_of(down, lw->ffn_down_exps_bias, e) : down;
+    };
+    // probs = softmax(router · h [+ b]); the k most probable experts (ties: lower index); their
+    // probabilities over their sum weigh their outputs. gpt-oss: the k largest logits, weighed by
+    // the softmax of those k.
     auto experts = [&](const model::llama_layer_weights& lw, const std::vector<double>& hn) {
-        const auto logits = matmul(deq(lw.ffn_gate_inp), d, h.n_expert, hn);
+        auto logits = matmul(deq(lw.ffn_gate_inp), d, h.n_expert, hn);
+        if (lw.ffn_gate_inp_bias.data) logits = bias_of(logits, lw.ffn_gate_inp_bias, 0);
+        const bool softmax_weight = h.arch->ffn.expert_norm == graph::expert_norm::softmax;
         const double max = *std::max_element(logits.begin(), logits.end());
         std::vector<double> probs(logits.size());
         double sum = 0;
@@ -131,14 +163,16 @@ inline std::vector<double> reference_logits(const model::llama_weights& w, const
         std::vector<int> order(probs.size());
         for (std::size_t e = 0; e < order.size(); ++e) order[e] = int(e);
         std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return probs[std::size_t(a)] > probs[std::size_t(b)]; });
-        double chosen = 0;
+        double chosen = 0, chosen_exp = 0;
         for (int j = 0; j < h.n_expert_used; ++j) chosen += probs[std::size_t(order[std::size_t(j)])];
+        for (int j = 0; j < h.n_expert_used; ++j) chosen_exp += std::exp(logits[std::size_t(order[std::size_t(j)])] - max);
         const auto wg = deq(lw.ffn_gate_exps), wu = deq(lw.ffn_up_exps), wd = deq(lw.ffn_down_exps);
         std::vector<double> out(std::size_t(d), 0.0);
         for (int j = 0; j < h.n_expert_used; ++j) {
             const int e = order[std::size_t(j)];
-            const auto y = swiglu(wg, wu, wd, e, h.n_ff_exp, hn);
-            for (int i = 0; i < d; ++i) out[std::size_t(i)] += probs[std::size_t(e)] / chosen * y[std::size_t(i)];
+            const double weight = softmax_weight ? std::exp(logits[std::size_t(e)] - max) / chosen_exp : probs[std::size_t(e)] / chosen;
+            const auto y = swiglu(wg, wu, wd, e, h.n_ff_exp, hn, &lw);
+            for (int i = 0; i < d; ++i) out[std::size_t(i)] += weight * y[std::size_t(i)];
         }
         return out;
     };
@@ -147,7 +181,8 @@ inline std::vector<double> reference_logits(const model::llama_weights& w, const
     for (int t = 0; t < n; ++t)
         x[std::size_t(t)].assign(embd.begin() + std::ptrdiff_t(tokens[std::size_t(t)]) * d,
                                  embd.begin() + std::ptrdiff_t(tokens[std::size_t(t)] + 1) * d);
-    for (const auto& lw : w.layers) {
+    for (int layer = 0; layer < h.n_layer; ++layer) {
+        const auto& lw = w.layers[std::size_t(layer)];
         const auto an = deq(lw.attn_norm), wq = deq(lw.attn_q), wk = deq(lw.attn_k), wv = deq(lw.attn_v),
                    wo = deq(lw.attn_output), fn = deq(lw.ffn_norm);
         const auto wg = h.experts() ? std::vector<double>{} : deq(lw.ffn_gate),
@@ -178,27 +213,31 @@ inline std::vector<double> reference_logits(const model::llama_weights& w, const
             v[std::size_t(t)] = plus(matmul(wv, d, kv, hn), lw.attn_v_bias);
             head_norms(q[std::size_t(t)], lw.attn_q_norm);
             head_norms(k[std::size_t(t)], lw.attn_k_norm);
-            rope(q[std::size_t(t)], h.n_head, t);
-            rope(k[std::size_t(t)], h.n_head_kv, t);
+            rope(q[std::size_t(t)], h.n_head, t, layer);
+            rope(k[std::size_t(t)], h.n_head_kv, t, layer);
         }
+        const auto sinks = lw.attn_sinks.data ? deq(lw.attn_sinks) : std::vector<double>{};
         for (int t = 0; t < n; ++t) {
             std::vector<double> attn(std::size_t(nq), 0.0);
+            // Keys first..t: all of them, or the last n_swa on a sliding layer.
+            const int first = h.sliding(layer) ? std::max(0, t - h.n_swa + 1) : 0;
             for (int hh = 0; hh < h.n_head; ++hh) {
                 const int g = hh / (h.n_head / h.n_head_kv);
-                std::vector<double> s(static_cast<std::size_t>(t + 1));
-                double max = -INFINITY, sum = 0;
-                for (int j = 0; j <= t; ++j) {
+                std::vector<double> s(static_cast<std::size_t>(t + 1 - first));
+                double max = sinks.empty() ? -INFINITY : sinks[std::size_t(hh)], sum = 0;
+                for (int j = first; j <= t; ++j) {
                     double dot = 0;
                     for (int i = 0; i < hd; ++i) dot += q[std::size_t(t)][std::size_t(hh * hd + i)] * k[std::size_t(j)][std::size_t(g * hd + i)];
-                    s[std::size_t(j)] = dot / std::sqrt(double(hd));
-                    max = std::max(max, s[std::size_t(j)]);
+                    s[std::size_t(j - first)] = dot / std::sqrt(double(hd));
+                    max = std::max(max, s[std::size_t(j - first)]);
                 }
                 for (auto& e : s) sum += (e = std::exp(e - max));
-                for (int j = 0; j <= t; ++j)
+                if (!sinks.empty()) sum += std::exp(sinks[std::size_t(hh)] - max);
+                for (int j = first; j <= t; ++j)
                     for (int i = 0; i < hd; ++i)
-                        attn[std::size_t(hh * hd + i)] += s[std::size_t(j)] / sum * v[std::size_t(j)][std::size_t(g * hd + i)];
+                        attn[std::size_t(hh * hd + i)] += s[std::size_t(j - first)] / sum * v[std::size_t(j)][std::size_t(g * hd + i)];
             }
-            const auto o = matmul(wo, nq, d, attn);
+            const auto o = plus(matmul(wo, nq, d, attn), lw.attn_output_bias);
             for (int i = 0; i < d; ++i) x[std::size_t(t)][std::size_t(i)] += o[std::size_t(i)];
             const auto hn = rmsnorm(x[std::size_t(t)], fn);
             if (h.experts()) {  // mixture of experts

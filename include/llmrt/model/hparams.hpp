@@ -1,6 +1,6 @@
 // A model's hyperparameters, read from GGUF metadata. general.architecture names the
-// architecture (model/arch/registry.hpp: "llama", "qwen2", "qwen3", "qwen3moe"), and every other key takes its
-// name as prefix; for llama:
+// architecture (model/arch/registry.hpp: "llama", "qwen2", "qwen3", "qwen3moe", "gpt-oss"), and
+// every other key takes its name as prefix; for llama:
 //
 //   llama.context_length                    trained context (the default cache length)
 //   llama.embedding_length                  n_embd
@@ -11,10 +11,26 @@
 //   llama.attention.key_length              head_dim (optional; n_embd / n_head)
 //   llama.attention.value_length            (optional; must equal head_dim)
 //   llama.rope.freq_base                    (optional; 10000)
-//   llama.rope.scaling.type                 (optional) "none" or "linear"; others are refused
-//   llama.rope.scaling.factor               f (optional; 0 or absent: 1): rope positions scale by
-//                                           1/f, freq_scale = 1/f (llama.cpp applies it for
-//                                           either type; old files: llama.rope.scale_linear)
+//   llama.rope.scaling.type                 (optional; "linear") "none", "linear" or "yarn";
+//                                           others are refused
+//   llama.rope.scaling.factor               f (optional; 0 or absent: 1): freq_scale = 1/f for
+//                                           "linear" and "yarn", 1 for "none" (llama.cpp's
+//                                           context parameters; old files: llama.rope.scale_linear)
+//   llama.rope.scaling.attn_factor          (optional; 1) multiplies the rope's cos and sin
+//   llama.rope.scaling.original_context_length  (optional; context_length) YaRN's n_ctx_orig
+//
+// YaRN (llama.cpp's context parameters, in float in its order): ext_factor 1, and the magnitude
+// handed to rope attn_factor = mscale(f) · (1 / (1 + 0.1·ln f)) · rope.scaling.attn_factor with
+// f = 1/freq_scale, mscale(f) = f <= 1 ? 1 : 0.1·ln f + 1 (rope itself then multiplies by
+// 1 + 0.1·ln f); corr dims from beta_fast 32, beta_slow 1 (graph::yarn_corr_dims) per layer.
+//
+// Architectures with a sliding window (gpt-oss) read
+//
+//   <arch>.attention.sliding_window         n_swa (> 0)
+//   <arch>.attention.sliding_window_pattern (optional; the architecture's) an integer pattern
+//                                           (arch/architecture.hpp); a per-layer array is refused
+//   <arch>.rope.freq_base_swa               (optional; rope.freq_base) the sliding layers' base;
+//                                           they rope with freq_scale 1/f whatever the type
 //   llama.attention.layer_norm_rms_epsilon  rms_eps
 //   llama.vocab_size                        (optional; else token_embd's ne[1])
 //   llama.rope.dimension_count              n_rot (optional; head_dim)
@@ -27,7 +43,7 @@
 //   <arch>.feed_forward_length              (optional for them)
 //
 // Keys that would change the math in ways llmrt does not compute are refused, naming the key:
-// an expert_count above 0 for a dense architecture, a rope.scaling.attn_factor other than 1.
+// an expert_count above 0 for a dense architecture, an expert_weights_scale other than 0 or 1.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -69,13 +85,23 @@ struct llama_hparams {
     int32_t n_rot = 0;
     int32_t n_embd_head = 0;  // <arch>.attention.key_length; 0: n_embd / n_head
     float rope_freq_base = 10000.0f;
-    float rope_freq_scale = 1.0f;  // 1 / <arch>.rope.scaling.factor
+    float rope_freq_scale = 1.0f;     // 1 / <arch>.rope.scaling.factor (1 for scaling type "none")
+    float rope_ext_factor = 0.0f;     // 1 for YaRN
+    float rope_attn_factor = 1.0f;    // the magnitude of the rope's cos and sin (see above)
+    int32_t n_ctx_orig_yarn = 0;      // YaRN's original context
+    float rope_freq_base_swa = 10000.0f;  // the sliding layers' base and scale
+    float rope_freq_scale_swa = 1.0f;
+    int32_t n_swa = 0;                // keys a sliding layer's query sees (0: no sliding layers)
+    int32_t swa_pattern = 0;          // layer l slides when n_swa > 0 and (pattern 0 or l % pattern < pattern − 1)
     float rms_eps = 1e-5f;
     int32_t n_expert = 0;       // mixture of experts (architecture's ffn kind experts): 0 for dense
     int32_t n_expert_used = 0;  // k experts per token
     int32_t n_ff_exp = 0;       // rows of each expert's gate and up
 
     bool experts() const noexcept { return arch->ffn.kind == ffn_kind::experts; }
+    bool sliding(int32_t layer) const noexcept {
+        return n_swa > 0 && (swa_pattern == 0 || layer % swa_pattern < swa_pattern - 1);
+    }
     int32_t head_dim() const noexcept { return n_embd_head > 0 ? n_embd_head : n_head > 0 ? n_embd / n_head : 0; }
     int32_t n_embd_q() const noexcept { return n_head * head_dim(); }
     int32_t n_embd_kv() const noexcept { return n_head_kv * head_dim(); }
@@ -132,6 +158,23 @@ struct llama_hparams {
         check(std::isfinite(rope_freq_scale) && rope_freq_scale > 0.0f, errc::invalid_argument, [&] {
             return model + key("rope.scaling.factor") + " = " + detail::float_text(1.0 / double(rope_freq_scale)) +
                    " must be finite and positive";
+        });
+        check(std::isfinite(rope_attn_factor), errc::invalid_argument, [&] {
+            return model + key("rope.scaling.attn_factor") + " gives the rope a magnitude of " +
+                   detail::float_text(rope_attn_factor) + ", which must be finite";
+        });
+        check(rope_ext_factor == 0.0f || n_ctx_orig_yarn > 0, errc::invalid_argument, [&] {
+            return model + key("rope.scaling.original_context_length") + " = " + std::to_string(n_ctx_orig_yarn) +
+                   " must be positive for YaRN";
+        });
+        check(std::isfinite(rope_freq_base_swa) && rope_freq_base_swa > 0.0f, errc::invalid_argument, [&] {
+            return model + key("rope.freq_base_swa") + " = " + detail::float_text(rope_freq_base_swa) +
+                   " must be finite and positive";
+        });
+        check(!arch->attention.sliding_window || (n_swa > 0 && swa_pattern >= 0), errc::invalid_argument, [&] {
+            return model + key("attention.sliding_window") + " = " + std::to_string(n_swa) + " and " +
+                   key("attention.sliding_window_pattern") + " = " + std::to_string(swa_pattern) +
+                   " must be positive and at least 0";
         });
         check(std::isfinite(rms_eps) && rms_eps > 0.0f, errc::invalid_argument, [&] {
             return model + key("attention.layer_norm_rms_epsilon") + " = " + detail::float_text(rms_eps) +
@@ -229,32 +272,55 @@ inline llama_hparams llama_hparams_from(const gguf::metadata& meta, int32_t voca
     }
     h.n_rot = has("rope.dimension_count") ? read_int("rope.dimension_count") : h.head_dim();
 
-    // Rope scaling: llama.cpp takes a missing type for "linear" and applies the factor whatever
-    // the type; llmrt computes "none" and "linear" and refuses the rest (yarn, longrope, ...).
+    // Rope scaling as llama.cpp's model and context parameters take it: a missing type is
+    // "linear", the factor applies unless the type is "none", YaRN adds its terms. llmrt computes
+    // "none", "linear" and "yarn" and refuses the rest (longrope, ...).
+    std::string scaling = "linear";
     if (has("rope.scaling.type")) {
         const gguf::value& t = meta.at(h.key("rope.scaling.type"));
         const std::string* type = std::get_if<std::string>(&t);
-        check(type != nullptr && (*type == "none" || *type == "linear"), errc::unsupported_type, [&] {
+        check(type != nullptr && (*type == "none" || *type == "linear" || *type == "yarn"), errc::unsupported_type, [&] {
             return model + h.key("rope.scaling.type") + " is " + (type ? "\"" + *type + "\"" : gguf::describe(t)) +
-                   "; llmrt supports \"none\" and \"linear\" rope scaling only";
+                   "; llmrt supports \"none\", \"linear\" and \"yarn\" rope scaling only";
         });
+        scaling = *type;
     }
     const char* factor_key = has("rope.scaling.factor") ? "rope.scaling.factor"
                              : has("rope.scale_linear") ? "rope.scale_linear"
                                                         : nullptr;
+    float freq_scale_train = 1.0f;
     if (factor_key) {
         const float factor = read_float(factor_key);
         check(std::isfinite(factor) && factor >= 0.0f, errc::invalid_argument, [&] {
             return model + h.key(factor_key) + " = " + detail::float_text(factor) + " must be finite and positive (or 0: none)";
         });
-        h.rope_freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
+        freq_scale_train = factor == 0.0f ? 1.0f : 1.0f / factor;
     }
-    if (has("rope.scaling.attn_factor")) {
-        const float f = read_float("rope.scaling.attn_factor");
-        check(f == 1.0f, errc::unsupported_type, [&] {
-            return model + h.key("rope.scaling.attn_factor") + " = " + detail::float_text(f) +
-                   " scales the rope's cos and sin; llmrt supports 1 only";
-        });
+    h.rope_freq_scale = scaling == "none" ? 1.0f : freq_scale_train;
+    h.rope_freq_scale_swa = freq_scale_train;
+    h.n_ctx_orig_yarn = has("rope.scaling.original_context_length") ? read_int("rope.scaling.original_context_length")
+                                                                    : h.n_ctx_train;
+    if (h.n_ctx_orig_yarn == 0) h.n_ctx_orig_yarn = h.n_ctx_train;  // llama.cpp: 0 is unset
+    if (scaling == "yarn") {
+        h.rope_ext_factor = 1.0f;
+        const float factor = 1.0f / h.rope_freq_scale;
+        h.rope_attn_factor = factor <= 1.0f ? 1.0f : 0.1f * 1.0f * std::log(factor) + 1.0f;
+        h.rope_attn_factor *= 1.0f / (1.0f + 0.1f * std::log(factor));
+    }
+    if (has("rope.scaling.attn_factor")) h.rope_attn_factor *= read_float("rope.scaling.attn_factor");
+    h.rope_freq_base_swa = h.rope_freq_base;
+    if (arch->attention.sliding_window) {
+        h.n_swa = read_int("attention.sliding_window");
+        h.swa_pattern = int32_t(arch->attention.sliding_window_pattern);
+        if (has("attention.sliding_window_pattern")) {
+            const gguf::value& pattern = meta.at(h.key("attention.sliding_window_pattern"));
+            check(!std::holds_alternative<gguf::array>(pattern), errc::unsupported_type, [&] {
+                return model + h.key("attention.sliding_window_pattern") + " is " + gguf::describe(pattern) +
+                       "; llmrt supports an integer pattern only, not one flag per layer";
+            });
+            h.swa_pattern = read_int("attention.sliding_window_pattern");
+        }
+        if (has("rope.freq_base_swa")) h.rope_freq_base_swa = read_float("rope.freq_base_swa");
     }
     if (h.experts()) {
         h.n_expert = read_int("expert_count");
@@ -268,11 +334,18 @@ inline llama_hparams llama_hparams_from(const gguf::metadata& meta, int32_t voca
             });
             h.n_ff_exp = h.n_ff / h.n_expert_used;  // llama.cpp's fallback
         }
+        if (has("expert_weights_scale")) {
+            const float scale = read_float("expert_weights_scale");
+            check(scale == 0.0f || scale == 1.0f, errc::unsupported_type, [&] {
+                return model + h.key("expert_weights_scale") + " = " + detail::float_text(scale) +
+                       " scales the experts' weights; llmrt supports 0 and 1 (no scale) only";
+            });
+        }
     } else if (has("expert_count")) {
         const int32_t experts = read_int("expert_count");
         check(experts == 0, errc::unsupported_type, [&] {
             return model + h.key("expert_count") + " = " + std::to_string(experts) + ": the " + std::string(arch->name) +
-                   " architecture has no mixture-of-experts feed-forward (qwen3moe has)";
+                   " architecture has no mixture-of-experts feed-forward (qwen3moe and gpt-oss have)";
         });
     }
     h.validate();

@@ -5,13 +5,15 @@
 //   per layer:  h = rms_norm(x) ⊙ attn_norm                                       norm block
 //               q = Wq h [+ bq], k = Wk h [+ bk], v = Wv h [+ bv]                  attention block
 //               [q = rms_norm_per_head(q) ⊙ q_norm, k likewise]
-//               q = rope(q), k = rope(k)      (the architecture's pair order, freq_scale, factors)
+//               q = rope(q), k = rope(k)      (the architecture's pair order, freq_scale, factors,
+//                                              YaRN's terms; a sliding layer's own base)
 //               K[pos] = k, V[pos] = v                          (the layer's KV cache)
-//               x = x + Wo · attention(q, K, V)                 (causal, grouped-query)
+//               x = x + Wo · attention(q, K, V) [+ bo]          (causal, grouped-query; [sinks,
+//                                                                window on sliding layers])
 //               h = rms_norm(x) ⊙ ffn_norm                                         norm block
 //               x = x + Wdown · (silu(Wgate h) ⊙ Wup h)                           SwiGLU block
-//                 or x + Σ_j w_j · Wdown_e_j · (silu(Wgate_e_j h) ⊙ Wup_e_j h)     experts block
-//                    (e_j, w_j: the top k of softmax(Wrouter h), arch/architecture.hpp)
+//                 or x + Σ_j w_j · (Wdown_e_j · act(...) [+ bd_e_j])               experts block
+//                    (e_j, w_j: from the router's logits, arch/architecture.hpp)
 //   logits = Woutput · (rms_norm(x) ⊙ output_norm),  next = argmax(logits)
 //
 // Without the bracketed options (a plain llama) the graph is node for node the one the lowering
@@ -66,8 +68,8 @@ public:
     }
 
     // The attention block of layer `l` on the normed h; appends the layer's caches to m.
-    graph::tensor attention(const llama_layer_weights& lw, graph::tensor h, const std::string& p, llama_graph& m,
-                            int32_t n_ctx, qtype kv_type, graph::tensor rope_factors) {
+    graph::tensor attention(const llama_layer_weights& lw, graph::tensor h, int32_t layer, const std::string& p,
+                            llama_graph& m, int32_t n_ctx, qtype kv_type, graph::tensor rope_factors) {
         const attention_block& opt = h_.arch->attention;
         const int32_t hd = h_.head_dim();
         graph::tensor q = projection(lw.attn_q, lw.attn_q_bias, h, p + "q");
@@ -75,7 +77,16 @@ public:
         graph::tensor v = projection(lw.attn_v, lw.attn_v_bias, h, p + "v");
         if (lw.attn_q_norm.data) q = norm(q, lw.attn_q_norm, p + "q_norm", hd);
         if (lw.attn_k_norm.data) k = norm(k, lw.attn_k_norm, p + "k_norm", hd);
-        graph::rope_params q_rope{h_.n_head, hd, h_.n_rot, h_.rope_freq_base, opt.rope_order, h_.rope_freq_scale};
+        const bool sliding = h_.sliding(layer);
+        graph::rope_params q_rope{h_.n_head, hd, h_.n_rot, sliding ? h_.rope_freq_base_swa : h_.rope_freq_base,
+                                  opt.rope_order, sliding ? h_.rope_freq_scale_swa : h_.rope_freq_scale};
+        if (h_.rope_ext_factor != 0.0f || h_.rope_attn_factor != 1.0f) {
+            const graph::yarn_dims d = graph::yarn_corr_dims(h_.n_rot, h_.n_ctx_orig_yarn, q_rope.freq_base);
+            q_rope.ext_factor = h_.rope_ext_factor;
+            q_rope.attn_factor = h_.rope_attn_factor;
+            q_rope.corr_low = d.low;
+            q_rope.corr_high = d.high;
+        }
         graph::rope_params k_rope = q_rope;
         k_rope.n_head = h_.n_head_kv;
         q = named(g_.rope(q, m.positions, q_rope, rope_factors), p + "q_rope");
@@ -84,9 +95,11 @@ public:
         m.v_cache.push_back(g_.state(p + "v_cache", kv_type, h_.n_embd_kv(), n_ctx));
         graph::tensor kc = g_.set_rows(m.k_cache.back(), k, m.positions);
         graph::tensor vc = g_.set_rows(m.v_cache.back(), v, m.positions);
-        const graph::attention_params attn{h_.n_head, h_.n_head_kv, hd, 1.0f / std::sqrt(float(hd))};
-        graph::tensor a = named(g_.attention(q, kc, vc, m.positions, attn), p + "attn");
-        return named(g_.mul_mat(weight(lw.attn_output), a), p + "attn_out");
+        graph::attention_params attn{h_.n_head, h_.n_head_kv, hd, 1.0f / std::sqrt(float(hd))};
+        if (sliding) attn.window = h_.n_swa;
+        const graph::tensor sinks = lw.attn_sinks.data ? weight(lw.attn_sinks) : graph::tensor{};
+        graph::tensor a = named(g_.attention(q, kc, vc, m.positions, attn, sinks), p + "attn");
+        return projection(lw.attn_output, lw.attn_output_bias, a, p + "attn_out");
     }
 
     // Wdown · (silu(Wgate h) ⊙ Wup h).
@@ -97,18 +110,28 @@ public:
         return named(g_.mul_mat(weight(lw.ffn_down), act), p + "ffn_out");
     }
 
-    // The experts block: router, top k, their weights, the chosen experts' SwiGLU, the weighted
-    // sum (node names as llama.cpp's build_moe_ffn calls its tensors).
+    // The experts block: router, top k, their weights, the chosen experts' activations, the
+    // weighted sum (node names as llama.cpp's build_moe_ffn calls its tensors).
     graph::tensor experts_ffn(const llama_layer_weights& lw, graph::tensor h, const std::string& p) {
+        const ffn_block& opt = h_.arch->ffn;
         const int64_t n = h_.n_expert;
-        graph::tensor logits = named(g_.mul_mat(weight(lw.ffn_gate_inp), h), p + "ffn_moe_logits");
-        graph::tensor probs = named(g_.softmax(logits), p + "ffn_moe_probs");
+        graph::tensor logits = projection(lw.ffn_gate_inp, lw.ffn_gate_inp_bias, h, p + "ffn_moe_logits");
+        // SOFTMAX_WEIGHT gating picks and weighs by the logits themselves.
+        const bool softmax_weight = opt.expert_norm == graph::expert_norm::softmax;
+        graph::tensor probs = softmax_weight ? logits : named(g_.softmax(logits), p + "ffn_moe_probs");
         graph::tensor ids = named(g_.top_k(probs, h_.n_expert_used), p + "ffn_moe_topk");
-        graph::tensor w = named(g_.expert_weights(probs, ids, h_.arch->ffn.expert_norm), p + "ffn_moe_weights");
-        graph::tensor gate = named(g_.mul_mat_id(weight(lw.ffn_gate_exps), h, ids, n), p + "ffn_moe_gate");
-        graph::tensor up = named(g_.mul_mat_id(weight(lw.ffn_up_exps), h, ids, n), p + "ffn_moe_up");
-        graph::tensor act = named(g_.swiglu(gate, up), p + "ffn_moe_swiglu");
-        graph::tensor down = named(g_.mul_mat_id(weight(lw.ffn_down_exps), act, ids, n), p + "ffn_moe_down");
+        graph::tensor w = named(g_.expert_weights(probs, ids, opt.expert_norm), p + "ffn_moe_weights");
+        // W_e x [+ b_e] for each slot's expert e.
+        auto experts = [&](const weight_ref& wr, const weight_ref& b, graph::tensor x, const std::string& name) {
+            graph::tensor y = named(g_.mul_mat_id(weight(wr), x, ids, n), name);
+            return b.data ? named(g_.add_id(y, weight(b), ids), name + "_biased") : y;
+        };
+        graph::tensor gate = experts(lw.ffn_gate_exps, lw.ffn_gate_exps_bias, h, p + "ffn_moe_gate");
+        graph::tensor up = experts(lw.ffn_up_exps, lw.ffn_up_exps_bias, h, p + "ffn_moe_up");
+        graph::tensor act = opt.activation == expert_activation::swiglu_oai
+                                ? named(g_.swiglu_oai(gate, up, swiglu_oai_alpha, swiglu_oai_limit), p + "ffn_moe_swiglu_oai")
+                                : named(g_.swiglu(gate, up), p + "ffn_moe_swiglu");
+        graph::tensor down = experts(lw.ffn_down_exps, lw.ffn_down_exps_bias, act, p + "ffn_moe_down");
         return named(g_.weighted_sum(down, w), p + "ffn_out");
     }
 
@@ -137,7 +160,7 @@ inline llama_graph build_llama_graph(const llama_weights& w, int32_t n_ctx, int3
         const llama_layer_weights& lw = w.layers[std::size_t(l)];
         const std::string p = "blk." + std::to_string(l) + ".";
         graph::tensor hn = b.norm(x, lw.attn_norm, p + "attn_norm");
-        x = b.named(g.add(x, b.attention(lw, hn, p, m, n_ctx, kv_type, rope_factors)), p + "attn_residual");
+        x = b.named(g.add(x, b.attention(lw, hn, l, p, m, n_ctx, kv_type, rope_factors)), p + "attn_residual");
         hn = b.norm(x, lw.ffn_norm, p + "ffn_norm");
         x = b.named(g.add(x, h.experts() ? b.experts_ffn(lw, hn, p) : b.swiglu_ffn(lw, hn, p)), p + "ffn_residual");
     }

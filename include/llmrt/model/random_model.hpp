@@ -1,4 +1,4 @@
-// Random GGUF models of a chosen architecture (llama, qwen2, qwen3, qwen3moe: arch/registry.hpp), shape and
+// Random GGUF models of a chosen architecture (llama, qwen2, qwen3, qwen3moe, gpt-oss: arch/registry.hpp), shape and
 // weight type, for tests, examples and benches: the file has every tensor and metadata key such a
 // GGUF has (and, optionally, a small SentencePiece-style vocabulary), so it loads in llmrt, in
 // ggml-based tools and in PyPI's gguf.
@@ -9,7 +9,7 @@
 // Values are a pure function of (seed, tensor, index): splitmix64 bits mapped to uniform floats,
 // so the same arguments give the same file on every platform. Matrices are uniform with variance
 // 1/k (activations keep their scale through a layer), norms 1 ± 0.1 (q/k norms 1 ± 0.5), biases
-// ±0.5, rope frequency factors 1..8, embeddings variance 1.
+// ±0.5, attention sinks ±2, rope frequency factors 1..8, embeddings variance 1.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -45,8 +45,10 @@ struct llama_shape {
     bool qkv_bias = false;     // write blk.N.attn_{q,k,v}.bias where optional (always where required)
     std::string rope_scaling_type{};  // written as <arch>.rope.scaling.type when not empty
     float rope_scaling_factor = 0.0f;  // written as <arch>.rope.scaling.factor when not 0
+    int32_t rope_original_context = 0;  // written as <arch>.rope.scaling.original_context_length when > 0
+    int32_t sliding_window = 8;  // <arch>.attention.sliding_window, for architectures with one (gpt-oss)
     bool rope_freqs = false;   // write rope_freqs.weight (n_rot/2 factors)
-    // Mixture-of-experts architectures (qwen3moe): n_expert experts of n_ff_exp rows, k used per
+    // Mixture-of-experts architectures (qwen3moe, gpt-oss): n_expert experts of n_ff_exp rows, k used per
     // token; the router is f32, as converted Qwen3-MoE files keep it.
     int32_t n_expert = 8;
     int32_t n_expert_used = 2;
@@ -129,6 +131,9 @@ inline gguf::writer make_random_llama(const llama_shape& s, qtype weight_type, u
     });
     const int32_t n_embd_q = s.n_head * head_dim, n_embd_kv = s.n_head_kv * head_dim;
     const std::string a(arch->name);
+    check(!s.tied_output || arch->output != presence::required, errc::invalid_argument, [&] {
+        return "make_random_llama: the " + a + " architecture requires output.weight; tied_output must be false";
+    });
 
     gguf::writer w;
     w.set("general.architecture", a);
@@ -159,6 +164,9 @@ inline gguf::writer make_random_llama(const llama_shape& s, qtype weight_type, u
     w.set(a + ".rope.dimension_count", uint32_t(head_dim));
     if (!s.rope_scaling_type.empty()) w.set(a + ".rope.scaling.type", s.rope_scaling_type);
     if (s.rope_scaling_factor != 0.0f) w.set(a + ".rope.scaling.factor", s.rope_scaling_factor);
+    if (s.rope_original_context > 0)
+        w.set(a + ".rope.scaling.original_context_length", uint32_t(s.rope_original_context));
+    if (arch->attention.sliding_window) w.set(a + ".attention.sliding_window", uint32_t(s.sliding_window));
     w.set(a + ".attention.layer_norm_rms_epsilon", s.rms_eps);
     w.set(a + ".vocab_size", uint32_t(s.n_vocab));
     if (s.vocabulary) {
@@ -225,13 +233,22 @@ inline gguf::writer make_random_llama(const llama_shape& s, qtype weight_type, u
             add(p + "attn_k_norm.weight", qtype::f32, head_dim, 1, 1.0f, 0.5f);
         }
         matrix(p + "attn_output.weight", n_embd_q, s.n_embd);
-        norm(p + "ffn_norm.weight");
+        if (opt.output_bias == presence::required) add(p + "attn_output.bias", qtype::f32, s.n_embd, 1, 0.0f, 0.5f);
+        if (opt.sinks == presence::required) add(p + "attn_sinks.weight", qtype::f32, s.n_head, 1, 0.0f, 2.0f);
+        norm(p + std::string(arch->ffn.norm) + ".weight");
         if (moe) {  // the router in f32 with variance 1/k; experts one after another in 3-D tensors
             add(p + "ffn_gate_inp.weight", qtype::f32, s.n_embd, s.n_expert, 0.0f, std::sqrt(3.0f / float(s.n_embd)));
             const float a_embd = std::sqrt(3.0f / float(s.n_embd)), a_ff = std::sqrt(3.0f / float(s.n_ff_exp));
             add(p + "ffn_gate_exps.weight", weight_type, s.n_embd, s.n_ff_exp, 0.0f, a_embd, s.n_expert);
             add(p + "ffn_up_exps.weight", weight_type, s.n_embd, s.n_ff_exp, 0.0f, a_embd, s.n_expert);
             add(p + "ffn_down_exps.weight", weight_type, s.n_ff_exp, s.n_embd, 0.0f, a_ff, s.n_expert);
+            if (arch->ffn.router_bias == presence::required)
+                add(p + "ffn_gate_inp.bias", qtype::f32, s.n_expert, 1, 0.0f, 0.5f);
+            if (arch->ffn.expert_bias == presence::required) {
+                add(p + "ffn_gate_exps.bias", qtype::f32, s.n_ff_exp, s.n_expert, 0.0f, 0.5f);
+                add(p + "ffn_up_exps.bias", qtype::f32, s.n_ff_exp, s.n_expert, 0.0f, 0.5f);
+                add(p + "ffn_down_exps.bias", qtype::f32, s.n_embd, s.n_expert, 0.0f, 0.5f);
+            }
         } else {
             matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
             matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);

@@ -2,7 +2,8 @@
 // The architecture (arch/*.hpp) says which of the optional tensors its files hold.
 //
 //   token_embd.weight           [n_embd, n_vocab]        any type (get_rows dequantizes a row)
-//   output.weight               [n_embd, n_vocab]        any type; absent: tied to token_embd
+//   output.weight               [n_embd, n_vocab]        any type; absent: tied to token_embd (where
+//                                                        the architecture allows it)
 //   output_norm.weight          [n_embd]
 //   rope_freqs.weight           [n_rot/2]                frequency factors (llama: optional)
 //   blk.N.attn_norm.weight      [n_embd]                 norms and biases: f32, f16 or bf16 (kept as f32)
@@ -11,13 +12,18 @@
 //   blk.N.attn_q/k/v.bias       [n_head · head_dim], [n_embd_kv]   (qwen2; llama: optional)
 //   blk.N.attn_q/k_norm.weight  [head_dim]               (qwen3)
 //   blk.N.attn_output.weight    [n_head · head_dim, n_embd]
-//   blk.N.ffn_norm.weight       [n_embd]
+//   blk.N.attn_output.bias      [n_embd]                 (gpt-oss)
+//   blk.N.attn_sinks.weight     [n_head]                 (gpt-oss)
+//   blk.N.ffn_norm.weight       [n_embd]                 (gpt-oss: blk.N.post_attention_norm.weight)
 //   blk.N.ffn_gate/ffn_up.weight [n_embd, n_ff]
 //   blk.N.ffn_down.weight       [n_ff, n_embd]
 //   blk.N.ffn_gate_inp.weight   [n_embd, n_expert]       mixture of experts (qwen3moe), instead
 //   blk.N.ffn_gate/up_exps.weight [n_embd, n_ff_exp, n_expert]   of ffn_gate/up/down: one 3-D
 //   blk.N.ffn_down_exps.weight  [n_ff_exp, n_embd, n_expert]     tensor per projection, held as
 //                                                       n_expert matrices one after another
+//   blk.N.ffn_gate_inp.bias     [n_expert]               (gpt-oss) the router's bias
+//   blk.N.ffn_gate/up_exps.bias [n_ff_exp, n_expert]     (gpt-oss) one bias column per expert,
+//   blk.N.ffn_down_exps.bias    [n_embd, n_expert]       as add_id takes them
 //
 // Matrices keep GGUF's layout (ne[0] = k contiguous, one row per output), the mat-vec layout, and
 // stay where the file holds them; nothing is copied except norms and biases stored in 16 bits. A
@@ -57,10 +63,13 @@ struct llama_layer_weights {
     weight_ref attn_norm, attn_q, attn_k, attn_v, attn_output;
     weight_ref attn_q_bias, attn_k_bias, attn_v_bias;  // f32
     weight_ref attn_q_norm, attn_k_norm;               // f32, head_dim each
+    weight_ref attn_output_bias, attn_sinks;           // f32, n_embd and n_head
     weight_ref ffn_norm, ffn_gate, ffn_up, ffn_down;
     // Mixture of experts (ffn_gate/up/down then absent): the router, and the experts' matrices
     // as weight_refs of ne1 = rows · n_expert (expert e's rows from e · rows on).
     weight_ref ffn_gate_inp, ffn_gate_exps, ffn_up_exps, ffn_down_exps;
+    // Their biases (f32): the router's n_expert, the experts' one column of rows per expert.
+    weight_ref ffn_gate_inp_bias, ffn_gate_exps_bias, ffn_up_exps_bias, ffn_down_exps_bias;
 };
 
 struct llama_weights {
@@ -119,17 +128,17 @@ inline weight_ref experts(const gguf::file& f, const std::string& name, int64_t 
     return weight_ref{name, t.type(), ne0, ne1 * n_expert, t.data};
 }
 
-// A vector of n floats (a norm, a bias, frequency factors) as f32, converted from f16 or bf16
-// when stored so.
-inline weight_ref norm(const gguf::file& f, const std::string& name, int64_t n, llama_weights& w) {
+// A vector of n floats (a norm, a bias, frequency factors), or ne1 such columns (experts' biases),
+// as f32, converted from f16 or bf16 when stored so.
+inline weight_ref norm(const gguf::file& f, const std::string& name, int64_t n, llama_weights& w, int64_t ne1 = 1) {
     const std::string model = model_text(w.hparams);
-    weight_ref r = matrix(f, name, n, 1, model);
+    weight_ref r = matrix(f, name, n, ne1, model);
     if (r.type == qtype::f32) return r;
     check(r.type == qtype::f16 || r.type == qtype::bf16, errc::unsupported_type, [&] {
         return model + "vector '" + name + "' is " + llmrt::name(r.type) + "; norms and biases must be f32, f16 or bf16";
     });
-    std::vector<float> values(static_cast<std::size_t>(n));
-    dequantize(r.type, r.data, values.data(), n);
+    std::vector<float> values(static_cast<std::size_t>(n * ne1));
+    dequantize(r.type, r.data, values.data(), n * ne1);
     r.type = qtype::f32;
     r.data = values.data();
     w.converted.push_back(std::move(values));
@@ -138,14 +147,15 @@ inline weight_ref norm(const gguf::file& f, const std::string& name, int64_t n, 
 
 // An optional vector the architecture reads with presence p: loaded when required or present,
 // refused (naming it) when present and the architecture has none.
-inline weight_ref optional_vector(const gguf::file& f, const std::string& name, int64_t n, presence p, llama_weights& w) {
+inline weight_ref optional_vector(const gguf::file& f, const std::string& name, int64_t n, presence p, llama_weights& w,
+                                  int64_t ne1 = 1) {
     const bool present = f.find_tensor(name) != nullptr;
     check(!present || p != presence::absent, errc::unsupported_type, [&] {
         return model_text(w.hparams) + "tensor '" + name + "' in " + f.source() + " is not part of the " +
                std::string(w.hparams.arch->name) + " architecture as llmrt computes it; running without it would be wrong";
     });
-    if (!present && p != presence::required) return weight_ref{name, qtype::f32, n, 1, nullptr};
-    return norm(f, name, n, w);
+    if (!present && p != presence::required) return weight_ref{name, qtype::f32, n, ne1, nullptr};
+    return norm(f, name, n, w, ne1);
 }
 
 }  // namespace detail
@@ -166,10 +176,11 @@ inline llama_weights load_llama_weights(const gguf::file& f) {
     const std::string model = detail::model_text(h);
     w.token_embd = detail::matrix(f, "token_embd.weight", h.n_embd, h.n_vocab, model);
     w.output_norm = detail::norm(f, "output_norm.weight", h.n_embd, w);
-    w.tied_output = f.find_tensor("output.weight") == nullptr;
+    w.tied_output = f.find_tensor("output.weight") == nullptr && h.arch->output != presence::required;
     w.output = w.tied_output ? w.token_embd : detail::matrix(f, "output.weight", h.n_embd, h.n_vocab, model);
     w.rope_freqs = detail::optional_vector(f, "rope_freqs.weight", h.n_rot / 2, attn.rope_freqs, w);
     std::vector<std::string> used{"token_embd.weight", "output_norm.weight", "output.weight"};
+    const ffn_block& ffn = h.arch->ffn;
     for (int32_t l = 0; l < h.n_layer; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
         llama_layer_weights lw;
@@ -183,21 +194,31 @@ inline llama_weights load_llama_weights(const gguf::file& f) {
         lw.attn_v_bias = detail::optional_vector(f, p + "attn_v.bias", h.n_embd_kv(), attn.qkv_bias, w);
         lw.attn_q_norm = detail::optional_vector(f, p + "attn_q_norm.weight", h.head_dim(), attn.qk_norm, w);
         lw.attn_k_norm = detail::optional_vector(f, p + "attn_k_norm.weight", h.head_dim(), attn.qk_norm, w);
-        lw.ffn_norm = detail::norm(f, p + "ffn_norm.weight", h.n_embd, w);
+        lw.attn_output_bias = detail::optional_vector(f, p + "attn_output.bias", h.n_embd, attn.output_bias, w);
+        lw.attn_sinks = detail::optional_vector(f, p + "attn_sinks.weight", h.n_head, attn.sinks, w);
+        lw.ffn_norm = detail::norm(f, p + std::string(ffn.norm) + ".weight", h.n_embd, w);
         if (h.experts()) {
             lw.ffn_gate_inp = detail::matrix(f, p + "ffn_gate_inp.weight", h.n_embd, h.n_expert, model);
             lw.ffn_gate_exps = detail::experts(f, p + "ffn_gate_exps.weight", h.n_embd, h.n_ff_exp, h.n_expert, model);
             lw.ffn_up_exps = detail::experts(f, p + "ffn_up_exps.weight", h.n_embd, h.n_ff_exp, h.n_expert, model);
             lw.ffn_down_exps = detail::experts(f, p + "ffn_down_exps.weight", h.n_ff_exp, h.n_embd, h.n_expert, model);
+            lw.ffn_gate_inp_bias = detail::optional_vector(f, p + "ffn_gate_inp.bias", h.n_expert, ffn.router_bias, w);
+            lw.ffn_gate_exps_bias =
+                detail::optional_vector(f, p + "ffn_gate_exps.bias", h.n_ff_exp, ffn.expert_bias, w, h.n_expert);
+            lw.ffn_up_exps_bias = detail::optional_vector(f, p + "ffn_up_exps.bias", h.n_ff_exp, ffn.expert_bias, w, h.n_expert);
+            lw.ffn_down_exps_bias =
+                detail::optional_vector(f, p + "ffn_down_exps.bias", h.n_embd, ffn.expert_bias, w, h.n_expert);
         } else {
             lw.ffn_gate = detail::matrix(f, p + "ffn_gate.weight", h.n_embd, h.n_ff, model);
             lw.ffn_up = detail::matrix(f, p + "ffn_up.weight", h.n_embd, h.n_ff, model);
             lw.ffn_down = detail::matrix(f, p + "ffn_down.weight", h.n_ff, h.n_embd, model);
         }
-        for (const weight_ref* r : {&lw.attn_norm, &lw.attn_q, &lw.attn_k, &lw.attn_v, &lw.attn_output, &lw.attn_q_bias,
-                                    &lw.attn_k_bias, &lw.attn_v_bias, &lw.attn_q_norm, &lw.attn_k_norm, &lw.ffn_norm,
-                                    &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down, &lw.ffn_gate_inp, &lw.ffn_gate_exps,
-                                    &lw.ffn_up_exps, &lw.ffn_down_exps})
+        for (const weight_ref* r :
+             {&lw.attn_norm, &lw.attn_q, &lw.attn_k, &lw.attn_v, &lw.attn_output, &lw.attn_q_bias, &lw.attn_k_bias,
+              &lw.attn_v_bias, &lw.attn_q_norm, &lw.attn_k_norm, &lw.attn_output_bias, &lw.attn_sinks, &lw.ffn_norm,
+              &lw.ffn_gate, &lw.ffn_up, &lw.ffn_down, &lw.ffn_gate_inp, &lw.ffn_gate_exps, &lw.ffn_up_exps,
+              &lw.ffn_down_exps, &lw.ffn_gate_inp_bias, &lw.ffn_gate_exps_bias, &lw.ffn_up_exps_bias,
+              &lw.ffn_down_exps_bias})
             if (!r->name.empty()) used.push_back(r->name);
         w.layers.push_back(std::move(lw));
     }

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "llmrt/model/arch/architecture.hpp"
+#include "llmrt/model/arch/gpt_oss.hpp"
 #include "llmrt/model/arch/llama.hpp"
 #include "llmrt/model/arch/qwen2.hpp"
 #include "llmrt/model/arch/qwen3.hpp"
@@ -15,8 +16,8 @@
 
 namespace llmrt::model {
 
-inline constexpr std::array<const architecture*, 4> architectures{&arch::llama, &arch::qwen2, &arch::qwen3,
-                                                                   &arch::qwen3moe};
+inline constexpr std::array<const architecture*, 5> architectures{&arch::llama, &arch::qwen2, &arch::qwen3,
+                                                                   &arch::qwen3moe, &arch::gpt_oss};
 
 // The architecture called `name`, or nullptr.
 inline const architecture* find_architecture(std::string_view name) noexcept {
@@ -25,7 +26,7 @@ inline const architecture* find_architecture(std::string_view name) noexcept {
     return nullptr;
 }
 
-// "llama", "qwen2", "qwen3", "qwen3moe" (for messages).
+// "llama", "qwen2", "qwen3", "qwen3moe", "gpt-oss" (for messages).
 inline std::string architecture_names() {
     std::string s;
     for (const architecture* a : architectures) s += (s.empty() ? "\"" : ", \"") + std::string(a->name) + "\"";
