@@ -1,6 +1,7 @@
 // Small graphs that each use one of gpt-oss's ops or options (rope with YaRN, attention with a
 // window or sinks, swiglu_oai, add_id, expert_norm::softmax), for the GPU backends' tests: a
-// backend without the feature must refuse the graph when it prepares it, naming the feature.
+// backend without the feature must refuse the graph when it prepares it, naming the feature; one
+// with it must agree with the CPU backend. And gpt-oss-20b's rope parameters (oss_rope).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,17 @@
 #include <llmrt/graph/graph.hpp>
 
 namespace llmrt::test {
+
+// gpt-oss-20b's rope: NeoX, base 150000, YaRN factor 32 over an original context of 4096.
+inline graph::rope_params oss_rope(int32_t n_head, int32_t head_dim) {
+    graph::rope_params p{n_head, head_dim, head_dim, 150000.0f, graph::rope_order::neox, 1.0f / 32.0f};
+    const graph::yarn_dims d = graph::yarn_corr_dims(head_dim, 4096, p.freq_base);
+    p.ext_factor = 1.0f;
+    p.attn_factor = 1.3465736f;  // 0.1·ln(32) + 1
+    p.corr_low = d.low;
+    p.corr_high = d.high;
+    return p;
+}
 
 struct oss_feature {
     std::string name;  // the words the backend's refusal names
@@ -55,7 +67,9 @@ inline std::vector<oss_feature> oss_features() {
          [] {
              graph::graph g(2);
              const auto x = g.input("x", qtype::f32, 32);
-             g.mark_output(g.add_id(x, g.weight("b", qtype::f32, 16, 4, ones.data()), g.top_k(x, 2)));
+             // ids from 4 logits: within the bias's 4 experts whatever the inputs.
+             const auto ids = g.top_k(g.input("logits", qtype::f32, 4), 2);
+             g.mark_output(g.add_id(x, g.weight("b", qtype::f32, 16, 4, ones.data()), ids));
              return g;
          }},
         {"expert_norm::softmax",

@@ -24,16 +24,7 @@ namespace {
 
 constexpr float poison = std::numeric_limits<float>::quiet_NaN();
 
-// gpt-oss-20b's rope: NeoX, base 150000, YaRN factor 32 over an original context of 4096.
-graph::rope_params oss_rope(int32_t n_head, int32_t head_dim) {
-    graph::rope_params p{n_head, head_dim, head_dim, 150000.0f, graph::rope_order::neox, 1.0f / 32.0f};
-    const graph::yarn_dims d = graph::yarn_corr_dims(head_dim, 4096, p.freq_base);
-    p.ext_factor = 1.0f;
-    p.attn_factor = 1.3465736f;  // 0.1·ln(32) + 1
-    p.corr_low = d.low;
-    p.corr_high = d.high;
-    return p;
-}
+using test::oss_rope;
 
 // Attention of one query head over keys first..last (inclusive) in double, with an optional sink.
 std::vector<double> naive_head(const float* q, const std::vector<float>& k, const std::vector<float>& v, int64_t kv_ne0,

@@ -20,75 +20,19 @@
 #include "../graph/count_allocations.hpp"
 #include "../graph/moe_fixtures.hpp"
 #include "../graph/oss_fixtures.hpp"
+#include "cuda_pair.cuh"
 
 using namespace llmrt;
 
-namespace {
-
 using testing::gaussian;
 using testing::quantize_matrix;
-
-// Two block types are enough here: the chunking and sharing of mul_mat do not depend on the
-// type, and mmvq itself is tested for every type in tests/cuda. Fewer types, faster builds.
-using test_backend = cuda::basic_backend<type_list<q8_0, q4_K>>;
-
-constexpr double mmvq_nmse_bound = 5e-4;
-constexpr double exact_nmse_bound = 1e-10;
-
-#define LLMRT_NEEDS_CUDA_DEVICE()                                                  \
-    do {                                                                           \
-        if (!test_backend::device_present()) {                                     \
-            MESSAGE("skipped: no CUDA device on this machine (cudaGetDeviceCount)"); \
-            return;                                                                \
-        }                                                                          \
-    } while (0)
-
-// One graph on the CPU reference and on the device, both planned without memory reuse.
-struct pair_of_executors {
-    cpu::backend cpu_backend;
-    test_backend gpu_backend;
-    graph::executor<cpu::backend> cpu;
-    graph::executor<test_backend> gpu;
-
-    explicit pair_of_executors(const graph::graph& g, cuda::backend_options o = {})
-        : gpu_backend(o), cpu(cpu_backend, g, {.reuse_memory = false}), gpu(gpu_backend, g, {.reuse_memory = false}) {}
-
-    template <class T>
-    void write(graph::tensor t, const std::vector<T>& values) {
-        cpu.write(t, std::span<const T>(values));
-        gpu.write(t, std::span<const T>(values));
-    }
-    void run(int64_t n) {
-        cpu.run(n);
-        gpu.run(n);
-    }
-
-    // Every node within its bound (bound(op) gives it), i32 results identical.
-    void check_nodes(int64_t n, const std::function<double(graph::op)>& bound) const {
-        for (const auto& d : graph::compare_nodes(cpu, gpu, n)) {
-            INFO("node ", d.name, " (", graph::to_string(d.op), ", ", d.ne0, " x ", d.ne1, ", batch ", n,
-                 "): nmse ", d.nmse, ", max |diff| ", d.max_abs, ", i32 mismatch ", d.mismatch);
-            CHECK(d.nmse <= bound(d.op));
-            CHECK(d.mismatch == 0.0);
-        }
-    }
-};
-
-double exact_ops(graph::op) { return exact_nmse_bound; }
-double mmvq_ops(graph::op o) { return o == graph::op::mul_mat ? mmvq_nmse_bound : exact_nmse_bound; }
-
-// Every float the device computed for `t` in a run of n columns.
-std::vector<float> floats_of(const graph::executor<test_backend>& ex, graph::tensor t, std::size_t count) {
-    std::vector<float> v(count);
-    ex.read(t, std::span<float>(v));
-    return v;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-}  // namespace
+using test::exact_ops;
+using test::floats_of;
+using test::mmvq_nmse_bound;
+using test::mmvq_ops;
+using test::pair_of_executors;
+using test::same_bits;
+using test::test_backend;
 
 TEST_CASE("element-wise ops, rms_norm, softmax and argmax agree with the CPU backend at every batch size") {
     LLMRT_NEEDS_CUDA_DEVICE();
@@ -457,14 +401,23 @@ TEST_CASE("mul_mat_id with f32 experts or experts of a type the backend was not 
     CHECK_THROWS_WITH_AS(graph::executor<test_backend>(b, g), doctest::Contains("'experts'"), llmrt::error);
 }
 
-TEST_CASE("gpt-oss's ops and options the CUDA backend lacks are refused at prepare, naming them") {
+TEST_CASE("every graph of gpt-oss's ops and options that the backend once refused prepares, runs and agrees with the CPU backend") {
     LLMRT_NEEDS_CUDA_DEVICE();
     for (const test::oss_feature& f : test::oss_features()) {
         CAPTURE(f.name);
         const graph::graph g = f.build();
-        test_backend b;
-        CHECK_THROWS_WITH_AS(graph::executor<test_backend>(b, g), doctest::Contains((f.name + " ").c_str()), llmrt::error);
-        CHECK_THROWS_WITH_AS(graph::executor<test_backend>(b, g), doctest::Contains("not supported on this backend yet"),
-                             llmrt::error);
+        pair_of_executors e(g);
+        uint32_t seed = 70;
+        for (std::size_t id = 0; id < g.nodes().size(); ++id) {
+            const graph::node& nd = g.nodes()[id];
+            const graph::tensor t{int32_t(id)};
+            if (nd.op != graph::op::input) continue;
+            if (nd.type == graph::i32_type)
+                e.write(t, std::vector<int32_t>{5, 6});  // positions (the caches hold 8)
+            else
+                e.write(t, gaussian(std::size_t(nd.ne0 * 2), seed++, 3.0f));
+        }
+        e.run(2);
+        e.check_nodes(2, [](graph::op o) { return o == graph::op::attention ? 1e-9 : test::exact_nmse_bound; });
     }
 }

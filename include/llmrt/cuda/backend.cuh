@@ -283,18 +283,6 @@ private:
 template <class Types>
 void basic_program<Types>::check_supported(const graph::node& nd) const {
     const auto& nodes = s_->g->nodes();
-    // gpt-oss's ops and options, computed by the CPU backend only so far: refused here rather than
-    // run without the option.
-    const char* missing = nullptr;
-    if (nd.op == graph::op::swiglu_oai) missing = "swiglu_oai";
-    if (nd.op == graph::op::add_id) missing = "add_id";
-    if (nd.op == graph::op::rope && nd.rope.yarn()) missing = "rope with YaRN (ext_factor, attn_factor)";
-    if (nd.op == graph::op::attention && nd.attention.window > 0) missing = "attention with a sliding window";
-    if (nd.op == graph::op::attention && nd.n_src() > 4) missing = "attention with sinks";
-    if (nd.op == graph::op::expert_weights && nd.norm == graph::expert_norm::softmax) missing = "expert_weights with expert_norm::softmax";
-    check(missing == nullptr, errc::unsupported_type, [&] {
-        return std::string("cuda backend: ") + missing + " (" + graph::graph::describe(nd) + ") is not supported on this backend yet";
-    });
     if (nd.op == graph::op::mul_mat) {
         const graph::node& w = nodes[std::size_t(nd.src[0])];
         check(steps::float_weight(w.type) || is_in<Types>(w.type), errc::unsupported_type, [&] {

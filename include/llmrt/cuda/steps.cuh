@@ -256,6 +256,7 @@ inline void attention(const context& cx, const resolved& r, int64_t n) {
     const columns_at q = cx.columns(nd.src[0]);
     const graph::attention_params& p = nd.attention;
     const bool split = ops::split_attention_supports(p, kc.type);
+    const float* sinks = nd.n_src() > 4 ? cx.f(nd.src[4]) : nullptr;
     // The combine writes the records where whole warps hold whole blocks of 32 values.
     const bool combine_rounds = split && p.head_dim % 32 == 0;
     float* out = cx.kept(st.node) || combine_rounds
@@ -264,10 +265,10 @@ inline void attention(const context& cx, const resolved& r, int64_t n) {
     if (split) {
         ops::split_attention(q.f(), q.stride, kc.type, cx.at(nd.src[1]), cx.at(nd.src[2]), kc.ne1, pos, out,
                              combine_rounds ? r.rounded : nullptr, cols, p, r.scratch, r.scratch_bytes, cx.counters,
-                             cx.counter_bytes, cx.stream, cx.launch, cache_written_at_positions_only(cx, nd));
+                             cx.counter_bytes, cx.stream, cx.launch, cache_written_at_positions_only(cx, nd), sinks);
     } else {
         ops::attention(q.f(), kc.type, cx.at(nd.src[1]), cx.at(nd.src[2]), kc.ne1, pos, out, cols, p, r.scratch,
-                       ops::attention_scratch_bytes(kc.ne1, p.n_head, cols), cx.stream, cx.launch);
+                       ops::attention_scratch_bytes(kc.ne1, p.n_head, cols), cx.stream, cx.launch, sinks);
     }
     if (r.rounded && !combine_rounds) quantize_chunks(out, nd.ne0, cols, r.rounded, cx.stream, cx.launch);
 }
@@ -332,6 +333,7 @@ void node(const context& cx, const resolved& r, int64_t n) {
         case graph::op::softmax: ops::softmax(a, y, nd.ne0, cols, stream, lo); return;
         case graph::op::silu: ops::silu(a, y, nd.ne0 * cols, stream, lo); return;
         case graph::op::swiglu: ops::swiglu(a, b, y, nd.ne0 * cols, stream, lo); return;
+        case graph::op::swiglu_oai: ops::swiglu_oai(a, b, y, nd.ne0 * cols, nd.alpha, nd.limit, stream, lo); return;
         case graph::op::set_rows: ops::set_rows(nd.type, cx.at(id), nd.ne0, nd.ne1, b, ids(2), n, stream, lo); return;
         case graph::op::argmax:
             ops::argmax(a, reinterpret_cast<int32_t*>(cx.at(id)), src(0).ne0, cols, r.scratch, r.scratch_bytes, cx.counters,
@@ -353,8 +355,9 @@ void node(const context& cx, const resolved& r, int64_t n) {
             return;
         }
         case graph::op::weighted_sum: ops::weighted_sum(a, b, y, nd.ne0, src(1).ne0, cols, stream, lo); return;
-        case graph::op::swiglu_oai:
-        case graph::op::add_id: break;  // refused when the program is made (basic_program::check_supported)
+        case graph::op::add_id:
+            ops::add_id(a, b, ids(2), y, src(1).ne0, nd.n_expert, src(2).ne0, cols, stream, lo);
+            return;
     }
     throw error(errc::invalid_argument, std::string("cuda backend: no kernel for op ") + graph::to_string(nd.op));
 }

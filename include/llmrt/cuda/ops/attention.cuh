@@ -2,6 +2,8 @@
 // column t at position p, head h and kv head g = h / (n_head / n_head_kv),
 //   s_j = scale · q_h · k_g[j]  (j = 0..p),   e_j = exp(s_j − max s),   w_j = e_j · (1 / Σ e)
 //   out_h = Σ_j w_j · v_g[j]
+// With a window w only the keys j > p − w take part (the scores keep them from index 0); with
+// sinks the max takes sink_h too and Σ e gets exp(sink_h − max) after the keys' terms.
 // One block per (head, column). Phase 1: warps take keys four at a time, lanes split the dot
 // (a butterfly sum); the scores go to the op's scratch (n_ctx floats per head and column).
 // Phase 2: max and Σ e (in double) by block_reduce. Phase 3: the block splits the keys into
@@ -31,15 +33,17 @@ namespace detail {
 constexpr int attention_threads = 256;
 
 struct attention_args {
-    const float* q;
-    const void* k;
-    const void* v;
-    const int32_t* pos;
-    float* out;
-    float* scores;  // n_ctx floats per (column, head)
-    int64_t n_ctx;
-    int32_t n_head, n_head_kv, head_dim;
-    float scale;
+    const float* q = nullptr;
+    const void* k = nullptr;
+    const void* v = nullptr;
+    const int32_t* pos = nullptr;
+    float* out = nullptr;
+    float* scores = nullptr;  // n_ctx floats per (column, head)
+    int64_t n_ctx = 0;
+    int32_t n_head = 0, n_head_kv = 0, head_dim = 0;
+    float scale = 1.0f;
+    int32_t window = 0;            // 0: every key 0..p
+    const float* sinks = nullptr;  // n_head logits, or null
 };
 
 template <class KV>
@@ -67,7 +71,11 @@ __global__ void __launch_bounds__(Threads) attention_kernel(const attention_args
         for (int i = int(threadIdx.x); i < hd; i += Threads) out[i] = __int_as_float(0x7fc00000);
         return;
     }
-    const int64_t n_keys = int64_t(p) + 1;
+    const int64_t end = int64_t(p) + 1;
+    const int64_t first = a.window > 0 && end > a.window ? end - a.window : 0;  // the window's first key
+    const int64_t n_keys = end - first;
+    const void* k_cache = static_cast<const uint8_t*>(a.k) + first * kv_ne0 * int64_t(sizeof(KV));
+    const void* v_cache = static_cast<const uint8_t*>(a.v) + first * kv_ne0 * int64_t(sizeof(KV));
     float* q = shared;
     float* partial = shared + hd;
     float* scores = a.scores + (int64_t(c) * a.n_head + h) * a.n_ctx;
@@ -88,7 +96,7 @@ __global__ void __launch_bounds__(Threads) attention_kernel(const attention_args
 #pragma unroll
             for (int u = 0; u < keys_per_warp; ++u)
                 if (j0 + u < n_keys)
-                    dot[u] = __fmaf_rn(qi, cache_value<KV>(a.k, (j0 + u) * kv_ne0 + int64_t(g) * hd + i), dot[u]);
+                    dot[u] = __fmaf_rn(qi, cache_value<KV>(k_cache, (j0 + u) * kv_ne0 + int64_t(g) * hd + i), dot[u]);
         }
 #pragma unroll
         for (int u = 0; u < keys_per_warp; ++u) {
@@ -103,6 +111,8 @@ __global__ void __launch_bounds__(Threads) attention_kernel(const attention_args
         }
     }
     max = block_reduce<Threads>(max, max_op{}, reduce_max);  // its barriers also publish the scores
+    const float sink = a.sinks ? a.sinks[h] : -INFINITY;
+    if (a.sinks) max = fmaxf(max, sink);
 
     double sum = 0.0;
     for (int64_t j = threadIdx.x; j < n_keys; j += Threads) {
@@ -111,6 +121,7 @@ __global__ void __launch_bounds__(Threads) attention_kernel(const attention_args
         sum += double(e);
     }
     sum = block_reduce<Threads>(sum, sum_op{}, reduce_sum);
+    if (a.sinks) sum += double(expf(__fsub_rn(sink, max)));
     const float inv = float(1.0 / sum);
 
     const int lanes_per_group = (hd + 31) / 32 * 32;
@@ -130,7 +141,7 @@ __global__ void __launch_bounds__(Threads) attention_kernel(const attention_args
                 for (int u = 0; u < chunk; ++u) {
                     const bool live = j + u < j_end;
                     w[u] = live ? scores[j + u] : 0.0f;
-                    vv[u] = live ? cache_value<KV>(a.v, (j + u) * kv_ne0 + int64_t(g) * hd + i) : 0.0f;
+                    vv[u] = live ? cache_value<KV>(v_cache, (j + u) * kv_ne0 + int64_t(g) * hd + i) : 0.0f;
                 }
 #pragma unroll
                 for (int u = 0; u < chunk; ++u)
@@ -159,10 +170,12 @@ inline std::size_t attention_scratch_bytes(int64_t n_ctx, int32_t n_head, int64_
 }
 
 // q, out: cols columns of n_head · head_dim floats; k, v: n_ctx columns of n_head_kv · head_dim
-// elements of kv_type (f32 or f16); scratch: attention_scratch_bytes(n_ctx, n_head, cols) bytes.
+// elements of kv_type (f32 or f16); scratch: attention_scratch_bytes(n_ctx, n_head, cols) bytes;
+// sinks: n_head device floats, or null.
 inline void attention(const float* q, qtype kv_type, const void* k, const void* v, int64_t n_ctx, const int32_t* pos,
                       float* out, int64_t cols, const graph::attention_params& p, void* scratch,
-                      std::size_t scratch_bytes, cudaStream_t stream, const launch_options& o = {}) {
+                      std::size_t scratch_bytes, cudaStream_t stream, const launch_options& o = {},
+                      const float* sinks = nullptr) {
     const char* op = "cuda::ops::attention";
     check(kv_type == qtype::f32 || kv_type == qtype::f16, errc::unsupported_type,
           [&] { return std::string(op) + ": caches are f32 or f16, not " + name(kv_type); });
@@ -182,7 +195,10 @@ inline void attention(const float* q, qtype kv_type, const void* k, const void* 
     const int hd = p.head_dim;
     const int partial = ((hd + 31) / 32 * 32) <= detail::attention_threads ? detail::attention_threads : hd;
     const std::size_t smem = std::size_t(hd + partial) * sizeof(float);
-    detail::attention_args a{q, k, v, pos, out, static_cast<float*>(scratch), n_ctx, p.n_head, p.n_head_kv, hd, p.scale};
+    check(p.window >= 0, errc::invalid_argument,
+          [&] { return std::string(op) + ": window " + std::to_string(p.window) + " must be >= 0 (0: none)"; });
+    detail::attention_args a{q,      k, v, pos, out, static_cast<float*>(scratch), n_ctx, p.n_head, p.n_head_kv, hd,
+                             p.scale, p.window, sinks};
     const dim3 grid(unsigned(p.n_head), unsigned(cols));
     const dim3 block(detail::attention_threads);
     if (kv_type == qtype::f16)

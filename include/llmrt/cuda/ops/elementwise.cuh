@@ -3,6 +3,8 @@
 //   mul     y = a ⊙ b          add  y = a + b      (b: as many columns as a, or one for all)
 //   silu    y = x / (1 + exp(−x))
 //   swiglu  y = silu(g) · u
+//   swiglu_oai  g = min(gate, limit), u = clamp(up, −limit, limit), y = g / (1 + exp(alpha·(−g))) · (u + 1)
+//           (min and clamp as std::min and std::clamp: a NaN stays NaN, unlike fminf)
 //
 // Every float step is spelled with the _rn intrinsics, so nvcc contracts nothing the CPU does
 // not (only exp differs from the host's libm, by an ulp or so).
@@ -45,6 +47,19 @@ __global__ void __launch_bounds__(elementwise_threads)
     if (i >= count) return;
     const float s = silu(x[i]);
     y[i] = Gated ? __fmul_rn(s, up[i]) : s;
+}
+
+template <int Threads>
+__global__ void __launch_bounds__(Threads)
+    swiglu_oai_kernel(const float* gate, const float* up, float* y, int64_t count, float alpha, float limit) {
+    enter_kernel();
+    const int64_t i = int64_t(blockIdx.x) * Threads + threadIdx.x;
+    if (i >= count) return;
+    const float gv = gate[i], uv = up[i];
+    const float g = limit < gv ? limit : gv;
+    const float u = uv < -limit ? -limit : limit < uv ? limit : uv;
+    const float s = __fdiv_rn(g, __fadd_rn(1.0f, expf(__fmul_rn(alpha, -g))));
+    y[i] = __fmul_rn(s, __fadd_rn(u, 1.0f));
 }
 
 // One warp per block of 32 values of a column: y = silu(gate) · up with gate and up read with
@@ -117,6 +132,16 @@ inline void swiglu(const float* gate, const float* up, float* y, int64_t count, 
     const char* op = "cuda::ops::swiglu";
     detail::launch(op, detail::silu_kernel<1>, dim3(detail::blocks_for(count, detail::elementwise_threads, op)),
                    detail::elementwise_threads, 0, stream, o, gate, up, y, count);
+}
+
+// gpt-oss's clamped SwiGLU over count floats (graph::op::swiglu_oai).
+inline void swiglu_oai(const float* gate, const float* up, float* y, int64_t count, float alpha, float limit,
+                       cudaStream_t stream, const launch_options& o = {}) {
+    if (count == 0) return;
+    const char* op = "cuda::ops::swiglu_oai";
+    detail::launch(op, detail::swiglu_oai_kernel<detail::elementwise_threads>,
+                   dim3(detail::blocks_for(count, detail::elementwise_threads, op)), detail::elementwise_threads, 0, stream, o,
+                   gate, up, y, count, alpha, limit);
 }
 
 // The swiglu step: y = silu(gate) ⊙ up over cols columns of n, gate and up with column strides,

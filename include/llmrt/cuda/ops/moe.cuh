@@ -8,6 +8,8 @@
 //                   max(float(Σ_j y_j in double), 2⁻¹⁴) (__fdiv_rn: correctly rounded, as the CPU)
 //   weighted_sum    one thread per element: ((w₀x₀ + w₁x₁) + ...) with __fmul_rn/__fadd_rn, so no
 //                   fused multiply-add changes the CPU's bits
+//   add_id          one thread per element: y = x + b[:, id] (__fadd_rn), NaN where the id is outside
+//                   [0, n_expert) (the executor refuses such ids from inputs before a run)
 //   mul_mat_id      llmrt's mmvq_id (cuda/mmvq.cuh) on Q8_1 activations: every token's activation
 //                   columns quantized once, each (token, slot) reading the expert its id names
 #pragma once
@@ -145,6 +147,18 @@ __global__ void __launch_bounds__(Threads)
     y[c * n + i] = acc;
 }
 
+// Grid x over cols · k · rows elements: element i of slot (column, s) = i / rows.
+template <int Threads>
+__global__ void __launch_bounds__(Threads) add_id_kernel(const float* x, const float* b, const int32_t* ids, float* y,
+                                                         int64_t rows, int64_t n_expert, int64_t count) {
+    enter_kernel();
+    const int64_t i = int64_t(blockIdx.x) * Threads + threadIdx.x;
+    if (i >= count) return;
+    const int64_t slot = i / rows, r = i % rows;
+    const int32_t id = ids[slot];
+    y[i] = id >= 0 && id < n_expert ? __fadd_rn(x[i], b[int64_t(id) * rows + r]) : __int_as_float(0x7fc00000);
+}
+
 }  // namespace detail
 
 // x: cols columns of n floats; y: cols columns of k int32 (k <= n). weights (null: none): the
@@ -188,6 +202,17 @@ inline void weighted_sum(const float* x, const float* w, float* y, int64_t n, in
     detail::launch(op, detail::weighted_sum_kernel<detail::moe_threads>,
                    dim3(detail::blocks_for(n, detail::moe_threads, op), unsigned(cols)), detail::moe_threads, 0, stream, o, x, w,
                    y, n, k);
+}
+
+// x, y: cols columns of k slots of rows floats (y may be x); b: n_expert columns of rows;
+// ids: cols × k (an id outside [0, n_expert) gives NaN for its slot).
+inline void add_id(const float* x, const float* b, const int32_t* ids, float* y, int64_t rows, int64_t n_expert, int64_t k,
+                   int64_t cols, cudaStream_t stream, const launch_options& o = {}) {
+    const char* op = "cuda::ops::add_id";
+    const int64_t count = rows * k * cols;
+    if (count == 0) return;
+    detail::launch(op, detail::add_id_kernel<detail::moe_threads>, dim3(detail::blocks_for(count, detail::moe_threads, op)),
+                   detail::moe_threads, 0, stream, o, x, b, ids, y, rows, n_expert, count);
 }
 
 // Scratch of mul_mat_id: the Q8_1 records of up to max_cols tokens of x_per_token columns of k.

@@ -5,6 +5,13 @@
 //   (a, b) -> (a cosθ − b sinθ, a sinθ + b cosθ)
 // over pairs (2i, 2i+1) (normal order) or (i, i + n_rot/2) (NeoX); elements past n_rot are
 // copied. A negative position (the CPU raises an error for it) gives a column of NaN.
+//
+// YaRN (graph::rope_params, ggml's rope_yarn) runs in kernels of their own (Yarn = 1): with
+// θ_extrap the angle above before freq_scale and θ_interp = freq_scale · θ_extrap,
+//   ramp_i = (1 − min(1, max(0, (i − corr_low) / max(0.001, corr_high − corr_low)))) · ext_factor
+//   θ = θ_interp · (1 − ramp_i) + θ_extrap · ramp_i,   cos and sin scaled by m
+// in the CPU's order of float operations (m and the ramp's divisor formed on the host as the CPU
+// forms them); plain rope's kernels are untouched.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -14,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "llmrt/core/float_convert.hpp"
 #include "llmrt/cuda/ops/common.cuh"
@@ -28,17 +36,22 @@ constexpr int rope_threads = 128;
 // What the angle of pair i needs besides the position: theta_scale = freq_base^(−2/n_rot)
 // (computed on the host as every rope launcher does), freq_scale, and n_rot/2 factors or null.
 struct rope_angle {
-    float theta_scale;
-    float freq_scale;
-    const float* factors;
+    float theta_scale = 1.0f;
+    float freq_scale = 1.0f;
+    const float* factors = nullptr;
+    // YaRN's terms (read by the Yarn kernels only).
+    float ext_factor = 0.0f;
+    float corr_low = 0.0f;
+    float corr_span = 1.0f;  // max(0.001, corr_high − corr_low)
+    float mscale = 1.0f;     // attn_factor, times 1 + 0.1 · ln(1 / freq_scale) when ext_factor ≠ 0
 };
 
 struct rope_args {
-    const float* x;
-    float* y;
-    const int32_t* pos;
-    int32_t n_head, head_dim, n_rot;
-    rope_angle angle;
+    const float* x = nullptr;
+    float* y = nullptr;
+    const int32_t* pos = nullptr;
+    int32_t n_head = 0, head_dim = 0, n_rot = 0;
+    rope_angle angle{};
 };
 
 // Pair slot i (< head_dim / 2) of one head at position pos: elements a and b (b < head_dim
@@ -50,23 +63,57 @@ struct rope_slot {
 };
 
 // The pair (x0, x1) of rotated slot i (< n_rot / 2) at position pos >= 0, with the θ the CPU forms.
+template <int Yarn>
 __device__ __forceinline__ float2 rope_rotate(float x0, float x1, int32_t pos, int i, const rope_angle& f) {
     float theta = float(pos);
     for (int j = 0; j < i; ++j) theta = __fmul_rn(theta, f.theta_scale);
     // Skipped when they would change nothing (x/1 and x·1 are exact): a plain llama's rope does
     // the work it did before frequency factors and scaling existed.
     if (f.factors) theta = __fdiv_rn(theta, f.factors[i]);
-    if (f.freq_scale != 1.0f) theta = __fmul_rn(theta, f.freq_scale);
     float sn, cs;
-    sincosf(theta, &sn, &cs);
+    if constexpr (Yarn) {
+        const float extrap = theta, interp = __fmul_rn(f.freq_scale, extrap);
+        theta = interp;
+        if (f.ext_factor != 0.0f) {
+            const float y = __fdiv_rn(__fsub_rn(float(i), f.corr_low), f.corr_span);
+            const float ramp = __fmul_rn(__fsub_rn(1.0f, fminf(1.0f, fmaxf(0.0f, y))), f.ext_factor);
+            theta = __fadd_rn(__fmul_rn(interp, __fsub_rn(1.0f, ramp)), __fmul_rn(extrap, ramp));
+        }
+        sincosf(theta, &sn, &cs);
+        sn = __fmul_rn(sn, f.mscale);
+        cs = __fmul_rn(cs, f.mscale);
+    } else {
+        if (f.freq_scale != 1.0f) theta = __fmul_rn(theta, f.freq_scale);
+        sincosf(theta, &sn, &cs);
+    }
     return make_float2(__fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn)), __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs)));
 }
 
 inline rope_angle rope_angle_of(const graph::rope_params& p, const float* factors) {
-    return {std::pow(p.freq_base, -2.0f / float(p.n_rot)), p.freq_scale, factors};
+    rope_angle a;
+    a.theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
+    a.freq_scale = p.freq_scale;
+    a.factors = factors;
+    a.ext_factor = p.ext_factor;
+    a.corr_low = p.corr_low;
+    a.corr_span = std::fmax(0.001f, p.corr_high - p.corr_low);
+    // cpu::rope_cos_sin's float operations.
+    a.mscale = p.attn_factor;
+    if (p.ext_factor != 0.0f) a.mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+    return a;
 }
 
-template <int Neox>
+// Calls f with std::integral_constant<int, 0 or 1>: the Yarn kernels only where YaRN changes
+// something (graph::rope_params::yarn), so plain rope keeps its kernels' code and bits.
+template <class F>
+void with_yarn(const graph::rope_params& p, F&& f) {
+    if (p.yarn())
+        f(std::integral_constant<int, 1>{});
+    else
+        f(std::integral_constant<int, 0>{});
+}
+
+template <int Neox, int Yarn>
 __device__ __forceinline__ rope_slot rope_slot_of(const float* x, int32_t pos, int i, int head_dim, int n_rot,
                                                   const rope_angle& angle) {
     const int half_rot = n_rot / 2;
@@ -85,22 +132,22 @@ __device__ __forceinline__ rope_slot rope_slot_of(const float* x, int32_t pos, i
         r.ya = r.yb = nan;
         return r;
     }
-    const float2 y = rope_rotate(x[r.a], x[r.b], pos, i, angle);
+    const float2 y = rope_rotate<Yarn>(x[r.a], x[r.b], pos, i, angle);
     r.ya = y.x;
     r.yb = y.y;
     return r;
 }
 
-template <int Neox>
+template <int Neox, int Yarn>
 __device__ __forceinline__ void rope_pair(const float* x, float* y, int32_t pos, int i, int head_dim, int n_rot,
                                           const rope_angle& angle) {
-    const rope_slot r = rope_slot_of<Neox>(x, pos, i, head_dim, n_rot, angle);
+    const rope_slot r = rope_slot_of<Neox, Yarn>(x, pos, i, head_dim, n_rot, angle);
     y[r.a] = r.ya;
     if (r.b < head_dim) y[r.b] = r.yb;
 }
 
 // Grid (ceil(n_head · head_dim/2 / threads), cols): one thread per pair slot of a column.
-template <int Neox>
+template <int Neox, int Yarn>
 __global__ void __launch_bounds__(rope_threads) rope_kernel(const rope_args p) {
     enter_kernel();
     const int half_dim = p.head_dim / 2;
@@ -108,21 +155,21 @@ __global__ void __launch_bounds__(rope_threads) rope_kernel(const rope_args p) {
     if (slot >= int64_t(p.n_head) * half_dim) return;
     const int h = int(slot / half_dim), i = int(slot % half_dim);
     const int64_t base = int64_t(blockIdx.y) * p.n_head * p.head_dim + int64_t(h) * p.head_dim;
-    rope_pair<Neox>(p.x + base, p.y + base, p.pos[blockIdx.y], i, p.head_dim, p.n_rot, p.angle);
+    rope_pair<Neox, Yarn>(p.x + base, p.y + base, p.pos[blockIdx.y], i, p.head_dim, p.n_rot, p.angle);
 }
 
 struct rope_cache_args {
-    const float* q;  // column c of q at q + c · q_stride (and k, v likewise)
-    const float* k;
-    const float* v;
-    int64_t q_stride, k_stride, v_stride;
-    float* q_out;  // dense: n_head · head_dim per column
-    void* k_cache;  // n_ctx columns of n_head_kv · head_dim, f16 or f32
-    void* v_cache;
-    const int32_t* pos;
-    int64_t n_ctx;
-    int32_t n_head, n_head_kv, head_dim, n_rot;
-    rope_angle angle;
+    const float* q = nullptr;  // column c of q at q + c · q_stride (and k, v likewise)
+    const float* k = nullptr;
+    const float* v = nullptr;
+    int64_t q_stride = 0, k_stride = 0, v_stride = 0;
+    float* q_out = nullptr;    // dense: n_head · head_dim per column
+    void* k_cache = nullptr;   // n_ctx columns of n_head_kv · head_dim, f16 or f32
+    void* v_cache = nullptr;
+    const int32_t* pos = nullptr;
+    int64_t n_ctx = 0;
+    int32_t n_head = 0, n_head_kv = 0, head_dim = 0, n_rot = 0;
+    rope_angle angle{};
 };
 
 template <class KV>
@@ -136,13 +183,13 @@ __device__ __forceinline__ void store_cache(void* cache, int64_t at, float v) {
 // Grid (n_head + 2 · n_head_kv, cols), head_dim / 2 threads: block x < n_head rotates a head of
 // q; the next n_head_kv rotate a head of k into the K cache's column pos; the last n_head_kv copy
 // a head of v into the V cache. Each value has the bits rope and set_rows give it.
-template <int Neox, class KV>
+template <int Neox, class KV, int Yarn>
 __global__ void rope_cache_kernel(const rope_cache_args p) {
     enter_kernel();
     const int slot = int(blockIdx.x), c = int(blockIdx.y), i = int(threadIdx.x), hd = p.head_dim;
     const int32_t pos = p.pos[c];
     if (slot < p.n_head) {
-        rope_pair<Neox>(p.q + c * p.q_stride + int64_t(slot) * hd, p.q_out + int64_t(c) * p.n_head * hd + int64_t(slot) * hd,
+        rope_pair<Neox, Yarn>(p.q + c * p.q_stride + int64_t(slot) * hd, p.q_out + int64_t(c) * p.n_head * hd + int64_t(slot) * hd,
                         pos, i, hd, p.n_rot, p.angle);
         return;
     }
@@ -150,7 +197,7 @@ __global__ void rope_cache_kernel(const rope_cache_args p) {
     const int64_t column = int64_t(pos) * p.n_head_kv * hd;
     if (slot < p.n_head + p.n_head_kv) {
         const int h = slot - p.n_head;
-        const rope_slot r = rope_slot_of<Neox>(p.k + c * p.k_stride + int64_t(h) * hd, pos, i, hd, p.n_rot, p.angle);
+        const rope_slot r = rope_slot_of<Neox, Yarn>(p.k + c * p.k_stride + int64_t(h) * hd, pos, i, hd, p.n_rot, p.angle);
         store_cache<KV>(p.k_cache, column + int64_t(h) * hd + r.a, r.ya);
         if (r.b < hd) store_cache<KV>(p.k_cache, column + int64_t(h) * hd + r.b, r.yb);
         return;
@@ -177,10 +224,13 @@ inline void rope(const float* x, float* y, const int32_t* pos, int64_t cols, con
     detail::rope_args a{x, y, pos, p.n_head, p.head_dim, p.n_rot, detail::rope_angle_of(p, factors)};
     const dim3 grid(detail::blocks_for(int64_t(p.n_head) * (p.head_dim / 2), detail::rope_threads, "cuda::ops::rope"),
                     unsigned(cols));
-    if (p.order == graph::rope_order::neox)
-        detail::launch("cuda::ops::rope", detail::rope_kernel<1>, grid, dim3(detail::rope_threads), 0, stream, o, a);
-    else
-        detail::launch("cuda::ops::rope", detail::rope_kernel<0>, grid, dim3(detail::rope_threads), 0, stream, o, a);
+    detail::with_yarn(p, [&](auto yarn) {
+        constexpr int Y = decltype(yarn)::value;
+        if (p.order == graph::rope_order::neox)
+            detail::launch("cuda::ops::rope", detail::rope_kernel<1, Y>, grid, dim3(detail::rope_threads), 0, stream, o, a);
+        else
+            detail::launch("cuda::ops::rope", detail::rope_kernel<0, Y>, grid, dim3(detail::rope_threads), 0, stream, o, a);
+    });
 }
 
 // Without frequency factors.
@@ -216,10 +266,13 @@ inline void rope_cache(const float* q, int64_t q_stride, const float* k, int64_t
     const dim3 grid(unsigned(p.n_head + 2 * n_head_kv), unsigned(cols));
     const dim3 block(unsigned((p.head_dim + 1) / 2));
     const bool neox = p.order == graph::rope_order::neox, half = kv_type == qtype::f16;
-    if (neox && half) detail::launch(op, detail::rope_cache_kernel<1, uint16_t>, grid, block, 0, stream, o, a);
-    else if (neox) detail::launch(op, detail::rope_cache_kernel<1, float>, grid, block, 0, stream, o, a);
-    else if (half) detail::launch(op, detail::rope_cache_kernel<0, uint16_t>, grid, block, 0, stream, o, a);
-    else detail::launch(op, detail::rope_cache_kernel<0, float>, grid, block, 0, stream, o, a);
+    detail::with_yarn(p, [&](auto yarn) {
+        constexpr int Y = decltype(yarn)::value;
+        if (neox && half) detail::launch(op, detail::rope_cache_kernel<1, uint16_t, Y>, grid, block, 0, stream, o, a);
+        else if (neox) detail::launch(op, detail::rope_cache_kernel<1, float, Y>, grid, block, 0, stream, o, a);
+        else if (half) detail::launch(op, detail::rope_cache_kernel<0, uint16_t, Y>, grid, block, 0, stream, o, a);
+        else detail::launch(op, detail::rope_cache_kernel<0, float, Y>, grid, block, 0, stream, o, a);
+    });
 }
 
 // Without frequency factors.

@@ -9,14 +9,16 @@
 //   combine  the block that finishes its (column, kv head) last — an integer counter per pair,
 //            no float atomics — combines every chunk of its heads in chunk order:
 //              M = max_j m_j,  w_j = exp(m_j − M),  out_h = (Σ_j w_j · o_j) · (1 / Σ_j w_j · l_j)
+//            (with sinks M = max(max_j m_j, sink_h) and exp(sink_h − M) added to the sum last)
 //            and writes out and, when asked, the Q8_1 records of out for the mul_mat after it;
 //            it then sets the counter back to zero for the next launch
 //
-// The chunks of a query at position p: len = max(min_len, ceil((p + 1) / max_chunks)) keys each
-// (min_len 64), ceil((p + 1) / len) of them, every one with keys; max_chunks (at least 32) grows
-// with the cache so that a chunk's K and V fit the shared memory of a block (chunk_cap keys). The split depends on p alone
-// and every sum runs in a fixed order: the same bits on every run, whatever the batch, whichever
-// block combines.
+// The chunks of a query at position p over its n = p + 1 − first keys first..p (first = 0, or
+// max(0, p + 1 − window) with a window: a sliding layer reads its window only):
+// len = max(min_len, ceil(n / max_chunks)) keys each (min_len 64), ceil(n / len) of them, every
+// one with keys; max_chunks (at least 32) grows with the cache so that a chunk's K and V fit the
+// shared memory of a block (chunk_cap keys). The split depends on p alone and every sum runs
+// in a fixed order: the same bits on every run, whatever the batch, whichever block combines.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -46,26 +48,27 @@ constexpr int split_stage_bytes = 64 * 1024;  // a chunk's K and V in shared mem
 constexpr int split_min_len = 64;             // keys per chunk, at least
 
 struct split_attention_args {
-    const float* q;       // column t of q at q + t · q_stride
-    int64_t q_stride;
-    const void* k;        // caches: n_ctx columns of n_head_kv · head_dim
-    const void* v;
-    const int32_t* pos;
-    float* partial;       // per (column, head, chunk): head_dim sums, then m and l
-    int32_t* counters;    // per (column, kv head): chunks done (zero between launches)
-    float* out;           // dense columns of n_head · head_dim (null: not kept)
-    uint8_t* records;     // Q8_1 records of out (null: none)
-    int64_t n_ctx;
-    int64_t cols;
-    int32_t n_head, n_head_kv, head_dim;
-    int32_t max_chunks, min_len, chunk_cap;
-    float scale;
-    int32_t early;  // nonzero: pos and the cache before the batch's first position may be read before the wait
+    const float* q = nullptr;     // column t of q at q + t · q_stride
+    int64_t q_stride = 0;
+    const void* k = nullptr;      // caches: n_ctx columns of n_head_kv · head_dim
+    const void* v = nullptr;
+    const int32_t* pos = nullptr;
+    float* partial = nullptr;     // per (column, head, chunk): head_dim sums, then m and l
+    int32_t* counters = nullptr;  // per (column, kv head): chunks done (zero between launches)
+    float* out = nullptr;         // dense columns of n_head · head_dim (null: not kept)
+    uint8_t* records = nullptr;   // Q8_1 records of out (null: none)
+    int64_t n_ctx = 0;
+    int64_t cols = 0;
+    int32_t n_head = 0, n_head_kv = 0, head_dim = 0;
+    int32_t max_chunks = 0, min_len = 0, chunk_cap = 0;
+    float scale = 1.0f;
+    int32_t early = 0;  // nonzero: pos and the cache before the batch's first position may be read before the wait
+    int32_t window = 0;            // 0: keys 0..p
+    const float* sinks = nullptr;  // n_head logits, or null
 };
 
-// Keys per chunk for a query at position p.
-__host__ __device__ inline int64_t split_chunk_length(int32_t p, int32_t max_chunks, int32_t min_len) {
-    const int64_t n = int64_t(p) + 1;
+// Keys per chunk for a query that sees n keys.
+__host__ __device__ inline int64_t split_chunk_length(int64_t n, int32_t max_chunks, int32_t min_len) {
     const int64_t len = (n + max_chunks - 1) / max_chunks;
     return len < min_len ? min_len : len;
 }
@@ -133,11 +136,13 @@ __global__ void __launch_bounds__(split_threads) split_attention_kernel(const sp
     if (!a.early) enter_kernel();
     const int32_t p = a.pos[t];
     const bool live = p >= 0 && p < a.n_ctx;  // the executor refuses other positions before a run
-    const int64_t n_keys = int64_t(p) + 1;
-    const int64_t len = split_chunk_length(p, a.max_chunks, a.min_len);
+    const int64_t end = int64_t(p) + 1;
+    const int64_t first = a.window > 0 && end > a.window ? end - a.window : 0;  // the window's first key
+    const int64_t n_keys = end - first;
+    const int64_t len = split_chunk_length(n_keys, a.max_chunks, a.min_len);
     const int chunks = live ? int((n_keys + len - 1) / len) : 0;
-    const int64_t k0 = int64_t(j) * len;
-    const int keys = j < chunks ? int(n_keys - k0 < len ? n_keys - k0 : len) : 0;
+    const int64_t k0 = first + int64_t(j) * len;
+    const int keys = j < chunks ? int(end - k0 < len ? end - k0 : len) : 0;
     const int h0 = g * Heads;  // this block's first query head
     const int64_t kv_ne0 = int64_t(a.n_head_kv) * hd;
     float* q = reinterpret_cast<float*>(smem);
@@ -155,7 +160,7 @@ __global__ void __launch_bounds__(split_threads) split_attention_kernel(const sp
     const int64_t row_stride = kv_ne0 * int64_t(sizeof(KV));
     int64_t stable = 0;  // keys below this one hold earlier forwards' values (a.early)
     if (a.early) {
-        stable = n_keys;
+        stable = end;
         for (int64_t c = 0; c < a.cols; ++c) stable = a.pos[c] < stable ? a.pos[c] : stable;
     }
     const int early = int(stable - k0 < 0 ? 0 : stable - k0 < keys ? stable - k0 : keys);
@@ -338,6 +343,8 @@ __global__ void __launch_bounds__(split_threads) split_attention_kernel(const sp
         for (int c = lane + 32 * held; c < chunks; c += 32) m = fmaxf(m, __ldcg(head + c * (hd + 2) + hd));
 #pragma unroll
         for (int offset = 16; offset > 0; offset >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
+        const float sink = a.sinks ? a.sinks[h0 + h] : -INFINITY;
+        if (a.sinks) m = fmaxf(m, sink);
         float l = 0.0f;
 #pragma unroll
         for (int u = 0; u < held; ++u) {
@@ -355,6 +362,7 @@ __global__ void __launch_bounds__(split_threads) split_attention_kernel(const sp
         }
 #pragma unroll
         for (int offset = 16; offset > 0; offset >>= 1) l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, offset));
+        if (a.sinks) l = __fadd_rn(l, expf(__fsub_rn(sink, m)));
         if (lane == 0) inv_l[h] = __fdiv_rn(1.0f, l);
     }
     __syncthreads();
@@ -432,12 +440,12 @@ inline std::size_t split_attention_counter_bytes(const graph::attention_params& 
 // cols) bytes and head_dim a multiple of 32) from q (column t at q + t · q_stride) and the caches.
 // positions_before_wait: no kernel on the stream writes pos, nor the cache below the batch's
 // first position, so a programmatic dependent launch may read them (and copy those keys) while
-// the kernels before it run.
+// the kernels before it run. p.window: see attention_params; sinks: n_head device floats, or null.
 inline void split_attention(const float* q, int64_t q_stride, qtype kv_type, const void* k, const void* v, int64_t n_ctx,
                             const int32_t* pos, float* out, void* records, int64_t cols,
                             const graph::attention_params& p, void* scratch, std::size_t scratch_bytes, int32_t* counters,
                             std::size_t counter_bytes, cudaStream_t stream, const launch_options& o = {},
-                            bool positions_before_wait = false) {
+                            bool positions_before_wait = false, const float* sinks = nullptr) {
     const char* op = "cuda::ops::split_attention";
     check(split_attention_supports(p, kv_type), errc::shape_mismatch, [&] {
         return std::string(op) + ": n_head " + std::to_string(p.n_head) + ", n_head_kv " + std::to_string(p.n_head_kv) +
@@ -445,6 +453,8 @@ inline void split_attention(const float* q, int64_t q_stride, qtype kv_type, con
                ": needs an f16 or f32 cache, head_dim 8..512 with rows of whole 16 bytes, and 1, 2, 4 or 8 query heads "
                "per kv head";
     });
+    check(p.window >= 0, errc::invalid_argument,
+          [&] { return std::string(op) + ": window " + std::to_string(p.window) + " must be >= 0 (0: none)"; });
     check(!records || p.head_dim % 32 == 0, errc::shape_mismatch, [&] {
         return std::string(op) + ": Q8_1 records need head_dim a multiple of 32, got " + std::to_string(p.head_dim);
     });
@@ -477,7 +487,7 @@ inline void split_attention(const float* q, int64_t q_stride, qtype kv_type, con
     detail::split_attention_args a{q,      q_stride, k,     v,          pos,         static_cast<float*>(scratch),
                                    counters, out,    static_cast<uint8_t*>(records), n_ctx, cols, p.n_head,
                                    p.n_head_kv, p.head_dim, chunks, detail::split_min_length(cap), cap, p.scale,
-                                   positions_before_wait ? 1 : 0};
+                                   positions_before_wait ? 1 : 0, p.window, sinks};
     const dim3 grid(unsigned(p.n_head_kv), unsigned(chunks), unsigned(cols));
     auto split = [&](auto kernel) {
         if (smem > 48 * 1024)
