@@ -152,7 +152,8 @@ TEST_CASE("attention with a window shorter than the context and with sinks agree
                 CAPTURE(positions[0]);
                 s.poison(out);
                 s.run({input_of(q, gaussian(std::size_t(q_ne0 * n), ++seed, 2.0f)),
-                       input_of(k, gaussian(std::size_t(kv_ne0 * n), ++seed)), input_of(v, gaussian(std::size_t(kv_ne0 * n), ++seed)),
+                       input_of(k, gaussian(std::size_t(kv_ne0 * n), ++seed)),
+                       input_of(v, gaussian(std::size_t(kv_ne0 * n), ++seed)),
                        input_of(pos, positions)},
                       n);
                 s.check_nodes(n, 1e-9);
@@ -239,7 +240,7 @@ TEST_CASE("expert_weights with expert_norm::softmax agrees with the CPU backend 
     }
 }
 
-TEST_CASE("a gpt-oss-shaped block with q8_0 experts agrees with the CPU backend fused and unfused, in one batch and token by token") {
+TEST_CASE("a gpt-oss block with q8_0 experts agrees with the CPU backend fused and unfused, in a batch and token by token") {
     LLMRT_VULKAN_TEST_DEVICE(ctx);
     for (bool fuse : {true, false}) {
         CAPTURE(fuse);

@@ -124,8 +124,10 @@ inline void record_add_id(kernels& kn, recorder& r, const operand& x, const oper
     require_bytes(y, x_bytes, name, "y");
     const detail::moe_push push{x.address, b.address, y.address, ids.address, uint32_t(rows), uint32_t(k),
                                 uint32_t(detail::moe_op::add_id), uint32_t(cols), 0, uint32_t(n_expert)};
-    const grid g = make_grid(kn.device().info(), (uint64_t(rows * k) + workgroup_size - 1) / workgroup_size, uint64_t(cols), name);
-    check(g.z == 1, errc::shape_mismatch, [&] { return std::string(name) + ": columns of " + std::to_string(rows * k) + " values are too long"; });
+    const uint64_t groups = (uint64_t(rows * k) + workgroup_size - 1) / workgroup_size;
+    const grid g = make_grid(kn.device().info(), groups, uint64_t(cols), name);
+    check(g.z == 1, errc::shape_mismatch,
+          [&] { return std::string(name) + ": columns of " + std::to_string(rows * k) + " values are too long"; });
     r.access({x.part(0, x_bytes), b.part(0, b_bytes), ids.part(0, ids_bytes)}, {y.part(0, x_bytes)});
     r.dispatch(kn.pipeline("moe", sizeof push), push, g);
 }
