@@ -1,6 +1,7 @@
 #version 460
 // Attention, step 1 of 3: the scores s_j = scale · q_h · k_g[j] of query head h of token t against
-// cache positions j = 0 .. pos[t] (the causal mask), g = h / (n_head / n_head_kv). One invocation
+// cache positions j = 0 .. pos[t] (the causal mask; with a window w > 0 only pos[t] − w < j),
+// g = h / (n_head / n_head_kv). One invocation
 // per key; the dot is summed in double in element order, as the CPU reference sums it (every
 // product of two floats is exact in double), so a score has the reference's bits. Scores go to
 // scratch row (t · n_head + h) of n_ctx floats; steps 2 (softmax.comp) and 3
@@ -23,6 +24,8 @@ layout(push_constant) uniform llmrt_attention_scores_params {
     uint n_ctx;
     uint kv_f16;
     float scale;
+    uint window;         // 0: every key up to the position
+    uint unused;         // pads the block to the C++ struct's size
 } p;
 
 shared float q_head[MAX_HEAD_DIM];
@@ -36,6 +39,7 @@ void main() {
     barrier();
     const int position = llmrt_op_i32(p.positions).v[t];
     if (position < 0 || uint(position) >= p.n_ctx || j > uint(position)) return;
+    if (p.window != 0u && uint(position) - j >= p.window) return;
 
     const uint g = h / (p.n_head / p.n_head_kv);
     const uint kv_ne0 = p.n_head_kv * p.head_dim;

@@ -1,8 +1,10 @@
 #version 460
 // The attention step of the lowering (graph/lower.hpp): causal attention of query head h of token
-// t over cache positions 0 .. pos[t], split over the cache and combined in one dispatch.
+// t over cache positions 0 .. pos[t] (with a window w > 0, max(0, pos − w + 1) .. pos), split over
+// the cache and combined in one dispatch.
 //
-// Grid (max_groups, n_head, tokens). The keys 0 .. pos are cut into tiles of 128; `groups` =
+// Grid (max_groups, n_head, tokens), max_groups = min(32, ⌈n_ctx / 128⌉) (ops::attention_groups).
+// The keys are cut into tiles of 128; `groups` =
 // ⌈tiles / ⌈tiles / min(max_groups, tiles)⌉⌉ work-groups take consecutive runs of tiles (the
 // others return at once). Over its tiles a work-group keeps the running maximum m, the sum
 // l = Σ exp(s_j − m) and o = Σ exp(s_j − m) · v_j (flash decoding): per tile, one invocation per
@@ -13,6 +15,7 @@
 // It writes (m, l, o) to `partials` and counts itself done on the (token, head)'s counter; the
 // last one to finish combines all groups in group order,
 //   M = max m_g,  out = Σ_g exp(m_g − M) · o_g / Σ_g exp(m_g − M) · l_g,
+// with a sink, M = max(max m_g, sink_h) and exp(sink_h − M) added to the denominator last,
 // so the result does not depend on which group finished last, nor on the batch the token runs
 // in, and resets the counter for the next dispatch. With a Q8_1 target (head_dim a multiple of
 // 32) it also writes the rounding of its head's blocks for the matvec step that reads `out`.
@@ -27,6 +30,8 @@
 #include "llmrt/q8_1_round.glsl"
 
 layout(local_size_x = LLMRT_OPS_WG) in;
+
+layout(constant_id = 0) const uint KV_F16 = 0u;  // 1: the caches hold f16, else f32
 
 #define TILE LLMRT_OPS_WG
 #define MAX_HEAD_DIM 256u
@@ -48,16 +53,15 @@ layout(push_constant) uniform llmrt_attention_step_params {
     uint64_t records_a;
     uint64_t qs_b;
     uint64_t records_b;
+    uint64_t sinks;      // 0: none; else one float per head
     uint n_head;
     uint n_head_kv;
     uint head_dim;
     uint n_ctx;
-    uint kv_f16;
     float scale;
-    uint max_groups;
     uint split;          // Q8_1 columns below it in region A, the rest in region B
     uint q_stride;
-    uint unused;
+    uint window;         // 0: every key up to the position
 } p;
 
 shared float q_head[MAX_HEAD_DIM];
@@ -112,15 +116,17 @@ void main() {
         return;
     }
     const uint n_keys = uint(position) + 1u;
-    const uint tiles = (n_keys + TILE - 1u) / TILE;
-    const uint tiles_per_group = (tiles + min(p.max_groups, tiles) - 1u) / min(p.max_groups, tiles);
+    const uint first_key = p.window != 0u && n_keys > p.window ? n_keys - p.window : 0u;
+    const uint max_groups = min(32u, (p.n_ctx + TILE - 1u) / TILE);
+    const uint tiles = (n_keys - first_key + TILE - 1u) / TILE;
+    const uint tiles_per_group = (tiles + min(max_groups, tiles) - 1u) / min(max_groups, tiles);
     const uint groups = (tiles + tiles_per_group - 1u) / tiles_per_group;
     if (g >= groups) return;
-    const uint begin = g * tiles_per_group * TILE, end = min(n_keys, begin + tiles_per_group * TILE);
+    const uint begin = first_key + g * tiles_per_group * TILE, end = min(n_keys, begin + tiles_per_group * TILE);
 
     for (uint i = lane; i < hd; i += LLMRT_OPS_WG) q_head[i] = llmrt_op_f32(p.q).v[t * p.q_stride + h * hd + i];
     barrier();
-    const bool f16 = p.kv_f16 != 0u;
+    const bool f16 = KV_F16 != 0u;
     const uint element_bytes = f16 ? 2u : 4u;
     const uint kv_head = h / (p.n_head / p.n_head_kv);
     const uint64_t k0 = p.k + uint64_t(kv_head) * hd * element_bytes;
@@ -160,7 +166,7 @@ void main() {
                     }
                 }
             } else {
-                for (uint i = 0u; i < hd; ++i) dot += q_head[i] * llmrt_cache_at(row, i, p.kv_f16);
+                for (uint i = 0u; i < hd; ++i) dot += q_head[i] * llmrt_cache_at(row, i, KV_F16);
             }
             s = dot * p.scale;
         }
@@ -209,8 +215,8 @@ void main() {
             float t0 = 0.0, t1 = 0.0;
             for (uint key = 0u; key < n; ++key) {
                 const uint64_t row = v0 + uint64_t(first + key) * row_bytes;
-                if (lane < hd) t0 += tile[key] * llmrt_cache_at(row, lane, p.kv_f16);
-                if (lane + LLMRT_OPS_WG < hd) t1 += tile[key] * llmrt_cache_at(row, lane + LLMRT_OPS_WG, p.kv_f16);
+                if (lane < hd) t0 += tile[key] * llmrt_cache_at(row, lane, KV_F16);
+                if (lane + LLMRT_OPS_WG < hd) t1 += tile[key] * llmrt_cache_at(row, lane + LLMRT_OPS_WG, KV_F16);
             }
             o0 = o0 * carry + t0;
             o1 = o1 * carry + t1;
@@ -218,7 +224,7 @@ void main() {
         m = m_new;
         barrier();  // `tile` and `unit_sums` are read before the next tile overwrites them
     }
-    llmrt_shared_f32 partial = llmrt_shared_f32(p.partials + 4ul * uint64_t((t * p.n_head + h) * p.max_groups + g) * (hd + 2u));
+    llmrt_shared_f32 partial = llmrt_shared_f32(p.partials + 4ul * uint64_t((t * p.n_head + h) * max_groups + g) * (hd + 2u));
     if (lane < hd) partial.v[2u + lane] = o0;
     if (lane + LLMRT_OPS_WG < hd) partial.v[2u + lane + LLMRT_OPS_WG] = o1;
     if (lane == 0u) {
@@ -234,7 +240,7 @@ void main() {
     memoryBarrierBuffer();
     if (lane == 0u) counters.v[t * p.n_head + h] = 0u;
 
-    llmrt_shared_f32 all = llmrt_shared_f32(p.partials + 4ul * uint64_t((t * p.n_head + h) * p.max_groups) * (hd + 2u));
+    llmrt_shared_f32 all = llmrt_shared_f32(p.partials + 4ul * uint64_t((t * p.n_head + h) * max_groups) * (hd + 2u));
     // Each group's m and l once into shared memory, then its weight exp(m_g − M).
     if (lane < groups) {
         group_m[lane] = all.v[lane * (hd + 2u)];
@@ -243,11 +249,15 @@ void main() {
     barrier();
     float m_all = uintBitsToFloat(0xff800000u);
     for (uint q = 0u; q < groups; ++q) m_all = max(m_all, group_m[q]);
+    const bool has_sink = p.sinks != 0ul;
+    const float sink = has_sink ? llmrt_op_f32(p.sinks).v[h] : 0.0;
+    if (has_sink) m_all = max(m_all, sink);
     barrier();
     if (lane < groups) group_m[lane] = exp(group_m[lane] - m_all);
     barrier();
     float l_all = 0.0;
     for (uint q = 0u; q < groups; ++q) l_all += group_m[q] * group_l[q];
+    if (has_sink) l_all += exp(sink - m_all);
     for (uint i = lane; i < hd; i += LLMRT_OPS_WG) {
         // The groups' values in batches of 4 loads, added in group order.
         float o = 0.0;

@@ -1,5 +1,6 @@
 #version 460
-// Attention, step 3 of 3: out_h[i] = Σ_j prob_j · v_g[j][i] over j = 0 .. pos[t], with the
+// Attention, step 3 of 3: out_h[i] = Σ_j prob_j · v_g[j][i] over j = 0 .. pos[t] (with a window
+// w > 0, j = max(0, pos[t] − w + 1) .. pos[t]), with the
 // probabilities of step 2 in scratch row (t · n_head + h). One invocation per element i, summing
 // in float in position order as the CPU reference does (`precise`: no fused multiply-add). A
 // position outside the cache gives NaN (the host checks positions it can see before a run).
@@ -18,7 +19,7 @@ layout(push_constant) uniform llmrt_attention_values_params {
     uint head_dim;
     uint n_ctx;
     uint kv_f16;
-    uint unused;       // pads the block to the C++ struct's size
+    uint window;         // 0: every key up to the position
 } p;
 
 void main() {
@@ -36,7 +37,9 @@ void main() {
     llmrt_op_f32 probs = llmrt_op_f32(p.probs + uint64_t(t * p.n_head + h) * p.n_ctx * 4u);
     const uint64_t column0 = p.v + (uint64_t(g) * p.head_dim) * element_bytes;
     precise float sum = 0.0;
-    for (uint j = 0u; j <= uint(position); ++j)
+    const uint n_keys = uint(position) + 1u;
+    const uint first = p.window != 0u && n_keys > p.window ? n_keys - p.window : 0u;
+    for (uint j = first; j < n_keys; ++j)
         sum += probs.v[j] * llmrt_cache_at(column0 + uint64_t(j) * kv_ne0 * element_bytes, i, p.kv_f16);
     llmrt_op_f32(p.out_).v[at] = sum;
 }

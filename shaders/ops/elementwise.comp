@@ -3,6 +3,8 @@
 //   OP_MUL     y = a ⊙ b      OP_ADD    y = a + b     (b: one column for all when broadcast)
 //   OP_SILU    y = a / (1 + exp(−a))
 //   OP_SWIGLU  y = silu(a) ⊙ b
+//   OP_SWIGLU_OAI  gpt-oss's clamped SwiGLU, gate a, up b, in the CPU reference's order:
+//              g = min(a, limit), u = clamp(b, −limit, limit), y = g / (1 + exp(alpha·(−g))) · (u + 1)
 #extension GL_GOOGLE_include_directive : require
 #include "ops_common.glsl"
 
@@ -12,6 +14,7 @@ layout(local_size_x = LLMRT_OPS_WG) in;
 #define OP_ADD 1u
 #define OP_SILU 2u
 #define OP_SWIGLU 3u
+#define OP_SWIGLU_OAI 4u
 
 layout(push_constant) uniform llmrt_elementwise_params {
     uint64_t a;
@@ -20,6 +23,8 @@ layout(push_constant) uniform llmrt_elementwise_params {
     uint ne0;
     uint op;
     uint broadcast_b;  // 1: b is one column used for every column of a
+    float alpha;       // OP_SWIGLU_OAI: the sigmoid's slope
+    float limit;       // OP_SWIGLU_OAI: the clamp of gate and up
     uint unused;       // pads the block to the C++ struct's size
 } p;
 
@@ -35,7 +40,14 @@ void main() {
         const float b = llmrt_op_f32(p.b).v[p.broadcast_b != 0u ? i : at];
         if (p.op == OP_MUL) result = a * b;
         else if (p.op == OP_ADD) result = a + b;
-        else result = llmrt_silu(a) * b;
+        else if (p.op == OP_SWIGLU) result = llmrt_silu(a) * b;
+        else {
+            // std::min and std::clamp spelled out: GLSL's min and clamp leave NaN undefined.
+            const float g = p.limit < a ? p.limit : a;
+            const float u = b < -p.limit ? -p.limit : (p.limit < b ? p.limit : b);
+            precise float y = g / (1.0 + exp(p.alpha * (-g))) * (u + 1.0);
+            result = y;
+        }
     }
     llmrt_op_f32(p.y).v[at] = result;
 }

@@ -55,22 +55,44 @@ void llmrt_store_cache(uint64_t cache, bool f16, uint64_t at, float value) {
 // fused swiglu step), so both give the same bits.
 float llmrt_silu(float v) { return v / (1.0 + exp(-v)); }
 
+// YaRN's terms of a rope (graph::rope_params, ggml's rope_yarn): ext_factor 0 leaves the angle
+// interpolated; mscale is the magnitude of cos and sin (attn_factor · (1 + 0.1·ln(1/freq_scale))
+// with YaRN, attn_factor without, computed on the host as the CPU reference computes it);
+// corr_span = max(0.001, corr_high − corr_low), also from the host. Plain rope: (0, 1, 0, 1).
+struct llmrt_rope_yarn {
+    float ext_factor;
+    float mscale;
+    float corr_low;
+    float corr_span;
+};
+
 // Rotary embedding of element `first ? a : b` of the pair (x0, x1) = (x[a], x[b]) at `position`,
-// pair index `pair`: θ = (position · theta_scale^pair / factor) · freq_scale, the power stepped by
-// `pair` float multiplications as the CPU reference steps it, so θ has the reference's bits (the
-// division, done in double and rounded to float, is exact when factor is 1, and then so is the
-// scaling by freq_scale 1); θ is reduced to [−π, π] in double before cos and sin, whose accuracy
-// Vulkan only bounds on that range. rope.comp and the fused rope_cache step both rotate through it.
+// pair index `pair`: θ_extrap = position · theta_scale^pair / factor, the power stepped by `pair`
+// float multiplications as the CPU reference steps it (the division, done in double and rounded
+// to float, is exact when factor is 1), θ_interp = θ_extrap · freq_scale (exact when 1). Without
+// YaRN θ = θ_interp; with it θ = θ_interp · (1 − ramp) + θ_extrap · ramp, ramp = (1 − min(1,
+// max(0, (pair − corr_low) / corr_span))) · ext_factor. θ is reduced to [−π, π] in double before
+// cos and sin, whose accuracy Vulkan only bounds on that range; both are scaled by mscale (exact
+// when 1, so plain rope keeps its bits). rope.comp and the fused rope_cache step both rotate
+// through it.
 float llmrt_rope_rotate(float x0, float x1, bool first, int position, uint pair, float theta_scale, float factor,
-                        float freq_scale) {
-    precise float theta = float(position);
-    for (uint i = 0u; i < pair; ++i) theta *= theta_scale;
-    if (factor != 1.0) theta = float(double(theta) / double(factor));
-    if (freq_scale != 1.0) theta *= freq_scale;
+                        float freq_scale, llmrt_rope_yarn yarn) {
+    precise float theta_extrap = float(position);
+    for (uint i = 0u; i < pair; ++i) theta_extrap *= theta_scale;
+    if (factor != 1.0) theta_extrap = float(double(theta_extrap) / double(factor));
+    precise float theta = freq_scale != 1.0 ? theta_extrap * freq_scale : theta_extrap;
+    if (yarn.ext_factor != 0.0) {
+        // The division in double rounded to float: the correctly rounded quotient, as on the CPU.
+        const float y = float(double(float(pair) - yarn.corr_low) / double(yarn.corr_span));
+        precise float ramp = (1.0 - min(1.0, max(0.0, y))) * yarn.ext_factor;
+        precise float mixed = theta * (1.0 - ramp) + theta_extrap * ramp;
+        theta = mixed;
+    }
     const double two_pi = 6.283185307179586476925286766559;
     const double turns = round(double(theta) / two_pi);
     const float reduced = float(double(theta) - turns * two_pi);
-    const float cs = cos(reduced), sn = sin(reduced);
+    precise float cs = cos(reduced) * yarn.mscale;
+    precise float sn = sin(reduced) * yarn.mscale;
     precise float result = first ? x0 * cs - x1 * sn : x0 * sn + x1 * cs;
     return result;
 }

@@ -2,8 +2,9 @@
 // rope: rotary position embedding, one invocation per element of a column of n_head heads of
 // head_dim values. Pair i (< n_rot/2) of a head is (2i, 2i+1) in normal order, (i, i + n_rot/2) in
 // NeoX order; it turns by θ = (pos · theta_scale^i / factor_i) · freq_scale, theta_scale =
-// base^(−2/n_rot) (computed on the host as the CPU reference does), through llmrt_rope_rotate
-// (ops_common.glsl). Elements past n_rot pass through.
+// base^(−2/n_rot) (computed on the host as the CPU reference does), mixed with the extrapolated
+// angle and scaled with YaRN, through llmrt_rope_rotate (ops_common.glsl). Elements past n_rot
+// pass through.
 #extension GL_GOOGLE_include_directive : require
 #include "ops_common.glsl"
 
@@ -20,6 +21,10 @@ layout(push_constant) uniform llmrt_rope_params {
     float theta_scale;
     float freq_scale;
     uint64_t factors;    // n_rot/2 floats, or 0: every factor 1
+    float ext_factor;    // YaRN's terms (llmrt_rope_yarn)
+    float mscale;
+    float corr_low;
+    float corr_span;
 } p;
 
 void main() {
@@ -38,5 +43,5 @@ void main() {
     const float x0 = x.v[t * p.ne0 + ab.x], x1 = x.v[t * p.ne0 + ab.y];
     const float factor = p.factors != 0ul ? llmrt_op_f32(p.factors).v[pair] : 1.0;
     llmrt_op_f32(p.y).v[at] = llmrt_rope_rotate(x0, x1, first, llmrt_op_i32(p.positions).v[t], pair, p.theta_scale, factor,
-                                                p.freq_scale);
+                                                p.freq_scale, llmrt_rope_yarn(p.ext_factor, p.mscale, p.corr_low, p.corr_span));
 }

@@ -19,12 +19,12 @@
 
 using namespace llmrt;
 using testing::gaussian;
+using test::oss_block;
+using test::oss_rope;
 
 namespace {
 
 constexpr float poison = std::numeric_limits<float>::quiet_NaN();
-
-using test::oss_rope;
 
 // Attention of one query head over keys first..last (inclusive) in double, with an optional sink.
 std::vector<double> naive_head(const float* q, const std::vector<float>& k, const std::vector<float>& v, int64_t kv_ne0,
@@ -207,83 +207,6 @@ TEST_CASE("expert_weights with expert_norm::softmax gives the softmax of the cho
     }
     CHECK(std::string(graph::to_string(graph::expert_norm::softmax)) == "softmax");
 }
-
-namespace {
-
-// One gpt-oss-shaped block: biased q/k/v, YaRN rope, a windowed attention with sinks into f16
-// caches, then a router with a bias, top_k of the logits, softmax weights, experts with biases
-// and swiglu_oai.
-struct oss_block {
-    static constexpr int64_t n_embd = 64, n_head = 4, n_head_kv = 2, head_dim = 16, n_ctx = 16;
-    static constexpr int64_t n_expert = 4, k = 2, n_ff = 32;
-    std::vector<std::vector<float>> data;
-    graph::graph g;
-    graph::tensor h, pos, out, weights;
-    std::size_t rope_cache_steps = 0;
-
-    const float* values(int64_t n, uint64_t seed, float scale = 0.2f) {
-        data.push_back(gaussian(std::size_t(n), seed, scale));
-        return data.back().data();
-    }
-    graph::tensor w(const char* name, int64_t ne0, int64_t ne1, uint64_t seed) {
-        return g.weight(name, qtype::f32, ne0, ne1, values(ne0 * ne1, seed));
-    }
-
-    explicit oss_block(int64_t max_batch) : g(max_batch) {
-        h = g.input("h", qtype::f32, n_embd);
-        pos = g.input("pos", graph::i32_type, 1);
-        const auto kc = g.state("k", qtype::f16, n_head_kv * head_dim, n_ctx);
-        const auto vc = g.state("v", qtype::f16, n_head_kv * head_dim, n_ctx);
-        auto biased = [&](const char* name, int64_t rows, uint64_t seed) {
-            return g.add(g.mul_mat(w(name, n_embd, rows, seed), h), w((std::string(name) + ".b").c_str(), rows, 1, seed + 50));
-        };
-        const graph::rope_params rp = oss_rope(n_head, head_dim);
-        graph::rope_params rk = rp;
-        rk.n_head = n_head_kv;
-        const auto q = g.rope(biased("q", n_head * head_dim, 1), pos, rp);
-        const auto kr = g.rope(biased("k", n_head_kv * head_dim, 2), pos, rk);
-        const auto v = biased("v", n_head_kv * head_dim, 3);
-        graph::attention_params ap{n_head, n_head_kv, head_dim, 0.25f};
-        ap.window = 3;
-        const auto att = g.attention(q, g.set_rows(kc, kr, pos), g.set_rows(vc, v, pos), pos, ap,
-                                     g.weight("sinks", qtype::f32, n_head, 1, values(n_head, 4, 1.0f)));
-        const auto logits = g.add(g.mul_mat(w("router", n_head * head_dim, n_expert, 5), att), w("router.b", n_expert, 1, 6));
-        const auto ids = g.top_k(logits, k);
-        weights = g.expert_weights(logits, ids, graph::expert_norm::softmax);
-        auto expert = [&](const char* name, graph::tensor x, int64_t in, int64_t rows, uint64_t seed) {
-            const auto y = g.mul_mat_id(w(name, in, rows * n_expert, seed), x, ids, n_expert);
-            return g.add_id(y, w((std::string(name) + ".b").c_str(), rows, n_expert, seed + 50), ids);
-        };
-        const auto act = g.swiglu_oai(expert("gate", att, n_embd, n_ff, 7), expert("up", att, n_embd, n_ff, 8), 1.702f, 7.0f);
-        out = g.weighted_sum(expert("down", act, n_ff, n_embd, 9), weights);
-        g.mark_output(out);
-        g.mark_output(weights);
-    }
-
-    // Runs positions 0..n-1 one batch of n, or one token at a time; the outputs of every token.
-    std::vector<float> run(int64_t n, bool fuse, bool one_at_a_time) {
-        cpu::backend b;
-        graph::executor ex(b, g, {.fuse = fuse});
-        for (const auto& s : ex.get_plan().steps) rope_cache_steps += s.kind == graph::step_kind::rope_cache;
-        const auto x = gaussian(std::size_t(n_embd * n), 90, 1.0f);
-        std::vector<float> all;
-        for (int64_t t = 0; t < n;) {
-            const int64_t batch = one_at_a_time ? 1 : n;
-            std::vector<int32_t> p(static_cast<std::size_t>(batch));
-            for (int64_t i = 0; i < batch; ++i) p[std::size_t(i)] = int32_t(t + i);
-            ex.write(h, std::span<const float>(x.data() + t * n_embd, std::size_t(batch * n_embd)));
-            ex.write(pos, std::span<const int32_t>(p));
-            ex.run(batch);
-            std::vector<float> y(std::size_t(batch * n_embd));
-            ex.read(out, std::span<float>(y));
-            all.insert(all.end(), y.begin(), y.end());
-            t += batch;
-        }
-        return all;
-    }
-};
-
-}  // namespace
 
 TEST_CASE("a gpt-oss block on the CPU backend gives the same bits fused and unfused, in one batch and token by token") {
     oss_block b(6);

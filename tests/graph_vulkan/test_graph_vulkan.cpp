@@ -17,8 +17,8 @@
 #include <llmrt/testing/reference.hpp>
 
 #include "../graph/moe_fixtures.hpp"
-#include "../graph/oss_fixtures.hpp"
 #include "../vulkan/vulkan_test_device.hpp"
+#include "side_by_side.hpp"
 
 using namespace llmrt;
 
@@ -26,81 +26,17 @@ namespace {
 
 using testing::gaussian;
 using testing::quantize_matrix;
-
-constexpr double nmse_bound = 5e-4;
+using test::ids_of;
+using test::nmse_bound;
+using test::input_of;
+using test::same_bits;
+using test::side_by_side;
 
 std::vector<qtype> weight_qtypes() {
     std::vector<qtype> types;
     weight_types::for_each([&](auto tag) { types.push_back(decltype(tag)::type::id); });
     return types;
 }
-
-// Host bytes written to one input before a run.
-struct input_value {
-    graph::tensor t;
-    std::vector<std::byte> bytes;
-};
-
-template <class T>
-input_value input_of(graph::tensor t, const std::vector<T>& values) {
-    input_value v{t, std::vector<std::byte>(values.size() * sizeof(T))};
-    std::memcpy(v.bytes.data(), values.data(), v.bytes.size());
-    return v;
-}
-
-// The same graph on the CPU and the Vulkan backend, planned without memory reuse so that every
-// node can be compared after a run.
-struct side_by_side {
-    cpu::backend cpu_backend;
-    vulkan::backend vk_backend;
-    graph::executor<cpu::backend> cpu;
-    graph::executor<vulkan::backend> vk;
-
-    side_by_side(vulkan::context& ctx, const graph::graph& g)
-        : vk_backend(ctx), cpu(cpu_backend, g, {.reuse_memory = false}), vk(vk_backend, g, {.reuse_memory = false}) {}
-
-    void run(const std::vector<input_value>& inputs, int64_t n) {
-        for (const auto& in : inputs) {
-            cpu.write_bytes(in.t, 0, in.bytes.data(), in.bytes.size());
-            vk.write_bytes(in.t, 0, in.bytes.data(), in.bytes.size());
-        }
-        cpu.run(n);
-        vk.run(n);
-    }
-
-    // Every node within the NMSE bound, every i32 node equal; returns the largest NMSE.
-    double check_nodes(int64_t n, double bound = nmse_bound) const {
-        double worst = 0.0;
-        for (const auto& d : graph::compare_nodes(cpu, vk, n)) {
-            CAPTURE(d.name);
-            CAPTURE(d.max_abs);
-            CHECK(d.nmse <= bound);
-            CHECK(d.mismatch == 0.0);
-            worst = std::max(worst, d.nmse);
-        }
-        return worst;
-    }
-
-    template <class T>
-    std::vector<T> read_vk(graph::tensor t, std::size_t count) const {
-        std::vector<T> v(count);
-        vk.read(t, std::span<T>(v));
-        return v;
-    }
-    template <class T>
-    std::vector<T> read_cpu(graph::tensor t, std::size_t count) const {
-        std::vector<T> v(count);
-        cpu.read(t, std::span<T>(v));
-        return v;
-    }
-};
-
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
-
-std::vector<int32_t> ids_of(std::initializer_list<int32_t> ids) { return std::vector<int32_t>(ids); }
 
 }  // namespace
 
@@ -519,16 +455,4 @@ TEST_CASE("mul_mat_id with f32 experts is refused on Vulkan when the graph is pr
     g.mark_output(g.mul_mat_id(g.weight("experts", qtype::f32, 32, 8, experts.data()), x, g.top_k(x, 2), 4));
     vulkan::backend b(ctx);
     CHECK_THROWS_WITH_AS(graph::executor<vulkan::backend>(b, g), doctest::Contains("'experts'"), llmrt::error);
-}
-
-TEST_CASE("gpt-oss's ops and options the Vulkan backend lacks are refused when the graph is prepared, naming them") {
-    LLMRT_VULKAN_TEST_DEVICE(ctx);
-    for (const test::oss_feature& f : test::oss_features()) {
-        CAPTURE(f.name);
-        const graph::graph g = f.build();
-        vulkan::backend b(ctx);
-        CHECK_THROWS_WITH_AS(graph::executor<vulkan::backend>(b, g), doctest::Contains((f.name + " ").c_str()), llmrt::error);
-        CHECK_THROWS_WITH_AS(graph::executor<vulkan::backend>(b, g), doctest::Contains("not supported on this backend yet"),
-                             llmrt::error);
-    }
 }

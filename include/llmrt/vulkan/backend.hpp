@@ -248,20 +248,6 @@ private:
                     break;
                 default: break;
             }
-            // gpt-oss's ops and options, computed by the CPU backend only so far: refused here
-            // rather than run without the option.
-            const char* missing = nullptr;
-            if (nd.op == graph::op::swiglu_oai) missing = "swiglu_oai";
-            if (nd.op == graph::op::add_id) missing = "add_id";
-            if (nd.op == graph::op::rope && nd.rope.yarn()) missing = "rope with YaRN (ext_factor, attn_factor)";
-            if (nd.op == graph::op::attention && nd.attention.window > 0) missing = "attention with a sliding window";
-            if (nd.op == graph::op::attention && nd.n_src() > 4) missing = "attention with sinks";
-            if (nd.op == graph::op::expert_weights && nd.norm == graph::expert_norm::softmax)
-                missing = "expert_weights with expert_norm::softmax";
-            check(missing == nullptr, errc::unsupported_type, [&] {
-                return std::string("vulkan backend: ") + missing + " (" + graph::graph::describe(nd) +
-                       ") is not supported on this backend yet";
-            });
         }
     }
 
@@ -423,7 +409,7 @@ private:
                 return;
             case graph::op::attention:
                 ops::record_attention(*ops_, r, in(0), src(1).type, in(1), in(2), src(1).ne1, in(3), out, cols, nd.attention,
-                                      scratch_of(step, out.part(0, 0)));
+                                      scratch_of(step, out.part(0, 0)), nd.n_src() > 4 ? in(4) : ops::operand{});
                 return;
             case graph::op::softmax: ops::record_softmax(*ops_, r, in(0), out, nd.ne0, cols); return;
             case graph::op::silu:
@@ -453,7 +439,12 @@ private:
                 ops::record_weighted_sum(*ops_, r, in(0), in(1), out, nd.ne0, src(1).ne0, cols);
                 return;
             case graph::op::swiglu_oai:
-            case graph::op::add_id: break;  // refused when the program is made (check_supported)
+                ops::record_elementwise(*ops_, r, ops::elementwise_op::swiglu_oai, in(0), in(1), out, nd.ne0, cols, false,
+                                        nd.alpha, nd.limit);
+                return;
+            case graph::op::add_id:
+                ops::record_add_id(*ops_, r, in(0), in(1), in(2), out, src(1).ne0, nd.n_expert, src(2).ne0, cols);
+                return;
         }
         throw error(errc::invalid_argument, std::string("vulkan backend: no kernel for op ") + graph::to_string(nd.op));
     }

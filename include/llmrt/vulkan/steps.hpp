@@ -146,7 +146,8 @@ inline void attention(const context& cx, ops::recorder& r, std::size_t s, int64_
     if (st.rounds >= 0) rounded = rounding_of(cx, s, n);
     ops::record_attention_step(*cx.kernels, r, cx.operand_of(nd.src[0]), cx.stride(nd.src[0]), kc.type, cx.operand_of(nd.src[1]),
                                cx.operand_of(nd.src[2]), kc.ne1, cx.operand_of(nd.src[3]), out, cols, p,
-                               scratch.part(0, partial_bytes), cx.counters, rounds_here ? &rounded : nullptr);
+                               scratch.part(0, partial_bytes), cx.counters, rounds_here ? &rounded : nullptr,
+                               nd.n_src() > 4 ? cx.operand_of(nd.src[4]) : ops::operand{});
     if (st.rounds >= 0 && !rounds_here)
         ops::record_quantize_activations(*cx.mmvq, r, out, nd.ne0, cols, cx.rounded_of(s), cx.max_cols(st.node));
 }

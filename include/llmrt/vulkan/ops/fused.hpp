@@ -25,6 +25,7 @@
 #include "llmrt/vulkan/ops/kernels.hpp"
 #include "llmrt/vulkan/ops/mul_mat.hpp"
 #include "llmrt/vulkan/ops/recorder.hpp"
+#include "llmrt/vulkan/ops/rope.hpp"
 #include "llmrt/vulkan/ops/rows.hpp"
 
 namespace llmrt::vulkan::ops {
@@ -44,22 +45,31 @@ struct swiglu_round_push {
 };
 static_assert(sizeof(swiglu_round_push) == 72, "swiglu_round_push must match shaders/ops/swiglu_round.comp");
 
+// 128 bytes (Vulkan's least push-constant room): head counts and sizes share words, as do flags.
 struct rope_cache_push {
-    uint64_t q, k, v, q_out, k_out, k_cache, v_cache, positions;
-    uint32_t q_stride, k_stride, v_stride, n_head, n_head_kv, head_dim, n_rot, neox;
-    float theta_scale;
-    uint32_t n_ctx, tokens, cache_f16;
-    float freq_scale;
-    uint32_t unused;
-    uint64_t factors;
+    uint64_t q = 0, k = 0, v = 0, q_out = 0, k_out = 0, k_cache = 0, v_cache = 0, positions = 0;
+    uint32_t q_stride = 0, k_stride = 0, v_stride = 0;
+    uint32_t heads = 0;  // n_head | n_head_kv << 16
+    uint32_t dims = 0;   // head_dim | n_rot << 16
+    uint32_t flags = 0;  // bit 0: K cache f16, bit 1: V cache f16, bit 2: NeoX
+    float theta_scale = 0.0f;
+    uint32_t n_ctx = 0, tokens = 0;
+    float freq_scale = 0.0f;
+    rope_yarn yarn;
+    uint64_t factors = 0;
 };
 static_assert(sizeof(rope_cache_push) == 128, "rope_cache_push must match shaders/ops/rope_cache.comp");
 
+// 128 bytes (Vulkan's least push-constant room): the cache type is a specialization constant,
+// the groups per (token, head) follow from n_ctx (attention_groups).
 struct attention_step_push {
-    uint64_t q, k, v, positions, out, partials, counters, qs_a, records_a, qs_b, records_b;
-    uint32_t n_head, n_head_kv, head_dim, n_ctx, kv_f16;
-    float scale;
-    uint32_t max_groups, split, q_stride, unused;
+    uint64_t q = 0, k = 0, v = 0, positions = 0, out = 0, partials = 0, counters = 0, qs_a = 0, records_a = 0, qs_b = 0,
+             records_b = 0;
+    uint64_t sinks = 0;  // one float per head, or 0
+    uint32_t n_head = 0, n_head_kv = 0, head_dim = 0, n_ctx = 0;
+    float scale = 0.0f;
+    uint32_t split = 0, q_stride = 0;
+    uint32_t window = 0;  // 0: every key up to the position
 };
 static_assert(sizeof(attention_step_push) == 128, "attention_step_push must match shaders/ops/attention_step.comp");
 
@@ -78,6 +88,7 @@ inline void add_rounding(std::vector<operand>& writes, const q8_1_activations* r
 inline constexpr int64_t attention_tile = 128;
 inline constexpr int64_t attention_max_groups = 32;  // shaders/ops/attention_step.comp holds 32 groups' m and l
 
+// shaders/ops/attention_step.comp computes the same number from n_ctx.
 inline uint32_t attention_groups(int64_t n_ctx) {
     return uint32_t(std::min<int64_t>(attention_max_groups, (n_ctx + attention_tile - 1) / attention_tile));
 }
@@ -168,13 +179,16 @@ inline void record_rope_cache(kernels& k, recorder& r, const rope_cache_operands
     check(cache_type(o.k_type) && cache_type(o.v_type), errc::unsupported_type,
           [&] { return std::string(name) + ": caches are f32 or f16"; });
     const int64_t q_ne0 = int64_t(p.n_head) * p.head_dim, kv_ne0 = int64_t(o.n_head_kv) * p.head_dim;
-    check(cols >= 1 && p.n_head >= 1 && o.n_head_kv >= 1 && p.head_dim >= 2 && p.n_rot >= 2 && p.n_rot <= p.head_dim &&
-              p.n_rot % 2 == 0 && p.freq_base > 0.0f && p.freq_scale > 0.0f && o.q_stride >= q_ne0 && o.k_stride >= kv_ne0 && o.v_stride >= kv_ne0 &&
-              o.n_ctx >= 1 && uint64_t(kv_ne0) * uint64_t(o.n_ctx) <= UINT32_MAX,
+    check(cols >= 1 && p.n_head >= 1 && o.n_head_kv >= 1 && p.n_head <= 65535 && o.n_head_kv <= 65535 && p.head_dim >= 2 &&
+              p.head_dim <= 65535 && p.n_rot >= 2 && p.n_rot <= p.head_dim && p.n_rot % 2 == 0 && p.freq_base > 0.0f && p.freq_scale > 0.0f && o.q_stride >= q_ne0 && o.k_stride >= kv_ne0 && o.v_stride >= kv_ne0 &&
+              o.n_ctx >= 1 && uint64_t(kv_ne0) * uint64_t(o.n_ctx) <= UINT32_MAX &&
+              std::isfinite(p.ext_factor) && std::isfinite(p.attn_factor) && std::isfinite(p.corr_low) &&
+              std::isfinite(p.corr_high),
           errc::shape_mismatch, [&] {
               return std::string(name) + ": n_head " + std::to_string(p.n_head) + ", n_head_kv " + std::to_string(o.n_head_kv) +
                      ", head_dim " + std::to_string(p.head_dim) + ", n_rot " + std::to_string(p.n_rot) + ", n_ctx " +
-                     std::to_string(o.n_ctx) + ": need an even n_rot <= head_dim, freq_base > 0 and strides of whole columns";
+                     std::to_string(o.n_ctx) + ": need an even n_rot <= head_dim, head counts and head_dim below 65536, " +
+                     "freq_base > 0, finite YaRN terms and strides of whole columns";
           });
     auto span = [&](int64_t stride, int64_t ne0) { return detail::f32_bytes(stride * (cols - 1) + ne0); };
     require_bytes(o.q, span(o.q_stride, q_ne0), name, "q");
@@ -188,14 +202,28 @@ inline void record_rope_cache(kernels& k, recorder& r, const rope_cache_operands
     std::vector<operand> writes{o.q_out.part(0, detail::f32_bytes(q_ne0 * cols)), o.k_cache.part(0, k_cache_size),
                                 o.v_cache.part(0, v_cache_size)};
     if (o.k_out.bytes) writes.push_back(o.k_out.part(0, detail::f32_bytes(kv_ne0 * cols)));
-    const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));  // as ops/rope.hpp computes it
-    const detail::rope_cache_push push{
-        o.q.address, o.k.address, o.v.address, o.q_out.address, detail::address_or_0(o.k_out), o.k_cache.address,
-        o.v_cache.address, o.positions.address, uint32_t(o.q_stride), uint32_t(o.k_stride), uint32_t(o.v_stride),
-        uint32_t(p.n_head), uint32_t(o.n_head_kv), uint32_t(p.head_dim), uint32_t(p.n_rot),
-        p.order == graph::rope_order::neox ? 1u : 0u, theta_scale, uint32_t(o.n_ctx), uint32_t(cols),
-        (o.k_type == qtype::f16 ? 1u : 0u) | (o.v_type == qtype::f16 ? 2u : 0u), p.freq_scale, 0,
-        o.factors.bytes ? o.factors.address : 0};
+    detail::rope_cache_push push;
+    push.q = o.q.address;
+    push.k = o.k.address;
+    push.v = o.v.address;
+    push.q_out = o.q_out.address;
+    push.k_out = detail::address_or_0(o.k_out);
+    push.k_cache = o.k_cache.address;
+    push.v_cache = o.v_cache.address;
+    push.positions = o.positions.address;
+    push.q_stride = uint32_t(o.q_stride);
+    push.k_stride = uint32_t(o.k_stride);
+    push.v_stride = uint32_t(o.v_stride);
+    push.heads = uint32_t(p.n_head) | uint32_t(o.n_head_kv) << 16;
+    push.dims = uint32_t(p.head_dim) | uint32_t(p.n_rot) << 16;
+    push.flags = (o.k_type == qtype::f16 ? 1u : 0u) | (o.v_type == qtype::f16 ? 2u : 0u) |
+                 (p.order == graph::rope_order::neox ? 4u : 0u);
+    push.theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));  // as ops/rope.hpp computes it
+    push.n_ctx = uint32_t(o.n_ctx);
+    push.tokens = uint32_t(cols);
+    push.freq_scale = p.freq_scale;
+    push.yarn = detail::yarn_of(p);
+    push.factors = o.factors.bytes ? o.factors.address : 0;
     const uint64_t elements = uint64_t(q_ne0 + 2 * kv_ne0);
     const grid g = make_grid(k.device().info(), (elements + workgroup_size - 1) / workgroup_size, uint64_t(cols), name);
     check(g.z == 1, errc::shape_mismatch, [&] { return std::string(name) + ": columns too long"; });
@@ -211,23 +239,25 @@ inline void record_rope_cache(kernels& k, recorder& r, const rope_cache_operands
 
 // q: cols columns of n_head · head_dim floats, q_stride apart; out (optional) dense; caches as for
 // record_attention; scratch of attention_step_scratch_bytes(cols or more, ...); counters of
-// attention_step_counter_bytes, zero; rounding (optional, head_dim a multiple of 32) of out.
+// attention_step_counter_bytes, zero; rounding (optional, head_dim a multiple of 32) of out;
+// sinks: n_head floats, or an empty operand (none).
 inline void record_attention_step(kernels& k, recorder& r, const operand& q, int64_t q_stride, qtype kv_type,
                                   const operand& k_cache, const operand& v_cache, int64_t n_ctx, const operand& positions,
                                   const operand& out, int64_t cols, const graph::attention_params& p, const operand& scratch,
-                                  const operand& counters, const q8_1_activations* rounding) {
+                                  const operand& counters, const q8_1_activations* rounding, const operand& sinks = {}) {
     const char* name = "vulkan::ops::attention_step";
     check(kv_type == qtype::f32 || kv_type == qtype::f16, errc::unsupported_type,
           [&] { return std::string(name) + ": caches are f32 or f16, not " + graph::type_name(kv_type); });
     const int64_t q_ne0 = int64_t(p.n_head) * p.head_dim;
     check(cols >= 1 && n_ctx >= 1 && p.n_head >= 1 && p.n_head_kv >= 1 && p.head_dim >= 1 && p.head_dim <= 256 &&
-              p.n_head % p.n_head_kv == 0 && q_stride >= q_ne0 && (!rounding || (p.head_dim % 32 == 0 &&
+              p.n_head % p.n_head_kv == 0 && p.window >= 0 && q_stride >= q_ne0 && (!rounding || (p.head_dim % 32 == 0 &&
                                                                                  rounding->k == q_ne0 && rounding->cols == cols)),
           errc::shape_mismatch, [&] {
               return std::string(name) + ": n_head " + std::to_string(p.n_head) + ", n_head_kv " +
                      std::to_string(p.n_head_kv) + ", head_dim " + std::to_string(p.head_dim) + ", n_ctx " +
-                     std::to_string(n_ctx) + ": n_head_kv must divide n_head, head_dim at most 256 (a multiple of 32 "
-                     "when rounded)";
+                     std::to_string(n_ctx) + ", window " + std::to_string(p.window) +
+                     ": n_head_kv must divide n_head, head_dim at most 256 (a multiple of 32 when rounded), the window "
+                     ">= 0";
           });
     check(rounding || out.bytes, errc::invalid_argument, [&] { return std::string(name) + ": writes neither out nor its rounding"; });
     const uint64_t cache_size = cache_bytes(kv_type, int64_t(p.n_head_kv) * p.head_dim, n_ctx);
@@ -249,15 +279,19 @@ inline void record_attention_step(kernels& k, recorder& r, const operand& q, int
     const uint32_t groups = attention_groups(n_ctx);
     const detail::attention_step_push push{
         q.address, k_cache.address, v_cache.address, positions.address, detail::address_or_0(out), scratch.address,
-        counters.address, t.qs_a, t.records_a, t.qs_b, t.records_b, uint32_t(p.n_head), uint32_t(p.n_head_kv),
-        uint32_t(p.head_dim), uint32_t(n_ctx), kv_type == qtype::f16 ? 1u : 0u, p.scale, groups, t.split,
-        uint32_t(q_stride), 0};
+        counters.address, t.qs_a, t.records_a, t.qs_b, t.records_b, detail::address_or_0(sinks), uint32_t(p.n_head),
+        uint32_t(p.n_head_kv), uint32_t(p.head_dim), uint32_t(n_ctx), p.scale, t.split, uint32_t(q_stride),
+        uint32_t(p.window)};
     const grid g = make_grid(k.device().info(), groups, uint64_t(p.n_head), name, uint64_t(cols));
     check(g.z == uint32_t(cols), errc::shape_mismatch, [&] { return std::string(name) + ": too many work-groups"; });
-    const std::vector<operand> reads{q.part(0, q_span), k_cache.part(0, cache_size), v_cache.part(0, cache_size),
-                                     positions.part(0, uint64_t(cols) * 4)};
+    std::vector<operand> reads{q.part(0, q_span), k_cache.part(0, cache_size), v_cache.part(0, cache_size),
+                               positions.part(0, uint64_t(cols) * 4)};
+    if (sinks.bytes) {
+        require_bytes(sinks, uint64_t(p.n_head) * 4, name, "the sinks");
+        reads.push_back(sinks.part(0, uint64_t(p.n_head) * 4));
+    }
     r.access(reads, writes);
-    r.dispatch(k.pipeline("attention_step", sizeof push), push, g);
+    r.dispatch(k.pipeline("attention_step", sizeof push, {kv_type == qtype::f16 ? 1u : 0u}), push, g);
 }
 
 }  // namespace llmrt::vulkan::ops

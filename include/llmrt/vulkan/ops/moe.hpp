@@ -1,7 +1,7 @@
 // The mixture-of-experts ops on Vulkan, with the CPU reference's formulas (cpu/ops.hpp):
 //
-//   top_k, expert_weights, weighted_sum   shaders/ops/moe.comp (one invocation per column, or per
-//                                         element for weighted_sum)
+//   top_k, expert_weights, weighted_sum,  shaders/ops/moe.comp (one invocation per column, or per
+//   add_id                                element for weighted_sum and add_id)
 //   mul_mat_id                            llmrt's mmvq_id on Q8_1 activations (vulkan/mmvq.hpp):
 //                                         the activations of every token quantized once, then
 //                                         each (token, slot) reads the expert its id names
@@ -28,12 +28,15 @@
 namespace llmrt::vulkan::ops {
 
 namespace detail {
-enum class moe_op : uint32_t { top_k = 0, weights = 1, weighted_sum = 2 };  // OP_* of the shader
+enum class moe_op : uint32_t { top_k = 0, weights = 1, weighted_sum = 2, add_id = 3 };  // OP_* of the shader
 struct moe_push {
-    uint64_t a, b, y;
-    uint32_t n, k, op, cols, norm, unused;
+    uint64_t a = 0, b = 0, y = 0;
+    uint64_t c = 0;  // add_id: the ids
+    uint32_t n = 0, k = 0, op = 0, cols = 0;
+    uint32_t norm = 0;      // expert_weights: 0 none, 1 sum, 2 softmax
+    uint32_t n_expert = 0;  // add_id
 };
-static_assert(sizeof(moe_push) == 48, "moe_push must match shaders/ops/moe.comp");
+static_assert(sizeof(moe_push) == 56, "moe_push must match shaders/ops/moe.comp");
 
 inline void check_moe_shape(int64_t n, int64_t k, int64_t cols, const char* name) {
     check(n >= 1 && k >= 1 && cols >= 1 && n <= int64_t(INT32_MAX) && k <= 65535, errc::shape_mismatch, [&] {
@@ -57,13 +60,22 @@ inline void record_top_k(kernels& kn, recorder& r, const operand& x, const opera
     require_bytes(y, uint64_t(k * cols) * 4, name, "y");
     r.access({x.part(0, uint64_t(n * cols) * 4)}, {y.part(0, uint64_t(k * cols) * 4)});
     detail::record_per_column(kn, r,
-                              {x.address, x.address, y.address, uint32_t(n), uint32_t(k),
+                              {x.address, x.address, y.address, 0, uint32_t(n), uint32_t(k),
                                uint32_t(detail::moe_op::top_k), uint32_t(cols), 0, 0},
                               cols, name);
 }
 
 // probs: cols columns of n floats; ids: cols columns of k int32; y: cols columns of k floats. An id
 // outside [0, n) gives NaN (the host checks ids it writes before a run).
+inline uint32_t norm_code(graph::expert_norm norm) {
+    switch (norm) {
+        case graph::expert_norm::none: return 0;
+        case graph::expert_norm::sum: return 1;
+        case graph::expert_norm::softmax: return 2;
+    }
+    throw error(errc::invalid_argument, "vulkan::ops::expert_weights: unknown expert_norm " + std::to_string(int(norm)));
+}
+
 inline void record_expert_weights(kernels& kn, recorder& r, const operand& probs, const operand& ids, const operand& y,
                                   int64_t n, int64_t k, int64_t cols, graph::expert_norm norm) {
     const char* name = "vulkan::ops::expert_weights";
@@ -73,9 +85,8 @@ inline void record_expert_weights(kernels& kn, recorder& r, const operand& probs
     require_bytes(y, uint64_t(k * cols) * 4, name, "y");
     r.access({probs.part(0, uint64_t(n * cols) * 4), ids.part(0, uint64_t(k * cols) * 4)}, {y.part(0, uint64_t(k * cols) * 4)});
     detail::record_per_column(kn, r,
-                              {probs.address, ids.address, y.address, uint32_t(n), uint32_t(k),
-                               uint32_t(detail::moe_op::weights), uint32_t(cols),
-                               norm == graph::expert_norm::sum ? 1u : 0u, 0},
+                              {probs.address, ids.address, y.address, 0, uint32_t(n), uint32_t(k),
+                               uint32_t(detail::moe_op::weights), uint32_t(cols), norm_code(norm), 0},
                               cols, name);
 }
 
@@ -87,11 +98,37 @@ inline void record_weighted_sum(kernels& kn, recorder& r, const operand& x, cons
     require_bytes(x, uint64_t(n * k * cols) * 4, name, "x");
     require_bytes(w, uint64_t(k * cols) * 4, name, "w");
     require_bytes(y, uint64_t(n * cols) * 4, name, "y");
-    const detail::moe_push push{x.address, w.address, y.address, uint32_t(n), uint32_t(k),
+    const detail::moe_push push{x.address, w.address, y.address, 0, uint32_t(n), uint32_t(k),
                                 uint32_t(detail::moe_op::weighted_sum), uint32_t(cols), 0, 0};
     const grid g = make_grid(kn.device().info(), (uint64_t(n) + workgroup_size - 1) / workgroup_size, uint64_t(cols), name);
     check(g.z == 1, errc::shape_mismatch, [&] { return std::string(name) + ": columns of " + std::to_string(n) + " values are too long"; });
     r.access({x.part(0, uint64_t(n * k * cols) * 4), w.part(0, uint64_t(k * cols) * 4)}, {y.part(0, uint64_t(n * cols) * 4)});
+    r.dispatch(kn.pipeline("moe", sizeof push), push, g);
+}
+
+// x, y: cols columns of k slots of `rows` floats; b: n_expert columns of rows floats; ids: cols
+// columns of k int32. y = x + b's column of each slot's id; an id outside [0, n_expert) gives NaN
+// (the host checks ids it writes before a run).
+inline void record_add_id(kernels& kn, recorder& r, const operand& x, const operand& b, const operand& ids, const operand& y,
+                          int64_t rows, int64_t n_expert, int64_t k, int64_t cols) {
+    const char* name = "vulkan::ops::add_id";
+    detail::check_moe_shape(rows * k, k, cols, name);
+    check(rows >= 1 && n_expert >= 1 && n_expert <= int64_t(INT32_MAX), errc::shape_mismatch, [&] {
+        return std::string(name) + ": " + std::to_string(rows) + " rows, " + std::to_string(n_expert) + " experts";
+    });
+    const uint64_t x_bytes = uint64_t(rows * k * cols) * 4, b_bytes = uint64_t(rows * n_expert) * 4,
+                   ids_bytes = uint64_t(k * cols) * 4;
+    require_bytes(x, x_bytes, name, "x");
+    require_bytes(b, b_bytes, name, "b");
+    require_bytes(ids, ids_bytes, name, "ids");
+    require_bytes(y, x_bytes, name, "y");
+    const detail::moe_push push{x.address, b.address, y.address, ids.address, uint32_t(rows), uint32_t(k),
+                                uint32_t(detail::moe_op::add_id), uint32_t(cols), 0, uint32_t(n_expert)};
+    const uint64_t groups = (uint64_t(rows * k) + workgroup_size - 1) / workgroup_size;
+    const grid g = make_grid(kn.device().info(), groups, uint64_t(cols), name);
+    check(g.z == 1, errc::shape_mismatch,
+          [&] { return std::string(name) + ": columns of " + std::to_string(rows * k) + " values are too long"; });
+    r.access({x.part(0, x_bytes), b.part(0, b_bytes), ids.part(0, ids_bytes)}, {y.part(0, x_bytes)});
     r.dispatch(kn.pipeline("moe", sizeof push), push, g);
 }
 

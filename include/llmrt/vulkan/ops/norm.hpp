@@ -22,10 +22,12 @@ struct rms_norm_push {
 static_assert(sizeof(rms_norm_push) == 24, "rms_norm_push must match shaders/ops/rms_norm.comp");
 
 struct softmax_push {
-    uint64_t x, y, positions;
-    uint32_t row_stride, row_length, rows_per_token, unused;
+    uint64_t x = 0, y = 0, positions = 0;
+    uint64_t sinks = 0;  // attention: one float per head, or 0
+    uint32_t row_stride = 0, row_length = 0, rows_per_token = 0;
+    uint32_t window = 0;  // attention: 0, or the keys each query sees
 };
-static_assert(sizeof(softmax_push) == 40, "softmax_push must match shaders/ops/softmax.comp");
+static_assert(sizeof(softmax_push) == 48, "softmax_push must match shaders/ops/softmax.comp");
 
 inline void check_columns(const char* name, int64_t ne0, int64_t cols) {
     check(ne0 >= 1 && cols >= 1 && ne0 <= int64_t(UINT32_MAX), errc::shape_mismatch, [&] {
@@ -53,7 +55,7 @@ inline void record_softmax(kernels& k, recorder& r, const operand& x, const oper
     const uint64_t bytes = uint64_t(ne0 * cols) * 4;
     require_bytes(x, bytes, name, "x");
     require_bytes(y, bytes, name, "y");
-    const detail::softmax_push push{x.address, y.address, 0, uint32_t(ne0), uint32_t(ne0), 1, 0};
+    const detail::softmax_push push{x.address, y.address, 0, 0, uint32_t(ne0), uint32_t(ne0), 1, 0};
     const grid g = make_grid(k.device().info(), uint64_t(cols), 1, name);
     check(g.z == 1, errc::shape_mismatch, [&] { return std::string(name) + ": too many columns: " + std::to_string(cols); });
     r.access({x.part(0, bytes)}, {y.part(0, bytes)});
