@@ -18,6 +18,13 @@
 
 namespace llmrt::test {
 
+// The steps of kind k in a plan.
+inline std::size_t count_kind(const graph::plan& p, graph::step_kind k) {
+    std::size_t n = 0;
+    for (const graph::step& s : p.steps) n += s.kind == k;
+    return n;
+}
+
 // The NMSE a node may differ by (the mmvq bound for quantized products).
 inline constexpr double nmse_bound = 5e-4;
 

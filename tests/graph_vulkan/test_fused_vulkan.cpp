@@ -18,6 +18,8 @@
 
 #include "../vulkan/vulkan_test_device.hpp"
 
+#include "side_by_side.hpp"
+
 using namespace llmrt;
 
 namespace {
@@ -66,11 +68,7 @@ struct fused_and_unfused {
     bool same(graph::tensor t, int64_t cols) const { return same_bits(read_floats(fused, t, cols), read_floats(unfused, t, cols)); }
 };
 
-std::size_t count_kind(const graph::plan& p, graph::step_kind k) {
-    std::size_t n = 0;
-    for (const graph::step& s : p.steps) n += s.kind == k;
-    return n;
-}
+using test::count_kind;
 
 }  // namespace
 

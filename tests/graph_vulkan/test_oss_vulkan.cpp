@@ -29,11 +29,7 @@ using test::input_of;
 using test::same_bits;
 using test::side_by_side;
 
-std::size_t count_kind(const graph::plan& p, graph::step_kind k) {
-    std::size_t n = 0;
-    for (const graph::step& s : p.steps) n += s.kind == k;
-    return n;
-}
+using test::count_kind;
 
 }  // namespace
 

@@ -55,8 +55,8 @@ inline std::vector<arch_variant> arch_variants() {
 
 // gpt-oss on q8_0-sized shapes: 4 experts of 64 rows, top 2, YaRN (factor 4 over an original
 // context of 64, so that the ramp between corr dims 0 and 3 turns some pairs and not others), a
-// window of 3 keys on layer 0 (its sliding layer). Its ops run on the CPU backend only so far:
-// the GPU backends' tests take arch_variants(), the CPU's every_arch_variant().
+// window of 3 keys on layer 0 (its sliding layer). Every backend's tests take every_arch_variant();
+// arch_variants() ends with qwen3moe, which the loader-edit tests start from.
 inline arch_variant gpt_oss_variant() {
     model::llama_shape s = small_shape(qtype::q8_0);
     s.vocabulary = false;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "arch_fixtures.hpp"
+#include "float_forward.hpp"
 #include "loader_edits.hpp"
 
 using namespace llmrt;
@@ -22,22 +23,10 @@ using test::rebuilt;
 
 const std::vector<int32_t> tokens(test::model_prompt.begin(), test::model_prompt.begin() + 6);
 
-std::shared_ptr<const gguf::file> file_of(const gguf::writer& w) {
-    return std::make_shared<const gguf::file>(gguf::file::from_bytes(w.to_bytes()));
-}
+using test::file_of;
 
 // The logits of `tokens` on the CPU with float activations, and the reference's.
-struct logits_and_reference {
-    std::vector<float> logits;
-    std::vector<double> reference;
-};
-
-logits_and_reference run(const std::shared_ptr<const gguf::file>& file) {
-    cpu::backend b({.quantized_activations = cpu::activation_format::f32});
-    cpu_model m(b, file, {.n_ctx = 16, .max_batch = 8});
-    const auto l = m.forward(tokens, test::iota_positions(0, tokens.size()));
-    return {std::vector<float>(l.begin(), l.end()), test::reference_logits(m.weights(), tokens)};
-}
+test::logits_and_reference run(const std::shared_ptr<const gguf::file>& file) { return test::float_forward(file, tokens); }
 
 double nmse_between(const std::vector<float>& a, const std::vector<float>& b) {
     std::vector<double> bd(b.begin(), b.end());

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "arch_fixtures.hpp"
+#include "float_forward.hpp"
 #include "loader_edits.hpp"
 
 using namespace llmrt;
-using cpu_model = model::llama_model<cpu::backend>;
 
 namespace {
 
@@ -20,22 +20,10 @@ using test::rebuilt;
 
 const std::vector<int32_t> tokens(test::model_prompt.begin(), test::model_prompt.begin() + 8);
 
-std::shared_ptr<const gguf::file> file_of(const gguf::writer& w) {
-    return std::make_shared<const gguf::file>(gguf::file::from_bytes(w.to_bytes()));
-}
-
-struct logits_and_reference {
-    std::vector<float> logits;
-    std::vector<double> reference;
-};
+using test::file_of;
 
 // The logits of `tokens` with float activations, and the naive forward's.
-logits_and_reference run(const gguf::writer& w) {
-    cpu::backend b({.quantized_activations = cpu::activation_format::f32});
-    cpu_model m(b, file_of(w), {.n_ctx = 16, .max_batch = 8});
-    const auto l = m.forward(tokens, test::iota_positions(0, tokens.size()));
-    return {std::vector<float>(l.begin(), l.end()), test::reference_logits(m.weights(), tokens)};
-}
+test::logits_and_reference run(const gguf::writer& w) { return test::float_forward(file_of(w), tokens); }
 
 model::llama_shape oss_shape() { return test::gpt_oss_variant().shape; }
 

@@ -33,7 +33,7 @@ TEST_CASE("every node of each architecture's graph on CUDA agrees with the CPU b
         bool graphs, fuse;
     };
     for (const configuration c : {configuration{true, true}, configuration{false, true}, configuration{true, false}}) {
-        for (const auto& v : test::arch_variants()) {
+        for (const auto& v : test::every_arch_variant()) {
             CAPTURE(v.label);
             CAPTURE(c.graphs);
             CAPTURE(c.fuse);
@@ -60,7 +60,7 @@ TEST_CASE("a batch forward of each architecture on CUDA gives every token the bi
     using cuda_model = model::llama_model<cuda::backend>;
     cuda::backend b;
     const std::vector<int32_t> tokens(test::model_prompt.begin(), test::model_prompt.begin() + 5);
-    for (const auto& v : test::arch_variants()) {
+    for (const auto& v : test::every_arch_variant()) {
         CAPTURE(v.label);
         const auto file = test::model_file(v.shape, qtype::q8_0);
         cuda_model batched(b, file, {.n_ctx = 16, .max_batch = 8}), single(b, file, {.n_ctx = 16, .max_batch = 8});

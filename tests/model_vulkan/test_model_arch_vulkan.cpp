@@ -19,7 +19,7 @@ TEST_CASE("every node of each architecture's graph on Vulkan agrees with the CPU
     constexpr double nmse_bound = 5e-4;
     // Fused (rope_cache with the factors and scaling) and unfused (rope, rms_norm and mul op steps).
     for (const bool fuse : {true, false}) {
-        for (const auto& v : test::arch_variants()) {
+        for (const auto& v : test::every_arch_variant()) {
             CAPTURE(v.label);
             CAPTURE(fuse);
             const auto file = test::model_file(v.shape, qtype::q8_0);
@@ -45,7 +45,7 @@ TEST_CASE("a batch forward of each architecture on Vulkan gives every token the 
     using vk_model = model::llama_model<vulkan::backend>;
     vulkan::backend b(ctx);
     const std::vector<int32_t> tokens(test::model_prompt.begin(), test::model_prompt.begin() + 5);
-    for (const auto& v : test::arch_variants()) {
+    for (const auto& v : test::every_arch_variant()) {
         CAPTURE(v.label);
         const auto file = test::model_file(v.shape, qtype::q8_0);
         vk_model batched(b, file, {.n_ctx = 16, .max_batch = 8}), single(b, file, {.n_ctx = 16, .max_batch = 8});
