@@ -1,14 +1,16 @@
 // llmrt-bench-speculative: what speculative decoding gains over plain decoding of the target.
 //
 //   llmrt-bench-speculative [--backend NAME] [-n N] [--reps R] [--clock wall|cpu] [--json FILE|-]
-//                           [--period P] [--repeats R] [--n-max N]
+//                           [--period P] [--repeats R] [--n-max N] [--no-fallback]
 //
-// Workloads, all greedy, each against plain decoding of the same prompt with the same generator:
-//   draft model          the default pair (Q8_0 target, Q2_K draft of the same weights), fallback off
-//   draft model+fallback the same with the fallback policy on (plain decoding while speculation
-//                        measures slower)
-//   ngram                the n-gram drafter alone on a repetitive prompt (BOS, P words R times)
-//   ngram + draft model  both, chained (n-gram first), on the repetitive prompt
+// Workloads, all greedy, each against plain decoding of the same prompt with the same generator,
+// with the library's fallback policy on (plain decoding while speculation measures slower) unless
+// --no-fallback:
+//   draft model           the default pair (Q8_0 target, Q2_K draft of the same weights)
+//   draft, fallback off   the same without the fallback, to show speculation itself (left out with
+//                         --no-fallback, where the first row already is that)
+//   ngram                 the n-gram drafter alone on a repetitive prompt (BOS, P words R times)
+//   ngram + draft model   both, chained (n-gram first), on the repetitive prompt
 // Each timing is the fastest of R runs, plain and speculative runs interleaved. Decoding tokens/s is
 // the generated tokens over the generate() call less the target's prompt processing (timed on its
 // own: the target evaluating the prompt but its last token); a draft model's own pass over the
@@ -20,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <span>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -42,6 +45,7 @@ namespace spec = llmrt_examples::speculative;
 struct arguments {
     std::string backend, json_path = "speculative.json", clock = "wall";
     int32_t n = 256, reps = 3, period = 8, repeats = 8, n_max = llmrt::sample::draft_policy{}.n_max;
+    bool fallback = llmrt::sample::fallback_policy{}.enabled;
 };
 
 arguments parse(int argc, char** argv) {
@@ -56,9 +60,16 @@ arguments parse(int argc, char** argv) {
         else if (o == "--period") a.period = cl.int_value(1, 1000000);
         else if (o == "--repeats") a.repeats = cl.int_value(1, 1000000);
         else if (o == "--n-max") a.n_max = cl.int_value(1, 1000000);
+        else if (o == "--no-fallback") a.fallback = false;
         else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-bench-speculative [--backend NAME] [-n N] [--reps R] [--clock wall|cpu] [--json FILE|-]\n"
-                      "                               [--period P] [--repeats R] [--n-max N]");
+                      "                               [--period P] [--repeats R] [--n-max N] [--no-fallback]\n"
+                      "\n"
+                      "Defaults: -n 256, --reps 3, --clock wall, --json speculative.json, --period 8 --repeats 8,\n"
+                      "--n-max 16 (adaptive), p_min 0, greedy. The fallback policy is on in every row but one that\n"
+                      "shows the draft model without it: plain decoding while speculation measures slower (after 8\n"
+                      "timed rounds, 32 plain tokens, doubling up to 1024; llmrt::sample::fallback_policy).\n"
+                      "--no-fallback turns it off everywhere.");
             std::exit(0);
         } else cl.reject();
     }
@@ -166,20 +177,23 @@ std::string rates_text(const llmrt::sample::speculative_stats& s, std::size_t at
 }
 
 void print_table(const std::vector<measurement>& results) {
-    std::printf("\n%-21s %-27s | %8s %8s %7s | %6s %6s %6s | %9s %9s | %-5s | %s\n", "workload", "drafters",
-                "plain/s", "spec/s", "speedup", "accept", "mean", "calls", "target ms", "draft ms", "exact",
-                "acceptance rate by draft position 1..8");
+    std::printf("\n%-21s %-27s | %8s %8s %7s | %6s %6s %6s | %9s %9s %9s | %-5s | %s\n", "workload", "drafters",
+                "plain/s", "spec/s", "speedup", "accept", "mean", "calls", "target ms", "draft ms", "draft fwd",
+                "exact", "acceptance rate by draft position 1..8");
     for (const auto& m : results) {
         const auto& s = m.speculative.stats;
-        std::printf("%-21s %-27s | %8.1f %8.1f %6.2fx | %6.3f %6.2f %6lld | %9.1f %9.1f | %-5s | %s\n", m.workload.c_str(),
-                    m.drafters.c_str(), m.plain_rate(), m.speculative_rate(), m.speedup(),
+        int64_t draft_forwards = 0;
+        for (const auto& d : s.per_drafter) draft_forwards += d.work.forwards;
+        std::printf("%-21s %-27s | %8.1f %8.1f %6.2fx | %6.3f %6.2f %6lld | %9.1f %9.1f %9lld | %-5s | %s\n",
+                    m.workload.c_str(), m.drafters.c_str(), m.plain_rate(), m.speculative_rate(), m.speedup(),
                     s.acceptance_rate(), s.mean_acceptance_length(), (long long)s.target_calls, s.target_seconds * 1e3,
-                    s.draft_seconds * 1e3, m.equal ? "yes" : "NO", rates_text(s, 8).c_str());
+                    s.draft_seconds * 1e3, (long long)draft_forwards, m.equal ? "yes" : "NO", rates_text(s, 8).c_str());
     }
     std::printf("\nplain/s, spec/s: decoding tokens/s (the target's prompt processing excluded)\n"
                 "accept: acceptance rate (accepted / drafted); mean: mean acceptance length (1 + accepted / rounds)\n"
                 "calls: target calls of the speculative run, prompt included (plain: one per token)\n"
                 "target ms, draft ms: time in the target's eval calls and in the drafters, prompt included\n"
+                "draft fwd: the draft model's forward calls (its prompt, catching up, drafting)\n"
                 "exact: the speculative tokens equal plain decoding's\n");
 }
 
@@ -229,9 +243,11 @@ void write_json(std::FILE* f, const std::vector<measurement>& results, const cal
             const auto& ds = s.per_drafter[d];
             std::fprintf(f,
                          "%s{\"name\": \"%s\", \"calls\": %lld, \"rounds\": %lld, \"drafted\": %lld, \"accepted\": %lld, "
-                         "\"acceptance_rate\": %.4f, \"seconds\": %.6f}",
+                         "\"acceptance_rate\": %.4f, \"seconds\": %.6f, \"model_tokens\": %lld, \"catch_up_tokens\": %lld, "
+                         "\"model_forwards\": %lld}",
                          d ? ", " : "", json_escape(ds.name).c_str(), (long long)ds.calls, (long long)ds.rounds,
-                         (long long)ds.drafted, (long long)ds.accepted, ds.acceptance_rate(), ds.seconds);
+                         (long long)ds.drafted, (long long)ds.accepted, ds.acceptance_rate(), ds.seconds,
+                         (long long)ds.work.tokens, (long long)ds.work.catch_up, (long long)ds.work.forwards);
         }
         std::fprintf(f, "]}%s\n", i + 1 < results.size() ? "," : "");
     }
@@ -249,14 +265,16 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
     spec::run_config base;
     base.policy.n_max = std::min(a.n_max, 63);  // a verification batch of n_max + 1 within max_batch 64
     base.policy.p_min = 0.0f;  // a random model's top-1 probability is a few percent: 0.75 would never draft
-    base.policy.fallback.enabled = false;
+    base.policy.fallback.enabled = a.fallback;
     base.stop_at_eos = false;  // every run generates exactly n tokens
     if (a.clock == "cpu") base.clock = spec::process_cpu_seconds;
 
     std::vector<workload> workloads;
     workloads.push_back({"default prompt", &plain_prompt, base});  // base drafts with the draft model
-    workloads.push_back({"default, fallback on", &plain_prompt, base});
-    workloads.back().config.policy.fallback.enabled = true;
+    if (a.fallback) {
+        workloads.push_back({"default, fallback off", &plain_prompt, base});
+        workloads.back().config.policy.fallback.enabled = false;
+    }
     workloads.push_back({"repetitive prompt", &repetitive, base});
     workloads.back().config.draft_model = false;
     workloads.back().config.ngram = true;
@@ -274,9 +292,10 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
     std::printf("model:   llama, %d layers, n_embd %d, %d heads (%d kv), n_ff %d, vocab %d\n", shape.n_layer, shape.n_embd,
                 shape.n_head, shape.n_head_kv, shape.n_ff, shape.n_vocab);
     std::printf("backend: %s\n", description.c_str());
-    std::printf("runs:    %d tokens, greedy, fastest of %d, %s clock; n_max %d (adaptive), p_min 0; repetitive prompt: "
-                "%d words x %d\n",
-                a.n, a.reps, a.clock == "cpu" ? "process CPU" : "wall", base.policy.n_max, a.period, a.repeats);
+    std::printf("runs:    %d tokens, greedy, fastest of %d, %s clock; n_max %d (adaptive), p_min 0, fallback %s; "
+                "repetitive prompt: %d words x %d\n",
+                a.n, a.reps, a.clock == "cpu" ? "process CPU" : "wall", base.policy.n_max, a.fallback ? "on" : "off",
+                a.period, a.repeats);
 
     const call_costs costs = measure_costs(target, draft, base.policy.n_max + 1, 5 * a.reps, base);
     std::printf("cost:    target %.2f ms for 1 token, %.2f ms for %d (%.1fx one); draft %.2f ms for 1 token (%.2fx the "

@@ -34,7 +34,7 @@ namespace spec = llmrt_examples::speculative;
 constexpr const char* usage =
     "usage: llmrt-speculative [--target T.gguf] [--draft D.gguf | --no-draft] [--ngram] [--prompt IDS]\n"
     "                         [--repeat N] [-n N] [--temp T] [--seed N] [--draft-temp T] [--repeat-penalty F]\n"
-    "                         [--n-max N] [--p-min P] [--fallback] [--backend NAME]\n"
+    "                         [--n-max N] [--p-min P] [--no-fallback] [--backend NAME]\n"
     "\n"
     "  --target, --draft  GGUF models sharing one vocabulary. Default: a random llama made in memory,\n"
     "                     Q8_0 as the target and the same weights as Q2_K as the draft.\n"
@@ -51,13 +51,17 @@ constexpr const char* usage =
     "  --n-max N          most draft tokens per round (default 16)\n"
     "  --p-min P          a draft model stops drafting below this top-1 probability. Default 0 for the\n"
     "                     generated pair (a random model's top-1 probability is about 0.03), else 0.75.\n"
-    "  --fallback         decode plainly while speculation measures slower (default off, so the\n"
-    "                     statistics show speculation itself)\n"
+    "  --no-fallback      keep drafting while speculation measures slower. By default the fallback\n"
+    "                     times drafting rounds and plain steps (2 plain probes at the start and every\n"
+    "                     128 rounds) and, once 8 rounds cost more per token than a plain step,\n"
+    "                     decodes 32 tokens plainly, doubling up to 1024 while drafting keeps losing\n"
+    "                     (llmrt::sample::fallback_policy). --no-fallback shows speculation itself;\n"
+    "                     with --draft-temp it also makes the token stream independent of timing.\n"
     "  --backend NAME     cpu, cpu:f32, cpu:ggml (default: the best present)\n";
 
 struct arguments {
     std::string target_path, draft_path, backend;
-    bool no_draft = false, ngram = false, fallback = false;
+    bool no_draft = false, ngram = false, fallback = true;
     std::vector<int32_t> prompt = spec::default_prompt();
     int32_t repeat = 1, n_new = 128, n_max = 16;
     float temperature = 0.0f, draft_temperature = 0.0f, repeat_penalty = 1.0f, p_min = -1.0f;
@@ -81,7 +85,8 @@ arguments parse(int argc, char** argv) {
         else if (o == "--repeat-penalty") a.repeat_penalty = float(cl.number_value());
         else if (o == "--n-max") a.n_max = cl.int_value(1);
         else if (o == "--p-min") a.p_min = float(cl.number_value(0.0, 1.0));
-        else if (o == "--fallback") a.fallback = true;
+        else if (o == "--no-fallback") a.fallback = false;
+        else if (o == "--fallback") a.fallback = true;  // the default, still accepted
         else if (o == "--backend") a.backend = cl.value();
         else if (o == "-h" || o == "--help") {
             std::fputs(usage, stdout);
@@ -124,10 +129,14 @@ void print_stats(const llmrt::sample::speculative_stats& s) {
     for (std::size_t i = 0; i < s.drafted_at.size(); ++i)
         std::printf(" %zu:%.2f(%lld)", i + 1, s.acceptance_rate_at(i), (long long)s.drafted_at[i]);
     std::printf("\n  time in target %.1f ms, in drafters %.1f ms\n", s.target_seconds * 1e3, s.draft_seconds * 1e3);
-    for (const auto& d : s.per_drafter)
+    for (const auto& d : s.per_drafter) {
         std::printf("  drafter %-12s asked %lld, drafts verified %lld, drafted %lld, accepted %lld (%.3f), %.1f ms\n",
                     d.name.c_str(), (long long)d.calls, (long long)d.rounds, (long long)d.drafted, (long long)d.accepted,
                     d.acceptance_rate(), d.seconds * 1e3);
+        if (d.work.tokens > 0)
+            std::printf("          its model evaluated %lld tokens (%lld of them catching up) in %lld forward calls\n",
+                        (long long)d.work.tokens, (long long)d.work.catch_up, (long long)d.work.forwards);
+    }
 }
 
 template <class Backend>

@@ -2,12 +2,14 @@
 // token history, with a cache that refuses evaluations that do not continue it, and a fake clock.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "llmrt/core/error.hpp"
@@ -103,6 +105,37 @@ private:
 };
 
 static_assert(causal_model<function_model>, "function_model must satisfy causal_model");
+
+// A function_model that takes at most max_batch() tokens per forward call, as llama_model does:
+// eval splits a longer span into calls of max_batch() tokens, and inner().calls counts the calls.
+class batched_model {
+public:
+    batched_model(function_model inner, int32_t max_batch) : inner_(std::move(inner)), max_batch_(max_batch) {}
+
+    const vocabulary& vocab() const { return inner_.vocab(); }
+    int32_t vocab_size() const { return inner_.vocab_size(); }
+    int32_t context_length() const { return inner_.context_length(); }
+    int32_t cache_length() const { return inner_.cache_length(); }
+    int32_t max_batch() const { return max_batch_; }
+    const function_model& inner() const { return inner_; }
+
+    void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
+        const size_t v = size_t(vocab_size());
+        for (size_t done = 0; done < tokens.size();) {
+            const size_t n = std::min(tokens.size() - done, size_t(max_batch_));
+            inner_.eval(tokens.subspan(done, n), position + int32_t(done),
+                        logits.empty() ? logits : logits.subspan(done * v, n * v));
+            done += n;
+        }
+    }
+    void truncate(int32_t n) { inner_.truncate(n); }
+
+private:
+    function_model inner_;
+    int32_t max_batch_;
+};
+
+static_assert(causal_model<batched_model>, "batched_model must satisfy causal_model");
 
 inline uint64_t mix64(uint64_t x) {
     x += 0x9E3779B97F4A7C15ull;

@@ -4,8 +4,9 @@
 // The pair is one random llama as a Q8_0 target and the same weights as a Q2_K draft (every k is
 // 256, as Q2_K needs). Each test checks the drafters really drafted and had tokens accepted and
 // rejected, so that equality cannot come from speculation never happening. Fallback is off (it
-// would decode plainly as soon as speculation measured slower) and p_min is 0 (a random model's
-// top-1 probability is a few percent, which llama.cpp's 0.75 cutoff would never let draft).
+// would decode plainly as soon as speculation measured slower), except in the test of backing off,
+// which forces it on a clock of its own; p_min is 0 (a random model's top-1 probability is a few
+// percent, which llama.cpp's 0.75 cutoff would never let draft).
 //
 // A program applies every test here to its backend cases with
 //   LLMRT_SPECULATIVE_END_TO_END_TESTS(case_a, case_b, ...);
@@ -13,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -217,6 +219,72 @@ TEST_CASE_TEMPLATE_DEFINE("sampled drafts verified by sample-and-compare give th
     check_drafters_worked(g.stats(), false);
 }
 
+// A model that passes every call on to another and counts the forward calls, splitting an eval
+// into calls of max_batch() tokens as llama_model does.
+template <class Model>
+class forward_counter {
+public:
+    explicit forward_counter(Model& m) : m_(m) {}
+    const sample::vocabulary& vocab() const { return m_.vocab(); }
+    int32_t vocab_size() const { return m_.vocab_size(); }
+    int32_t context_length() const { return m_.context_length(); }
+    int32_t cache_length() const { return m_.cache_length(); }
+    int32_t max_batch() const { return m_.max_batch(); }
+    void truncate(int32_t n) { m_.truncate(n); }
+    void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
+        const auto v = std::size_t(vocab_size());
+        for (std::size_t done = 0; done < tokens.size(); ++forwards) {
+            const std::size_t n = std::min(tokens.size() - done, std::size_t(max_batch()));
+            m_.eval(tokens.subspan(done, n), position + int32_t(done), logits.empty() ? logits : logits.subspan(done * v, n * v));
+            done += n;
+        }
+    }
+    int64_t forwards = 0;
+
+private:
+    Model& m_;
+};
+
+TEST_CASE_TEMPLATE_DEFINE("greedy speculative decoding that backs off to plain decoding gives the tokens of plain "
+                          "greedy decoding, the draft model catching up in one forward call per max_batch chunk",
+                          Case, backoff_catch_up_equals_plain) {
+    pair_on_backend<Case> m;
+    if (!m) return;
+    const std::vector<int32_t> prompt = repetitive_prompt();
+    const std::vector<int32_t> expected = model::generate_greedy(*m.target, prompt, 256);
+
+    // A margin of 0.01 measures speculation slower whatever it costs, and a clock that ticks once
+    // per reading makes the schedule the same on every backend: draft, back off, draft again.
+    sample::draft_policy policy = exact_policy();
+    policy.fallback.enabled = true;
+    policy.fallback.margin = 0.01;
+    policy.fallback.min_rounds = 2;
+    policy.fallback.backoff_tokens = 16;
+    policy.fallback.max_backoff_tokens = 32;
+    const auto greedy = sample::sampling_params::greedy();
+    using model_type = typename pair_on_backend<Case>::model_type;
+    forward_counter<model_type> draft(*m.draft);
+    sample::generator<model_type> g(*m.target, sample::sampler_chain(greedy), policy,
+                                    {.stop_at_eos = false, .clock = [t = 0.0]() mutable { return t += 1.0; }});
+    g.add_drafter(std::make_unique<sample::model_drafter<forward_counter<model_type>>>(draft, sample::sampler_chain(greedy)));
+    const sample::generation_result r = g.generate(prompt, 256);
+
+    INFO("first difference at token ", first_difference(r.tokens, expected), " of ", expected.size());
+    CHECK(r.tokens == expected);
+    const auto& s = g.stats();
+    const auto& d = s.per_drafter.at(0);
+    INFO("fallback steps ", s.fallback_steps, ", drafts ", d.rounds, ", draft forwards ", draft.forwards, " for ",
+         d.work.tokens, " tokens, ", d.work.catch_up, " of them caught up");
+    CHECK(s.fallback_steps >= policy.fallback.backoff_tokens);
+    CHECK(d.rounds > 0);
+    CHECK(d.work.forwards == draft.forwards);
+    // A proposal costs ceil(caught up / max_batch) calls, then one per draft token but the last:
+    // at most caught up / max_batch + 1 + (drafted − 1) calls each; one call per caught-up token
+    // would cost about max_batch times more.
+    CHECK(draft.forwards <= (d.work.catch_up + options.max_batch - 1) / options.max_batch + d.calls + d.drafted);
+    CHECK(d.work.catch_up > 4 * d.calls);
+}
+
 TEST_CASE_TEMPLATE_DEFINE("a draft model with another vocabulary is refused with an error naming the sizes", Case,
                           other_vocabulary_refused) {
     const auto backend = Case::make();
@@ -246,4 +314,5 @@ TEST_CASE_TEMPLATE_DEFINE("a draft model with another vocabulary is refused with
     TEST_CASE_TEMPLATE_INVOKE(llmrt::test::speculative::greedy_speculative_equals_plain, __VA_ARGS__);         \
     TEST_CASE_TEMPLATE_INVOKE(llmrt::test::speculative::sampled_speculative_equals_plain, __VA_ARGS__);        \
     TEST_CASE_TEMPLATE_INVOKE(llmrt::test::speculative::sample_and_compare_equals_plain, __VA_ARGS__);         \
+    TEST_CASE_TEMPLATE_INVOKE(llmrt::test::speculative::backoff_catch_up_equals_plain, __VA_ARGS__);           \
     TEST_CASE_TEMPLATE_INVOKE(llmrt::test::speculative::other_vocabulary_refused, __VA_ARGS__)

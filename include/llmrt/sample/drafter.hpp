@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "llmrt/sample/model.hpp"
+#include "llmrt/sample/stats.hpp"
 #include "llmrt/sample/token_distribution.hpp"
 
 namespace llmrt::sample {
@@ -44,6 +45,8 @@ public:
     // The vocabulary of a drafter backed by a model, checked against the target's; null for
     // drafters that copy target tokens (n-gram).
     virtual const vocabulary* vocab() const { return nullptr; }
+    // What its model evaluated so far; zeros for drafters without a model.
+    virtual drafter_work work() const { return {}; }
 };
 
 }  // namespace llmrt::sample

@@ -18,6 +18,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -69,7 +70,7 @@ public:
         if (const vocabulary* v = d->vocab()) check_draft_vocabulary(target_.vocab(), *v);
         D& ref = *d;
         slots_.push_back({std::move(d), 0.0});
-        stats_.per_drafter.push_back({std::string(ref.name())});
+        stats_.per_drafter.push_back(named_stats(ref.name()));
         return ref;
     }
 
@@ -78,7 +79,7 @@ public:
     const speculative_stats& stats() const noexcept { return stats_; }
     void reset_stats() {
         speculative_stats fresh;
-        for (const auto& d : stats_.per_drafter) fresh.per_drafter.push_back({d.name});
+        for (const auto& d : stats_.per_drafter) fresh.per_drafter.push_back(named_stats(d.name));
         stats_ = std::move(fresh);
     }
 
@@ -143,6 +144,12 @@ private:
     };
     enum class phase { probing, speculating, backing_off };
 
+    static drafter_stats named_stats(std::string_view name) {
+        drafter_stats s;
+        s.name = std::string(name);
+        return s;
+    }
+
     double now() const {
         if (options_.clock) return options_.clock();
         return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -181,8 +188,10 @@ private:
             limit = draft_limit(slots_[i], cap);
             if (limit < policy_.n_min) continue;
             const double t0 = now();
+            const drafter_work before = slots_[i].d->work();
             slots_[i].d->propose({sequence_, limit, policy_.p_min}, draft_);
             const double seconds = now() - t0;
+            stats_.per_drafter[i].work += slots_[i].d->work() - before;
             stats_.draft_seconds += seconds;
             stats_.per_drafter[i].seconds += seconds;
             ++stats_.per_drafter[i].calls;

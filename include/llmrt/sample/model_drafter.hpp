@@ -1,12 +1,15 @@
 // Drafting with a second, smaller model. A greedy draft chain gives point-mass drafts; any other
 // chain samples each draft token and reports the q it was drawn from (its fully processed
-// distribution), for lossless speculative sampling.
+// distribution), for lossless speculative sampling. Before drafting, the draft model catches up on
+// the sequence tokens it has not seen (a round's emitted tokens; a whole window after the fallback
+// decoded plainly) in one forward call per max_batch tokens, not one per token.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -62,19 +65,20 @@ public:
         synced_ = length;
 
         // 2. The cache keeps that shared prefix, minus the last sequence token, which is evaluated
-        //    again if need be to get the logits of the first draft position.
+        //    again if need be to get the logits of the first draft position. The m tokens it lacks
+        //    (one or two after a round; a whole window after the fallback decoded plainly) are
+        //    caught up in ceil(m / B) forward calls, B = catch_up_chunk(): the whole chunks without
+        //    logits, then the remaining 1..B tokens with their rows, of which the last is kept.
         const size_t keep = std::min({size_t(model_.cache_length()), common, length - 1});
         model_.truncate(int32_t(keep));
         const std::span<const int32_t> missing = seq.subspan(keep);
-        if (missing.size() <= 4) {  // short catch-up (the usual case): one call with every row's logits
-            rows_.resize(missing.size() * size_t(vocab));
-            model_.eval(missing, int32_t(keep), rows_);
-            logits_.assign(rows_.end() - vocab, rows_.end());
-        } else {  // prefill without logits, then the last token
-            model_.eval(missing.first(missing.size() - 1), int32_t(keep), {});
-            logits_.resize(size_t(vocab));
-            model_.eval(missing.last(1), int32_t(length - 1), logits_);
-        }
+        const size_t tail = (missing.size() - 1) % catch_up_chunk() + 1;
+        const size_t head = missing.size() - tail;
+        if (head > 0) evaluate(missing.first(head), int32_t(keep), {});
+        rows_.resize(tail * size_t(vocab));
+        evaluate(missing.last(tail), int32_t(keep + head), rows_);
+        logits_.assign(rows_.end() - vocab, rows_.end());
+        work_.catch_up += int64_t(missing.size());
 
         // 3. Draft. Draft token k is evaluated at position length + k to draft token k + 1.
         const int32_t n_limit = int32_t(std::min<size_t>(size_t(request.n_max), size_t(model_.context_length()) - length + 1));
@@ -86,11 +90,31 @@ public:
             if (!chain_.is_greedy()) out.q.push_back(std::move(q));
             chain_.accept(x);
             if (x == model_.vocab().eos || k + 1 == n_limit) break;
-            model_.eval(std::span<const int32_t>(&out.tokens.back(), 1), int32_t(length) + k, logits_);
+            evaluate(std::span<const int32_t>(&out.tokens.back(), 1), int32_t(length) + k, logits_);
         }
     }
 
+    drafter_work work() const override { return work_; }
+
+    // The most tokens one forward call of the model takes: its max_batch() where it has one (a
+    // llama_model's eval splits longer spans into calls of that many), else 8, which bounds the
+    // logits rows a catch-up reads back from a model that takes any span in one call.
+    size_t catch_up_chunk() const {
+        if constexpr (requires(const Draft& d) {
+                          { d.max_batch() } -> std::convertible_to<int32_t>;
+                      })
+            return size_t(std::max<int32_t>(1, int32_t(model_.max_batch())));
+        else
+            return 8;
+    }
+
 private:
+    void evaluate(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
+        model_.eval(tokens, position, logits);
+        work_.tokens += int64_t(tokens.size());
+        work_.forwards += int64_t((tokens.size() + catch_up_chunk() - 1) / catch_up_chunk());
+    }
+
     // softmax(logits) at its largest entry = 1 / Σ exp(l − max).
     static float top1_probability(std::span<const float> logits) {
         float m = -std::numeric_limits<float>::infinity();
@@ -106,6 +130,7 @@ private:
     std::string name_;
     size_t synced_ = 0;
     std::vector<float> logits_, rows_;
+    drafter_work work_;
 };
 
 }  // namespace llmrt::sample

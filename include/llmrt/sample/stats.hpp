@@ -15,6 +15,26 @@
 
 namespace llmrt::sample {
 
+// What a drafter's model evaluated. Forward calls count an eval of n tokens as
+// ceil(n / max_batch), as llama_model splits it.
+struct drafter_work {
+    int64_t tokens = 0;    // tokens the model evaluated, catching up and drafting
+    int64_t catch_up = 0;  // of them, sequence tokens it caught up on: each round's emitted tokens,
+                           // and those it missed while another drafter drafted or the fallback
+                           // decoded plainly
+    int64_t forwards = 0;  // forward calls
+
+    drafter_work& operator+=(const drafter_work& o) noexcept {
+        tokens += o.tokens;
+        catch_up += o.catch_up;
+        forwards += o.forwards;
+        return *this;
+    }
+    drafter_work operator-(const drafter_work& o) const noexcept {
+        return {tokens - o.tokens, catch_up - o.catch_up, forwards - o.forwards};
+    }
+};
+
 struct drafter_stats {
     std::string name;
     int64_t calls = 0;    // proposals asked for
@@ -22,6 +42,7 @@ struct drafter_stats {
     int64_t drafted = 0;
     int64_t accepted = 0;
     double seconds = 0.0;  // time in propose()
+    drafter_work work;     // what its model evaluated (zeros for the n-gram drafter)
 
     double acceptance_rate() const noexcept { return drafted ? double(accepted) / double(drafted) : 0.0; }
 };
