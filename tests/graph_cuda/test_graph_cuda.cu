@@ -421,3 +421,17 @@ TEST_CASE("every graph of gpt-oss's ops and options that the backend once refuse
         e.check_nodes(2, [](graph::op o) { return o == graph::op::attention ? 1e-9 : test::exact_nmse_bound; });
     }
 }
+
+TEST_CASE("tensor-parallel collectives are refused by the CUDA backend when the graph is prepared, naming the node") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    for (bool gather : {false, true}) {
+        graph::graph g(1);
+        const auto x = g.input("x", qtype::f32, 32);
+        g.mark_output(gather ? g.all_gather(x, 32, 1) : g.all_reduce(x, 1));
+        test_backend b;
+        CHECK_THROWS_WITH_AS(graph::executor<test_backend>(b, g), doctest::Contains(gather ? "all_gather" : "all_reduce"),
+                             llmrt::error);
+        CHECK_THROWS_WITH_AS(graph::executor<test_backend>(b, g), doctest::Contains("not supported on this backend yet"),
+                             llmrt::error);
+    }
+}

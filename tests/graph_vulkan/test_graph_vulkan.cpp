@@ -456,3 +456,17 @@ TEST_CASE("mul_mat_id with f32 experts is refused on Vulkan when the graph is pr
     vulkan::backend b(ctx);
     CHECK_THROWS_WITH_AS(graph::executor<vulkan::backend>(b, g), doctest::Contains("'experts'"), llmrt::error);
 }
+
+TEST_CASE("tensor-parallel collectives are refused on Vulkan when the graph is prepared, naming the node") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    for (bool gather : {false, true}) {
+        graph::graph g(1);
+        const auto x = g.input("x", qtype::f32, 32);
+        g.mark_output(gather ? g.all_gather(x, 32, 1) : g.all_reduce(x, 1));
+        vulkan::backend b(ctx);
+        CHECK_THROWS_WITH_AS(graph::executor<vulkan::backend>(b, g),
+                             doctest::Contains(gather ? "all_gather" : "all_reduce"), llmrt::error);
+        CHECK_THROWS_WITH_AS(graph::executor<vulkan::backend>(b, g), doctest::Contains("not supported on this backend yet"),
+                             llmrt::error);
+    }
+}

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #endif
 
+#include "llmrt/comm/communicator.hpp"
 #include "llmrt/cpu/matvec.hpp"
 #include "llmrt/cpu/mul_mat.hpp"
 #include "llmrt/cpu/ops.hpp"
@@ -30,6 +31,9 @@ namespace llmrt::cpu {
 struct backend_options {
     activation_format quantized_activations = activation_format::q8_1;  // for block-quantized weights
     activation_format float_activations = activation_format::f32;       // for f32, f16 and bf16 weights
+    // The rank's group for all_reduce and all_gather nodes (comm/communicator.hpp); null: a group
+    // of one rank, where both copy their input. It must outlive the programs prepared with it.
+    comm::communicator* communicator = nullptr;
 };
 
 inline const char* to_string(activation_format a) noexcept {
@@ -98,13 +102,35 @@ public:
         }
         if (nd.op == graph::op::attention) return std::size_t(g.nodes()[std::size_t(nd.src[1])].ne1) * sizeof(float);
         if (nd.op == graph::op::rope) return std::size_t(nd.ne0) * sizeof(float);
+        if (nd.op == graph::op::all_gather) return graph::tensor_bytes(nd);  // the ranks' slices, rank after rank
         return 0;
     }
 
     class program;
     program prepare(const graph::graph& g, const graph::plan& p) const;
 
+    int32_t rank() const noexcept { return options_.communicator ? options_.communicator->rank() : 0; }
+    int32_t ranks() const noexcept { return options_.communicator ? options_.communicator->size() : 1; }
+
 private:
+    // A collective's group is this backend's: the node's ranks are the communicator's size, and an
+    // all_gather's input is this rank's slice.
+    void check_collective(const graph::graph& g, const graph::node& nd) const {
+        check(nd.ranks == ranks(), errc::invalid_argument, [&] {
+            return "cpu backend: " + graph::graph::describe(nd) + " runs over " + std::to_string(nd.ranks) +
+                   " ranks; the backend's communicator has " + std::to_string(ranks()) +
+                   (options_.communicator ? "" : " (none given: one rank)");
+        });
+        if (nd.op != graph::op::all_gather) return;
+        const graph::node& x = g.nodes()[std::size_t(nd.src[0])];
+        const int64_t slice = graph::shard_begin(nd.ne0, nd.ranks, rank() + 1) - graph::shard_begin(nd.ne0, nd.ranks, rank());
+        check(x.ne0 == slice, errc::shape_mismatch, [&] {
+            return "cpu backend: " + graph::graph::describe(nd) + " takes " + std::to_string(slice) + " of its " +
+                   std::to_string(nd.ne0) + " elements per column from rank " + std::to_string(rank()) + ", whose x is " +
+                   graph::graph::describe(x);
+        });
+    }
+
     backend_options options_;
 };
 
@@ -332,10 +358,35 @@ private:
             case graph::op::add_id:
                 add_id(a, b, static_cast<const int32_t*>(in(2)), y, src(1).ne0, nd.n_expert, src(2).ne0, cols);
                 return;
+            case graph::op::all_reduce:
+                std::memcpy(y, a, std::size_t(nd.ne0 * cols) * sizeof(float));
+                if (communicator_) communicator_->all_reduce(y, std::size_t(nd.ne0 * cols));
+                return;
+            case graph::op::all_gather: all_gather(nd, a, y, cols, static_cast<float*>(scratch_memory)); return;
         }
         throw error(errc::invalid_argument, std::string("cpu backend: no kernel for op ") + graph::to_string(nd.op));
     }
 
+    // The ranks' slices of `cols` columns, gathered rank after rank (each slice's columns dense),
+    // then interleaved so that column c holds every rank's part of it in rank order.
+    void all_gather(const graph::node& nd, const float* x, float* y, int64_t cols, float* gathered) const {
+        const int32_t ranks = nd.ranks, me = communicator_ ? communicator_->rank() : 0;
+        auto begin = [&](int32_t r) { return graph::shard_begin(nd.ne0, ranks, r); };
+        const int64_t mine = begin(me + 1) - begin(me);
+        if (!communicator_) {
+            std::memcpy(y, x, std::size_t(nd.ne0 * cols) * sizeof(float));
+            return;
+        }
+        communicator_->all_gather(x, std::size_t(mine * cols), gathered, std::size_t(nd.ne0 * cols));
+        for (int32_t r = 0; r < ranks; ++r) {
+            const int64_t part = begin(r + 1) - begin(r);
+            const float* from = gathered + begin(r) * cols;  // ranks before r sent begin(r) per column
+            for (int64_t c = 0; c < cols; ++c)
+                std::memcpy(y + c * nd.ne0 + begin(r), from + c * part, std::size_t(part) * sizeof(float));
+        }
+    }
+
+    comm::communicator* communicator_ = nullptr;
     const graph::graph* graph_ = nullptr;
     const graph::plan* plan_ = nullptr;
     mutable std::vector<std::byte> arena_;
@@ -346,6 +397,7 @@ private:
 
 inline backend::program backend::prepare(const graph::graph& g, const graph::plan& p) const {
     program prog;
+    prog.communicator_ = options_.communicator;
     prog.graph_ = &g;
     prog.plan_ = &p;
     prog.arena_.assign(p.arena_bytes, std::byte{0});
@@ -358,6 +410,7 @@ inline backend::program backend::prepare(const graph::graph& g, const graph::pla
             prog.state_index_[std::size_t(id)] = prog.states_.size();
             prog.states_.emplace_back(p.bytes[std::size_t(id)], std::byte{0});
         }
+        if (nd.op == graph::op::all_reduce || nd.op == graph::op::all_gather) check_collective(g, nd);
         if (nd.op == graph::op::mul_mat || nd.op == graph::op::mul_mat_id) prog.activations_[std::size_t(id)] = activations_for(nodes[std::size_t(nd.src[0])].type);
     }
     return prog;

@@ -283,6 +283,11 @@ private:
 template <class Types>
 void basic_program<Types>::check_supported(const graph::node& nd) const {
     const auto& nodes = s_->g->nodes();
+    // Collectives need an NCCL communicator (comm/communicator.hpp says how they will run: NCCL
+    // calls on the backend's stream, captured with the forward): refused until the backend has one.
+    check(nd.op != graph::op::all_reduce && nd.op != graph::op::all_gather, errc::unsupported_type, [&] {
+        return "cuda backend: " + graph::graph::describe(nd) + " (tensor-parallel collective) is not supported on this backend yet";
+    });
     if (nd.op == graph::op::mul_mat) {
         const graph::node& w = nodes[std::size_t(nd.src[0])];
         check(steps::float_weight(w.type) || is_in<Types>(w.type), errc::unsupported_type, [&] {

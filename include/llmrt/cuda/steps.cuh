@@ -358,6 +358,8 @@ void node(const context& cx, const resolved& r, int64_t n) {
         case graph::op::add_id:
             ops::add_id(a, b, ids(2), y, src(1).ne0, nd.n_expert, src(2).ne0, cols, stream, lo);
             return;
+        case graph::op::all_reduce:
+        case graph::op::all_gather: break;  // refused when the program is made (basic_program::check_supported)
     }
     throw error(errc::invalid_argument, std::string("cuda backend: no kernel for op ") + graph::to_string(nd.op));
 }

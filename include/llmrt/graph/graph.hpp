@@ -319,6 +319,36 @@ public:
         return push(derived(op::argmax, i32_type, 1, a, {x.id}));
     }
 
+    // ---- Collectives (tensor parallelism: each of `ranks` ranks builds its own graph with the
+    // same collectives in the same order; the backend's communicator connects them) ----
+
+    // Σ over the ranks of x, the same bits on every rank (op::all_reduce).
+    tensor all_reduce(tensor x, int32_t ranks) {
+        const node& a = activation(x, "all_reduce");
+        check(ranks >= 1, errc::invalid_argument,
+              [&] { return "all_reduce: ranks = " + std::to_string(ranks) + " must be >= 1 (" + describe(a) + ")"; });
+        node n = derived(op::all_reduce, qtype::f32, a.ne0, a, {x.id});
+        n.ranks = ranks;
+        return push(std::move(n));
+    }
+
+    // Columns of `total` elements put together from the ranks' slices (op::all_gather): x is this
+    // rank's slice, floor or ceil(total / ranks) elements per column (shard_begin says which).
+    tensor all_gather(tensor x, int64_t total, int32_t ranks) {
+        const node& a = activation(x, "all_gather");
+        check(ranks >= 1 && total >= ranks, errc::invalid_argument, [&] {
+            return "all_gather: " + std::to_string(total) + " elements over " + std::to_string(ranks) +
+                   " ranks; need ranks >= 1 and at least one element per rank (" + describe(a) + ")";
+        });
+        check(a.ne0 == total / ranks || a.ne0 == (total + ranks - 1) / ranks, errc::shape_mismatch, [&] {
+            return "all_gather: x " + describe(a) + " is no rank's slice of " + std::to_string(total) + " elements over " +
+                   std::to_string(ranks) + " ranks (floor or ceil of total / ranks per column)";
+        });
+        node n = derived(op::all_gather, qtype::f32, total, a, {x.id});
+        n.ranks = ranks;
+        return push(std::move(n));
+    }
+
     // ---- Mixture of experts ----
     //
     // A layer's router and experts, k slots per token (a sketch of model/llama_graph.hpp's block):

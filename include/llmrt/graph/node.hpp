@@ -9,6 +9,7 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -50,6 +51,10 @@ enum class op : uint8_t {
     mul_mat_id,      // y[s·rows + r, t] = W[ids[s, t]·rows + r] · x_s[:, t]   (x_s: x's slot s, or x itself)
     weighted_sum,    // y[i, t] = Σ_s w[s, t] · x[s·n + i, t], added in slot order
     add_id,          // y[s·rows + r, t] = x[s·rows + r, t] + b[r, ids[s, t]]   (b: one column per expert)
+    // Collectives over the `ranks` ranks of a tensor-parallel group (every rank's graph holds the
+    // node, each over its own x; see comm/communicator.hpp):
+    all_reduce,  // y = Σ_ranks x, added in rank order ((x₀ + x₁) + x₂) + ...: the same bits on every rank
+    all_gather,  // y[:, t] = x₀[:, t] ‖ x₁[:, t] ‖ ...: rank r's slice [shard_begin(r), shard_begin(r + 1)) of ne0
 };
 
 inline const char* to_string(op o) noexcept {
@@ -75,8 +80,17 @@ inline const char* to_string(op o) noexcept {
         case op::mul_mat_id: return "mul_mat_id";
         case op::weighted_sum: return "weighted_sum";
         case op::add_id: return "add_id";
+        case op::all_reduce: return "all_reduce";
+        case op::all_gather: return "all_gather";
     }
     return "unknown op";
+}
+
+// Where rank r of `ranks` starts in a dimension of `total` split as evenly as it goes: slices
+// [shard_begin(total, ranks, r), shard_begin(total, ranks, r + 1)) of floor or ceil(total / ranks)
+// elements cover 0..total in rank order (all_gather's slices, a vocabulary split by rows).
+inline int64_t shard_begin(int64_t total, int32_t ranks, int32_t rank) noexcept {
+    return total / ranks * rank + std::min<int64_t>(total % ranks, rank);
 }
 
 // Which elements rope rotates together (d = n_rot):
@@ -162,6 +176,7 @@ struct node {
     expert_norm norm = expert_norm::none;  // expert_weights
     float alpha = 0.0f;                    // swiglu_oai: the sigmoid's slope (gpt-oss: 1.702)
     float limit = 0.0f;                    // swiglu_oai: the clamp of gate and up (gpt-oss: 7)
+    int32_t ranks = 0;                     // all_reduce, all_gather: the ranks of the group
 
     int n_src() const noexcept {
         int n = 0;
