@@ -32,6 +32,7 @@
 #include "llmrt/gguf/reader.hpp"
 #include "llmrt/graph/executor.hpp"
 #include "llmrt/model/llama_graph.hpp"
+#include "llmrt/model/tensor_parallel.hpp"
 #include "llmrt/model/vocab.hpp"
 #include "llmrt/model/weights.hpp"
 #include "llmrt/sample/model.hpp"
@@ -42,6 +43,11 @@ struct llama_options {
     int32_t n_ctx = 0;             // cache length; 0: the model's llama.context_length (see below)
     int32_t max_batch = 8;         // most tokens one forward call takes
     qtype kv_type = qtype::f32;    // f32 or f16
+    // ranks > 0: this model is rank `rank` of a tensor-parallel group (model/tensor_parallel.hpp):
+    // it holds its slices of the weights and its heads' KV cache, and its backend's communicator
+    // connects it to the other ranks, each running the same calls on a model of its own. Every
+    // rank returns the whole vocabulary's logits, the same bits on each.
+    tensor_parallel tp{};
 };
 
 // The largest KV cache that n_ctx = 0 allocates. A file's llama.context_length is the longest
@@ -80,9 +86,11 @@ public:
     llama_model(Backend& b, std::shared_ptr<const gguf::file> file, llama_options options = {}) try
         : file_(checked(std::move(file))),
           weights_(std::make_unique<llama_weights>(load_llama_weights(*file_))),
-          options_(fits(resolved(options, weights_->hparams), weights_->hparams, b)),
+          shard_(sharded(*weights_, options.tp, b)),
+          options_(fits(resolved(options, local_hparams()), local_hparams(), b)),
           vocab_(read_vocabulary(file_->metadata(), weights_->hparams.n_vocab)),
-          built_(build_llama_graph(*weights_, options_.n_ctx, options_.max_batch, options_.kv_type)),
+          built_(shard_ ? build_llama_graph(*shard_, options_.n_ctx, options_.max_batch, options_.kv_type)
+                        : build_llama_graph(*weights_, options_.n_ctx, options_.max_batch, options_.kv_type)),
           exec_(b, built_.g),
           logits_(std::size_t(options_.max_batch) * std::size_t(weights_->hparams.n_vocab)),
           next_(std::size_t(options_.max_batch)) {
@@ -98,6 +106,9 @@ public:
 
     const llama_hparams& hparams() const noexcept { return weights_->hparams; }
     const llama_weights& weights() const noexcept { return *weights_; }
+    // The hyperparameters of what this model computes: a tensor-parallel rank's heads and n_ff,
+    // else hparams(). Its KV cache (and saved states) hold local_hparams().n_embd_kv() per position.
+    const llama_hparams& local_hparams() const noexcept { return shard_ ? shard_->weights.hparams : weights_->hparams; }
     const llama_options& options() const noexcept { return options_; }
     const gguf::file& file() const noexcept { return *file_; }
     const graph::executor<Backend>& executor() const noexcept { return exec_; }
@@ -177,7 +188,7 @@ public:
         llama_state s;
         s.n_past = n_past_;
         s.n_layer = hparams().n_layer;
-        s.n_embd_kv = hparams().n_embd_kv();
+        s.n_embd_kv = local_hparams().n_embd_kv();
         s.kv_type = options_.kv_type;
         const std::size_t bytes = column_bytes() * std::size_t(n_past_);
         s.kv.resize(bytes * 2 * std::size_t(s.n_layer));
@@ -192,11 +203,11 @@ public:
 
     // Puts a saved cache back; the next forward call then gives the logits it gave after the save.
     void restore_state(const llama_state& s) {
-        check(s.n_layer == hparams().n_layer && s.n_embd_kv == hparams().n_embd_kv() && s.kv_type == options_.kv_type,
+        check(s.n_layer == hparams().n_layer && s.n_embd_kv == local_hparams().n_embd_kv() && s.kv_type == options_.kv_type,
               errc::invalid_argument, [&] {
                   return "llama_model::restore_state: the state holds " + std::to_string(s.n_layer) + " layers of " +
                          std::to_string(s.n_embd_kv) + " " + graph::type_name(s.kv_type) + " per position; this model has " +
-                         std::to_string(hparams().n_layer) + " of " + std::to_string(hparams().n_embd_kv()) + " " +
+                         std::to_string(hparams().n_layer) + " of " + std::to_string(local_hparams().n_embd_kv()) + " " +
                          graph::type_name(options_.kv_type);
               });
         const std::size_t bytes = column_bytes() * std::size_t(std::max(s.n_past, 0));
@@ -292,10 +303,24 @@ private:
         return o;
     }
 
-    std::size_t column_bytes() const { return graph::column_bytes(options_.kv_type, hparams().n_embd_kv()); }
+    std::size_t column_bytes() const { return graph::column_bytes(options_.kv_type, local_hparams().n_embd_kv()); }
+
+    // The rank's shard (null without tensor parallelism); a backend that knows its rank and group
+    // size (rank(), ranks()) must be that rank of that many.
+    static std::unique_ptr<llama_shard> sharded(const llama_weights& w, tensor_parallel tp, const Backend& b) {
+        if (tp.ranks == 0) return nullptr;
+        if constexpr (requires { { b.rank() } -> std::convertible_to<int32_t>; { b.ranks() } -> std::convertible_to<int32_t>; })
+            check(b.rank() == tp.rank && b.ranks() == tp.ranks, errc::invalid_argument, [&] {
+                return "llama_model: tensor-parallel rank " + std::to_string(tp.rank) + " of " + std::to_string(tp.ranks) +
+                       " on a " + std::string(b.name()) + " backend whose communicator is rank " + std::to_string(b.rank()) +
+                       " of " + std::to_string(b.ranks());
+            });
+        return std::make_unique<llama_shard>(shard_llama_weights(w, tp));
+    }
 
     std::shared_ptr<const gguf::file> file_;
     std::unique_ptr<llama_weights> weights_;  // the graph points into it: kept at a fixed address
+    std::unique_ptr<llama_shard> shard_;      // tensor parallelism: this rank's slices (into *weights_)
     llama_options options_;
     sample::vocabulary vocab_;
     llama_graph built_;

@@ -16,6 +16,12 @@
 //                    (e_j, w_j: from the router's logits, arch/architecture.hpp)
 //   logits = Woutput · (rms_norm(x) ⊙ output_norm),  next = argmax(logits)
 //
+// A tensor-parallel rank's graph (build_llama_graph of a llama_shard, tensor_parallel.hpp) is the
+// same over its slices of the weights, with its own head counts and KV cache, plus three
+// collectives: attn_out and ffn_out are each an all_reduce of the rank's partial product
+// ("..._partial") before the residual add (attn_out's bias after it), and the logits an all_gather
+// of the rank's rows of the vocabulary ("logits_partial").
+//
 // Without the bracketed options (a plain llama) the graph is node for node the one the lowering
 // fuses into norm, matvec, rope_cache, attention and swiglu steps. Nodes carry llama.cpp-like
 // names ("blk.0.q", "blk.0.ffn_out", "logits") so that llmrt-compare can say where two backends
@@ -29,6 +35,7 @@
 #include <vector>
 
 #include "llmrt/graph/graph.hpp"
+#include "llmrt/model/tensor_parallel.hpp"
 #include "llmrt/model/weights.hpp"
 
 namespace llmrt::model {
@@ -45,7 +52,8 @@ namespace detail {
 // The blocks over one graph under construction, sharing its weight table and naming.
 class block_builder {
 public:
-    block_builder(graph::graph& g, const llama_hparams& h) : g_(g), h_(h) {}
+    // ranks > 0: a tensor-parallel rank's blocks (see above); 0: no collectives.
+    block_builder(graph::graph& g, const llama_hparams& h, int32_t ranks = 0) : g_(g), h_(h), ranks_(ranks) {}
 
     graph::tensor weight(const weight_ref& r) {
         const graph::tensor t = g_.find(r.name);
@@ -64,6 +72,15 @@ public:
     // W h [+ b], named `name` (the product) and `name`_bias (the sum).
     graph::tensor projection(const weight_ref& w, const weight_ref& b, graph::tensor h, const std::string& name) {
         graph::tensor y = named(g_.mul_mat(weight(w), h), name);
+        return b.data ? named(g_.add(y, weight(b)), name + "_bias") : y;
+    }
+
+    // W h summed over the ranks [+ b] for W split along k: named `name` (the sum), `name`_partial
+    // (the rank's product) and `name`_bias; without ranks, projection().
+    graph::tensor reduced_projection(const weight_ref& w, const weight_ref& b, graph::tensor h, const std::string& name) {
+        if (ranks_ == 0) return projection(w, b, h, name);
+        graph::tensor y = named(g_.mul_mat(weight(w), h), name + "_partial");
+        y = named(g_.all_reduce(y, ranks_), name);
         return b.data ? named(g_.add(y, weight(b)), name + "_bias") : y;
     }
 
@@ -99,7 +116,7 @@ public:
         if (sliding) attn.window = h_.n_swa;
         const graph::tensor sinks = lw.attn_sinks.data ? weight(lw.attn_sinks) : graph::tensor{};
         graph::tensor a = named(g_.attention(q, kc, vc, m.positions, attn, sinks), p + "attn");
-        return projection(lw.attn_output, lw.attn_output_bias, a, p + "attn_out");
+        return reduced_projection(lw.attn_output, lw.attn_output_bias, a, p + "attn_out");
     }
 
     // Wdown · (silu(Wgate h) ⊙ Wup h).
@@ -107,7 +124,7 @@ public:
         graph::tensor gate = named(g_.mul_mat(weight(lw.ffn_gate), h), p + "ffn_gate");
         graph::tensor up = named(g_.mul_mat(weight(lw.ffn_up), h), p + "ffn_up");
         graph::tensor act = named(g_.swiglu(gate, up), p + "ffn_swiglu");
-        return named(g_.mul_mat(weight(lw.ffn_down), act), p + "ffn_out");
+        return reduced_projection(lw.ffn_down, weight_ref{}, act, p + "ffn_out");
     }
 
     // The experts block: router, top k, their weights, the chosen experts' activations, the
@@ -135,22 +152,28 @@ public:
         return named(g_.weighted_sum(down, w), p + "ffn_out");
     }
 
+    // The logits of the rank's rows of the vocabulary, put together over the ranks.
+    graph::tensor logits(const weight_ref& output, graph::tensor h) {
+        if (ranks_ == 0) return named(g_.mul_mat(weight(output), h), "logits");
+        graph::tensor part = named(g_.mul_mat(weight(output), h), "logits_partial");
+        return named(g_.all_gather(part, h_.n_vocab, ranks_), "logits");
+    }
+
 private:
     graph::graph& g_;
     const llama_hparams& h_;
+    int32_t ranks_ = 0;
 };
 
-}  // namespace detail
-
-// `w` must outlive the graph (the graph points at its bytes). kv_type: f32 or f16.
-inline llama_graph build_llama_graph(const llama_weights& w, int32_t n_ctx, int32_t max_batch,
-                                     qtype kv_type = qtype::f32) {
+// ranks: see block_builder.
+inline llama_graph build_llama_graph(const llama_weights& w, int32_t n_ctx, int32_t max_batch, qtype kv_type,
+                                     int32_t ranks) {
     const llama_hparams& h = w.hparams;
     check(n_ctx >= 1, errc::invalid_argument,
           [&] { return "llama graph: n_ctx = " + std::to_string(n_ctx) + " must be at least 1"; });
     llama_graph m{graph::graph(max_batch), {}, {}, {}, {}, {}, {}};
     graph::graph& g = m.g;
-    detail::block_builder b(g, h);
+    detail::block_builder b(g, h, ranks);
 
     m.tokens = g.input("tokens", graph::i32_type, 1);
     m.positions = g.input("positions", graph::i32_type, 1);
@@ -165,11 +188,25 @@ inline llama_graph build_llama_graph(const llama_weights& w, int32_t n_ctx, int3
         x = b.named(g.add(x, h.experts() ? b.experts_ffn(lw, hn, p) : b.swiglu_ffn(lw, hn, p)), p + "ffn_residual");
     }
     graph::tensor out = b.norm(x, w.output_norm, "output_norm");
-    m.logits = b.named(g.mul_mat(b.weight(w.output), out), "logits");
+    m.logits = b.logits(w.output, out);
     m.next = b.named(g.argmax(m.logits), "next");
     g.mark_output(m.logits);
     g.mark_output(m.next);
     return m;
+}
+
+}  // namespace detail
+
+// `w` must outlive the graph (the graph points at its bytes). kv_type: f32 or f16.
+inline llama_graph build_llama_graph(const llama_weights& w, int32_t n_ctx, int32_t max_batch,
+                                     qtype kv_type = qtype::f32) {
+    return detail::build_llama_graph(w, n_ctx, max_batch, kv_type, 0);
+}
+
+// A tensor-parallel rank's graph, whose collectives span s.tp.ranks ranks; the shard (and the full
+// weights it points into) must outlive the graph.
+inline llama_graph build_llama_graph(const llama_shard& s, int32_t n_ctx, int32_t max_batch, qtype kv_type = qtype::f32) {
+    return detail::build_llama_graph(s.weights, n_ctx, max_batch, kv_type, s.tp.ranks);
 }
 
 }  // namespace llmrt::model

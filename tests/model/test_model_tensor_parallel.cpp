@@ -1,0 +1,203 @@
+// Tensor-parallel llama on the CPU backend: N ranks on N threads (comm::local_group), each a
+// llama_model of its own shard, against the single model.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <llmrt/comm/local.hpp>
+#include <llmrt/cpu/backend.hpp>
+#include <llmrt/model/model.hpp>
+
+#include "model_fixtures.hpp"
+
+using namespace llmrt;
+
+namespace {
+
+// Shapes that split over 4 ranks with q8_0: 8 query and 4 kv heads of 16 (attn_output's k slices
+// of 32), n_ff 256 (ffn_down's k slices of 64); vocabulary 322, slices of 81 and 80 rows.
+model::llama_shape tp_shape(const std::string& architecture) {
+    model::llama_shape s = test::small_shape(qtype::q8_0);
+    s.architecture = architecture;
+    s.vocabulary = false;
+    s.n_vocab = 322;
+    s.n_embd = 128;
+    s.n_head = 8;
+    s.n_head_kv = 4;
+    s.n_ff = 256;
+    s.n_ctx = 32;
+    return s;
+}
+
+struct tp_case {
+    std::string label;
+    model::llama_shape shape;
+};
+
+std::vector<tp_case> tp_cases() {
+    std::vector<tp_case> v;
+    v.push_back({"llama", tp_shape("llama")});
+    model::llama_shape qwen2 = tp_shape("qwen2");  // q/k/v biases, tied output
+    qwen2.tied_output = true;
+    v.push_back({"qwen2, biases, tied output", qwen2});
+    model::llama_shape qwen3 = tp_shape("qwen3");  // per-head q/k norms, head_dim 32
+    qwen3.head_dim = 32;
+    v.push_back({"qwen3, head_dim 32", qwen3});
+    return v;
+}
+
+// Float activations: quantized weights meet the activations as they are.
+cpu::backend_options float_options(comm::communicator* c = nullptr) {
+    cpu::backend_options o;
+    o.quantized_activations = cpu::activation_format::f32;
+    o.communicator = c;
+    return o;
+}
+
+constexpr model::llama_options base_options{.n_ctx = 32, .max_batch = 8};
+
+// The prompt in chunks of max_batch, then three tokens one at a time: every logit of the way.
+template <class Model>
+std::vector<float> prompt_then_tokens(Model& m) {
+    std::vector<float> all(test::model_prompt.size() * std::size_t(m.vocab_size()));
+    m.eval(test::model_prompt, 0, all);
+    const auto more = test::one_by_one(m, {3, 99, 250});
+    all.insert(all.end(), more.begin(), more.end());
+    return all;
+}
+
+// What every rank of a tensor-parallel run of `fn` returned, rank by rank.
+template <class Fn>
+auto on_ranks(const std::shared_ptr<const gguf::file>& file, int32_t ranks, Fn&& fn) {
+    using result = decltype(fn(std::declval<model::llama_model<cpu::backend>&>()));
+    std::vector<result> out(static_cast<std::size_t>(ranks));
+    comm::local_group group(ranks);
+    comm::run_ranks(group, [&](comm::communicator& c) {
+        cpu::backend b(float_options(&c));
+        model::llama_options o = base_options;
+        o.tp = {c.rank(), ranks};
+        model::llama_model<cpu::backend> m(b, file, o);
+        out[std::size_t(c.rank())] = fn(m);
+    });
+    return out;
+}
+
+double nmse(const std::vector<float>& out, const std::vector<float>& ref) {
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+        num += (double(out[i]) - ref[i]) * (double(out[i]) - ref[i]);
+        den += double(ref[i]) * ref[i];
+    }
+    return num / den;
+}
+
+}  // namespace
+
+TEST_CASE("the tensor-parallel forward at 1, 2 and 4 ranks equals the single forward, the same bits on every rank") {
+    for (const tp_case& c : tp_cases()) {
+        CAPTURE(c.label);
+        const auto file = test::model_file(c.shape, qtype::q8_0, 7);
+        cpu::backend single_backend(float_options());
+        model::llama_model<cpu::backend> single(single_backend, file, base_options);
+        const auto expected = prompt_then_tokens(single);
+        for (int32_t ranks : {1, 2, 4}) {
+            CAPTURE(ranks);
+            const auto got = on_ranks(file, ranks, [](auto& m) { return prompt_then_tokens(m); });
+            for (const auto& g : got) {
+                REQUIRE(g.size() == expected.size());
+                CHECK(test::same_bits(g, got[0]));
+            }
+            const double e = nmse(got[0], expected);
+            MESSAGE(c.label << ", " << ranks << " ranks: NMSE " << e);
+            CHECK(e < 1e-10);
+            if (ranks == 1) CHECK(test::same_bits(got[0], expected));  // collectives of one rank copy
+        }
+    }
+}
+
+TEST_CASE("greedy ids of 16 tokens are the same at 1, 2 and 4 ranks as on the single model") {
+    for (const tp_case& c : tp_cases()) {
+        CAPTURE(c.label);
+        const auto file = test::model_file(c.shape, qtype::q8_0, 11);
+        cpu::backend single_backend(float_options());
+        model::llama_model<cpu::backend> single(single_backend, file, base_options);
+        const auto expected = model::generate_greedy(single, std::span<const int32_t>(test::model_prompt), 16);
+        for (int32_t ranks : {1, 2, 4}) {
+            CAPTURE(ranks);
+            const auto got = on_ranks(file, ranks, [](auto& m) {
+                return model::generate_greedy(m, std::span<const int32_t>(test::model_prompt), 16);
+            });
+            for (const auto& g : got) CHECK(g == expected);
+        }
+    }
+}
+
+TEST_CASE("a rank's graph is the single graph over its slices, with an all_reduce after attn_out and ffn_out and an all_gather of the logits") {
+    const auto file = test::model_file(tp_shape("qwen2"), qtype::q8_0, 3);
+    const model::llama_weights full = model::load_llama_weights(*file);
+    const model::llama_shard s = model::shard_llama_weights(full, {1, 4});
+    CHECK(s.weights.hparams.n_head == 2);
+    CHECK(s.weights.hparams.n_head_kv == 1);
+    CHECK(s.weights.hparams.n_ff == 64);
+    CHECK(s.weights.hparams.head_dim() == 16);
+    CHECK(s.weights.layers[0].attn_output.ne0 == 32);
+    CHECK(s.weights.layers[0].attn_k_bias.ne0 == 16);
+    CHECK(s.weights.output.ne1 == 81);  // 322 rows over 4 ranks: 81, 81, 80, 80
+    const model::llama_graph m = model::build_llama_graph(s, 16, 4);
+    const model::llama_graph plain = model::build_llama_graph(full, 16, 4);
+    int reduces = 0, gathers = 0;
+    for (const graph::node& nd : m.g.nodes()) {
+        reduces += nd.op == graph::op::all_reduce;
+        gathers += nd.op == graph::op::all_gather;
+    }
+    CHECK(reduces == 2 * 2);
+    CHECK(gathers == 1);
+    CHECK(m.g.size() == plain.g.size() + 2 * 2 + 1);
+    CHECK(m.g[m.g.find("blk.1.ffn_out")].op == graph::op::all_reduce);
+    CHECK(m.g[m.g.find("logits")].ne0 == 322);
+    for (const graph::node& nd : plain.g.nodes()) CHECK(nd.op != graph::op::all_reduce);
+}
+
+TEST_CASE("splits that do not divide are an llmrt::error naming the heads or the tensor") {
+    const auto four_kv = test::model_file(tp_shape("llama"), qtype::q8_0);
+    const model::llama_weights w = model::load_llama_weights(*four_kv);
+    CHECK_THROWS_WITH_AS(model::shard_llama_weights(w, {0, 8}), doctest::Contains("n_head_kv = 4"), llmrt::error);
+    CHECK_THROWS_WITH_AS(model::shard_llama_weights(w, {0, 3}), doctest::Contains("n_head = 8"), llmrt::error);
+    CHECK_THROWS_WITH_AS(model::shard_llama_weights(w, {2, 2}), doctest::Contains("rank 2 of 2"), llmrt::error);
+    // n_embd 64, 4 heads of 16 over 4 ranks: attn_output's k slices of 16 are half a q8_0 block.
+    model::llama_shape narrow = tp_shape("llama");
+    narrow.n_embd = 64;
+    narrow.n_head = 4;
+    const auto narrow_file = test::model_file(narrow, qtype::q8_0);
+    const model::llama_weights nw = model::load_llama_weights(*narrow_file);
+    CHECK_THROWS_WITH_AS(model::shard_llama_weights(nw, {0, 4}),
+                         doctest::Contains("'blk.0.attn_output.weight' (q8_0) splits along k = 64 into slices of 16"),
+                         llmrt::error);
+    // n_ff 96 over 2 ranks: ffn_down's slices of 48 are not whole blocks.
+    model::llama_shape ff = tp_shape("llama");
+    ff.n_ff = 96;
+    const auto ff_file = test::model_file(ff, qtype::q8_0);
+    CHECK_THROWS_WITH_AS(model::shard_llama_weights(model::load_llama_weights(*ff_file), {0, 2}),
+                         doctest::Contains("'blk.0.ffn_down.weight'"), llmrt::error);
+    model::llama_shape moe = tp_shape("qwen3moe");
+    moe.n_ff_exp = 64;
+    const auto moe_file = test::model_file(moe, qtype::q8_0);
+    CHECK_THROWS_WITH_AS(model::shard_llama_weights(model::load_llama_weights(*moe_file), {0, 2}),
+                         doctest::Contains("expert parallelism"), llmrt::error);
+}
+
+TEST_CASE("a tensor-parallel model on a backend of another rank or group size is refused, naming both") {
+    const auto file = test::model_file(tp_shape("llama"), qtype::q8_0);
+    comm::local_group group(2);
+    cpu::backend b(float_options(&group.rank(1)));
+    model::llama_options o = base_options;
+    o.tp = {0, 2};
+    CHECK_THROWS_WITH_AS(model::llama_model<cpu::backend>(b, file, o), doctest::Contains("rank 0 of 2 on a cpu backend"),
+                         llmrt::error);
+    cpu::backend alone(float_options());
+    CHECK_THROWS_WITH_AS(model::llama_model<cpu::backend>(alone, file, o), doctest::Contains("is rank 0 of 1"), llmrt::error);
+}
