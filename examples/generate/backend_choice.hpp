@@ -60,21 +60,28 @@ inline std::string joined(const std::vector<std::string>& names) {
     return s;
 }
 
+// The options of a CPU backend spec (cpu, cpu:f32, cpu:q8_1, cpu:ggml).
+inline llmrt::cpu::backend_options cpu_options(const std::string& spec) {
+    const std::string variant = spec.find(':') == std::string::npos ? "" : spec.substr(spec.find(':') + 1);
+    llmrt::cpu::backend_options o;
+    if (variant == "f32") {
+        o.quantized_activations = llmrt::cpu::activation_format::f32;
+    } else if (variant == "ggml") {
+        o.quantized_activations = llmrt::cpu::activation_format::ggml;
+    } else if (!variant.empty() && variant != "q8_1") {
+        throw llmrt::error(llmrt::errc::invalid_argument,
+                           "backend '" + spec + "': the CPU backend's variants are cpu:q8_1, cpu:f32 and cpu:ggml");
+    }
+    return o;
+}
+
 // Makes the backend `spec` names and calls f(backend, description).
 template <class F>
 void with_backend(const std::string& spec, F&& f) {
     const std::string kind = spec.substr(0, spec.find(':'));
-    const std::string variant = spec.find(':') == std::string::npos ? "" : spec.substr(spec.find(':') + 1);
+    [[maybe_unused]] const std::string variant = spec.find(':') == std::string::npos ? "" : spec.substr(spec.find(':') + 1);
     if (kind == "cpu") {
-        llmrt::cpu::backend_options o;
-        if (variant == "f32") {
-            o.quantized_activations = llmrt::cpu::activation_format::f32;
-        } else if (variant == "ggml") {
-            o.quantized_activations = llmrt::cpu::activation_format::ggml;
-        } else if (!variant.empty() && variant != "q8_1") {
-            throw llmrt::error(llmrt::errc::invalid_argument,
-                               "backend '" + spec + "': the CPU backend's variants are cpu:q8_1, cpu:f32 and cpu:ggml");
-        }
+        const llmrt::cpu::backend_options o = cpu_options(spec);
         llmrt::cpu::backend b(o);
         f(b, "cpu (" + std::string(llmrt::cpu::to_string(o.quantized_activations)) +
                  " activations for quantized weights, single-threaded reference)");

@@ -14,6 +14,8 @@
 //           --batch N        most tokens per forward call (default 8)
 //           --temp T         sample at temperature T through the sampler chain (default 0: greedy),
 //           --top-k N (40)   --top-p P (0.95)  --min-p P (0.05)  --seed N (1): the same text every run
+//           --tp N           tensor parallelism on the CPU backend: N ranks, one thread each, every
+//                            rank its slices of the weights (model/tensor_parallel.hpp); the same ids
 // Shape options (--make-model and the no-argument demo):
 //           --type T (q4_K)  --vocab N (512)  --embd N (256)  --layers N (4)  --heads N (4)
 //           --kv-heads N (2) --ff N (768)     --ctx N (512)   --seed N (1)    --tied
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include <llmrt/comm/local.hpp>
 #include <llmrt/gguf/gguf.hpp>
 #include <llmrt/model/model.hpp>
 #include <llmrt/sample/sampler_chain.hpp>
@@ -50,6 +53,7 @@ struct arguments {
     uint64_t seed = 1;  // the random model's (--make-model) and the sampler's
     float temperature = 0.0f, top_p = 0.95f, min_p = 0.05f;
     int32_t top_k = 40;
+    int32_t tp = 0;  // --tp N: N ranks of a tensor-parallel group on N threads (CPU backend)
 };
 
 arguments parse(int argc, char** argv) {
@@ -77,9 +81,10 @@ arguments parse(int argc, char** argv) {
         else if (o == "--top-p") a.top_p = float(cl.number_value());
         else if (o == "--min-p") a.min_p = float(cl.number_value());
         else if (o == "--tied") a.shape.tied_output = true;
+        else if (o == "--tp") a.tp = cl.int_value();
         else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-generate [MODEL.gguf] [--backend NAME] [-p TEXT | --prompt-ids IDS] [-n N] [--ctx N] [--batch N]\n"
-                      "                      [--temp T] [--top-k N] [--top-p P] [--min-p P] [--seed N]\n"
+                      "                      [--temp T] [--top-k N] [--top-p P] [--min-p P] [--seed N] [--tp N]\n"
                       "       llmrt-generate --make-model OUT.gguf [--type T] [--vocab N] [--embd N] [--layers N]\n"
                       "                      [--heads N] [--kv-heads N] [--ff N] [--ctx N] [--seed N] [--tied]\n"
                       "With no model, a small random llama is made in memory and run.");
@@ -110,10 +115,13 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// tp: this thread's rank of a tensor-parallel group (ranks 0: none); only rank 0 prints, every
+// rank computes the same tokens.
 template <class Backend>
 void run(Backend& backend, const std::string& backend_description, std::shared_ptr<const llmrt::gguf::file> file,
-         const arguments& a) {
+         const arguments& a, llmrt::model::tensor_parallel tp = {}) {
     using namespace llmrt;
+    const bool speak = tp.rank == 0;
     const model::llama_hparams file_hparams = model::load_llama_weights(*file).hparams;
     // The model's context, capped: a cache for 128k positions is rarely what a demo wants.
     const int32_t n_ctx = a.n_ctx != 0 ? a.n_ctx : std::min<int32_t>(file_hparams.n_ctx_train, 2048);
@@ -131,16 +139,17 @@ void run(Backend& backend, const std::string& backend_description, std::shared_p
         return "the prompt (" + std::to_string(prompt.size()) + " tokens) and -n " + std::to_string(a.n_new) + " need " +
                std::to_string(positions) + " positions; the cache holds " + std::to_string(n_ctx) + " (--ctx)";
     });
-    model::llama_model<Backend> m(backend, file, {.n_ctx = n_ctx, .max_batch = a.max_batch});
+    model::llama_model<Backend> m(backend, file, {.n_ctx = n_ctx, .max_batch = a.max_batch, .kv_type = qtype::f32, .tp = tp});
     const auto& h = m.hparams();
-    std::printf("model:   %s\n         %.*s, %d layers, n_embd %d, %d heads (%d kv) of %d, n_ff %d, vocab %d, cache %d\n",
+    if (speak) std::printf("model:   %s\n         %.*s, %d layers, n_embd %d, %d heads (%d kv) of %d, n_ff %d, vocab %d, cache %d\n",
                 file->source().c_str(), int(h.arch->name.size()), h.arch->name.data(), h.n_layer, h.n_embd, h.n_head,
                 h.n_head_kv, h.head_dim(), h.n_ff, h.n_vocab, n_ctx);
-    std::printf("backend: %s\n", backend_description.c_str());
-
-    std::printf("prompt:  ");
-    for (int32_t t : prompt) std::printf("%d ", t);
-    std::printf("\n");
+    if (speak) {
+        std::printf("backend: %s\n", backend_description.c_str());
+        std::printf("prompt:  ");
+        for (int32_t t : prompt) std::printf("%d ", t);
+        std::printf("\n");
+    }
 
     // The prompt, then each new token: timed apart, as prompt processing and generation differ.
     // The text streams as tokens come (whole characters only); an end-of-generation token
@@ -174,7 +183,7 @@ void run(Backend& backend, const std::string& backend_description, std::shared_p
         out.push_back(next_after(prompt.back()));
     }
     const double prompt_seconds = seconds_since(start);
-    const bool has_text = !m.vocab().token_text.empty();
+    const bool has_text = speak && !m.vocab().token_text.empty();
     std::optional<text::detokenizer> words;
     if (has_text) words.emplace(m.vocab());
     text::utf8_stream stream;
@@ -194,6 +203,7 @@ void run(Backend& backend, const std::string& backend_description, std::shared_p
     if (has_text) std::printf("%s\"%s\n", printable(stream.flush()).c_str(),
                               !out.empty() && m.vocab().ends_generation(out.back()) ? " (end of generation)" : "");
 
+    if (!speak) return;
     std::printf("output:  ");
     for (int32_t t : out) std::printf("%d ", t);
     std::printf("\n");
@@ -226,6 +236,23 @@ int main(int argc, char** argv) {
             file = std::make_shared<const gguf::file>(gguf::file::open(a.model_path));
         }
         const std::string backend = a.backend.empty() ? llmrt_examples::backends_by_preference().front() : a.backend;
+        if (a.tp != 0) {  // N CPU backends, each one rank of an in-process group on a thread of its own
+            check(a.tp >= 1 && a.tp <= 64 && backend.substr(0, backend.find(':')) == "cpu", errc::invalid_argument, [&] {
+                return "--tp " + std::to_string(a.tp) + " with backend '" + backend +
+                       "': tensor parallelism takes 1..64 ranks of the CPU backend (--backend cpu, cpu:f32, cpu:ggml)";
+            });
+            comm::local_group group(a.tp);
+            comm::run_ranks(group, [&](comm::communicator& c) {
+                cpu::backend_options o = llmrt_examples::cpu_options(backend);
+                o.communicator = &c;
+                cpu::backend b(o);
+                const std::string description = "cpu (" + std::string(cpu::to_string(o.quantized_activations)) +
+                                                " activations for quantized weights), tensor parallel over " +
+                                                std::to_string(a.tp) + " ranks on " + std::to_string(a.tp) + " threads";
+                run(b, description, file, a, {c.rank(), a.tp});
+            });
+            return 0;
+        }
         llmrt_examples::with_backend(backend, [&](auto& b, const std::string& description) { run(b, description, file, a); });
         return 0;
     } catch (const std::exception& e) {
