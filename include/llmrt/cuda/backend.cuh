@@ -51,6 +51,8 @@
 #include "llmrt/core/error.hpp"
 #include "llmrt/cuda/activations.cuh"
 #include "llmrt/cuda/check.cuh"
+#include "llmrt/cuda/nccl.cuh"
+#include "llmrt/cuda/ops/gather.cuh"
 #include "llmrt/cuda/steps.cuh"
 #include "llmrt/graph/backend.hpp"
 #include "llmrt/quant/dispatch.hpp"
@@ -67,6 +69,12 @@ struct backend_options {
     // previous kernel drains, waiting for it before touching memory (mmvq prefetches its weights
     // first). Hides most of the gap between dependent kernels; the same bits either way.
     bool programmatic_dependent_launch = true;
+    // The rank's NCCL group for all_reduce and all_gather nodes (cuda/nccl.cuh), run as NCCL calls
+    // on the backend's stream and captured with the forward. Null: collectives of one rank copy
+    // their input (as the CPU backend's), those of more ranks are refused at prepare. Its device
+    // must be `device`; it must outlive the programs prepared with it. (Builds without NCCL have
+    // no way to make one: the class is only declared there.)
+    const nccl_communicator* nccl = nullptr;
 };
 
 namespace detail {
@@ -234,6 +242,7 @@ private:
     }
 
     void check_supported(const graph::node& nd) const;
+    void check_collective(const graph::node& nd) const;
     void place_weights(std::vector<std::size_t>& offset, std::size_t& bytes, std::vector<int32_t>& concatenated) const;
 
     steps::context context() const {
@@ -241,7 +250,7 @@ private:
         launch_options lo;
         lo.programmatic_dependent_launch = s.options.programmatic_dependent_launch;
         return {s.g,          s.p, &s.address, s.records.ptr, s.records_bytes, static_cast<int32_t*>(s.counters.ptr),
-                s.counter_bytes, s.stream, lo};
+                s.counter_bytes, s.stream, lo, s.options.nccl};
     }
 
     void enqueue(int64_t n, const std::function<bool(const graph::step&)>* include) const {
@@ -283,11 +292,7 @@ private:
 template <class Types>
 void basic_program<Types>::check_supported(const graph::node& nd) const {
     const auto& nodes = s_->g->nodes();
-    // Collectives need an NCCL communicator (comm/communicator.hpp says how they will run: NCCL
-    // calls on the backend's stream, captured with the forward): refused until the backend has one.
-    check(nd.op != graph::op::all_reduce && nd.op != graph::op::all_gather, errc::unsupported_type, [&] {
-        return "cuda backend: " + graph::graph::describe(nd) + " (tensor-parallel collective) is not supported on this backend yet";
-    });
+    if (nd.op == graph::op::all_reduce || nd.op == graph::op::all_gather) check_collective(nd);
     if (nd.op == graph::op::mul_mat) {
         const graph::node& w = nodes[std::size_t(nd.src[0])];
         check(steps::float_weight(w.type) || is_in<Types>(w.type), errc::unsupported_type, [&] {
@@ -310,6 +315,49 @@ void basic_program<Types>::check_supported(const graph::node& nd) const {
             return "cuda backend: get_rows from " + graph::graph::describe(table) + ": no device codec for its type";
         });
     }
+}
+
+// A collective runs over the backend's NCCL group (or copies, in a group of one rank without
+// one): the node's ranks are the group's size, the group's device is the backend's, an
+// all_gather's input is this rank's slice, and the input's columns are dense (NCCL sends one
+// contiguous buffer).
+template <class Types>
+void basic_program<Types>::check_collective(const graph::node& nd) const {
+    const state& s = *s_;
+    const std::string what = "cuda backend: " + graph::graph::describe(nd);
+    const nccl_communicator* c = s.options.nccl;
+#if defined(LLMRT_HAVE_NCCL)
+    const int32_t rank = c ? c->rank() : 0, ranks = c ? c->size() : 1;
+    check(nd.ranks == ranks, errc::invalid_argument, [&] {
+        return what + " runs over " + std::to_string(nd.ranks) + " ranks; the backend's NCCL communicator has " +
+               std::to_string(ranks) +
+               (c ? "" : " (none given: cuda::backend_options::nccl is null, which runs collectives of one rank only)");
+    });
+    if (c)
+        check(c->device() == s.options.device, errc::invalid_argument, [&] {
+            return what + ": the NCCL communicator of rank " + std::to_string(rank) + " is on device " +
+                   std::to_string(c->device()) + ", the backend on device " + std::to_string(s.options.device);
+        });
+#else
+    const int32_t rank = 0;
+    check(nd.ranks == 1 && c == nullptr, errc::unsupported_type, [&] {
+        return what + " runs over " + std::to_string(nd.ranks) +
+               " ranks, which needs an NCCL communicator (cuda::backend_options::nccl); this build of llmrt has no "
+               "NCCL (cmake/find_nccl.cmake did not find it)";
+    });
+#endif
+    const int32_t x = nd.src[0];
+    const graph::node& xn = s.g->nodes()[std::size_t(x)];
+    check(s.p->dense(x, *s.g), errc::invalid_argument, [&] {
+        return what + ": its input " + graph::graph::describe(xn) + " has columns " +
+               std::to_string(s.p->col_stride[std::size_t(x)]) + " floats apart; NCCL sends dense columns";
+    });
+    if (nd.op != graph::op::all_gather) return;
+    const int64_t slice = graph::shard_begin(nd.ne0, nd.ranks, rank + 1) - graph::shard_begin(nd.ne0, nd.ranks, rank);
+    check(xn.ne0 == slice, errc::shape_mismatch, [&] {
+        return what + " takes " + std::to_string(slice) + " of its " + std::to_string(nd.ne0) +
+               " elements per column from rank " + std::to_string(rank) + ", whose x is " + graph::graph::describe(xn);
+    });
 }
 
 // Where every weight goes in the one weight buffer. The weights of a stacked matvec step's
@@ -511,7 +559,8 @@ public:
     std::size_t rounded_bytes(int64_t k, int64_t cols) const { return ops::rounded_records_bytes(k, cols); }
 
     // attention: the split form's partial sums (or the scores of the one-block form); argmax: the
-    // best of each slice of a long column; mul_mat_id: its activations' Q8_1 records. (mul_mat's
+    // best of each slice of a long column; mul_mat_id: its activations' Q8_1 records; all_gather:
+    // the ranks' padded slices. (mul_mat's
     // activation records are the program's own buffer, shared by the mul_mats that read them.)
     std::size_t scratch_bytes(const graph::graph& g, const graph::node& nd) const {
         if (nd.op == graph::op::argmax) return ops::argmax_scratch_bytes(g.nodes()[std::size_t(nd.src[0])].ne0, nd.ne1);
@@ -523,11 +572,28 @@ public:
             });
             return ops::mul_mat_id_scratch_bytes(w.ne0, g.nodes()[std::size_t(nd.src[1])].ne0 / w.ne0, nd.ne1);
         }
+        if (nd.op == graph::op::all_gather)  // every rank's slot, as NCCL gathers them (ops/gather.cuh)
+            return std::size_t(ops::gather_slot_floats(nd.ne0, nd.ranks, nd.ne1)) * std::size_t(nd.ranks) * sizeof(float);
         if (nd.op != graph::op::attention) return 0;
         return steps::attention_scratch_bytes(g, nd);
     }
 
     program prepare(const graph::graph& g, const graph::plan& p) const { return program(g, p, options_); }
+
+    // This backend's place in its tensor-parallel group (options().nccl; none: rank 0 of 1), which
+    // a tensor-parallel model checks against its own.
+    int32_t rank() const noexcept {
+#if defined(LLMRT_HAVE_NCCL)
+        if (options_.nccl) return options_.nccl->rank();
+#endif
+        return 0;
+    }
+    int32_t ranks() const noexcept {
+#if defined(LLMRT_HAVE_NCCL)
+        if (options_.nccl) return options_.nccl->size();
+#endif
+        return 1;
+    }
 
     // Whether this machine has a CUDA device (never throws).
     static bool device_present() noexcept {

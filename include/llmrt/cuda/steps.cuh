@@ -14,6 +14,11 @@
 //   rope_cache  rope_cache: q rotated, k rotated into the K cache, v into the V cache
 //   attention   split_attention (or the one-block-per-head kernel, then the records)
 //   swiglu      swiglu_round
+//
+// The collectives (op steps) are NCCL calls on the stream, captured with the kernels:
+// all_reduce one ncclAllReduce from x into y; all_gather a copy of this rank's slice into its slot
+// of the scratch, one ncclAllGather in place over the slots, then ops::interleave_slices into y.
+// Without a communicator (a group of one rank) both copy x into y.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -26,10 +31,13 @@
 #include <vector>
 
 #include "llmrt/cuda/activations.cuh"
+#include "llmrt/cuda/check.cuh"
 #include "llmrt/cuda/mmvq.cuh"
+#include "llmrt/cuda/nccl.cuh"
 #include "llmrt/cuda/ops/argmax.cuh"
 #include "llmrt/cuda/ops/attention.cuh"
 #include "llmrt/cuda/ops/elementwise.cuh"
+#include "llmrt/cuda/ops/gather.cuh"
 #include "llmrt/cuda/ops/moe.cuh"
 #include "llmrt/cuda/ops/mul_mat.cuh"
 #include "llmrt/cuda/ops/norm.cuh"
@@ -73,6 +81,7 @@ struct context {
     std::size_t counter_bytes;
     cudaStream_t stream;
     launch_options launch;
+    const nccl_communicator* nccl = nullptr;  // the collectives' group (null: one rank)
 
     const graph::node& node(int32_t id) const { return g->nodes()[std::size_t(id)]; }
     bool kept(int32_t id) const { return p->where[std::size_t(id)] != graph::storage::fused; }
@@ -281,6 +290,43 @@ inline void swiglu(const context& cx, const resolved& r, int64_t n) {
                       cx.cols(st.node, n), cx.stream, cx.launch);
 }
 
+// all_reduce or all_gather of cols columns (basic_program::check_collective checked the group,
+// the slice and that x is dense).
+inline void collective(const context& cx, const resolved& r, int64_t n) {
+    const int32_t id = r.st->node;
+    const graph::node& nd = cx.node(id);
+    const int64_t cols = cx.cols(id, n);
+    const float* x = cx.f(nd.src[0]);
+    float* y = cx.f(id);
+    if (cx.nccl == nullptr) {  // a group of one rank: y is x
+        LLMRT_CUDA_CHECK(cudaMemcpyAsync(y, x, std::size_t(nd.ne0 * cols) * sizeof(float), cudaMemcpyDeviceToDevice, cx.stream));
+        return;
+    }
+#if defined(LLMRT_HAVE_NCCL)
+    const nccl_communicator& c = *cx.nccl;
+    if (nd.op == graph::op::all_reduce) {
+        c.all_reduce(x, y, std::size_t(nd.ne0 * cols), cx.stream);
+        return;
+    }
+    // NCCL gathers the same count from every rank: each sends a slot as long as the widest slice,
+    // its own slice first (dense columns), so the slots line up and the gather runs in place.
+    const int32_t me = c.rank();
+    const int64_t slot = ops::gather_slot_floats(nd.ne0, nd.ranks, cols);
+    const int64_t mine = graph::shard_begin(nd.ne0, nd.ranks, me + 1) - graph::shard_begin(nd.ne0, nd.ranks, me);
+    check(r.scratch_bytes >= std::size_t(slot * nd.ranks) * sizeof(float), errc::invalid_argument, [&] {
+        return "cuda backend: " + graph::graph::describe(nd) + " without room for the ranks' slices";
+    });
+    float* gathered = reinterpret_cast<float*>(r.scratch);
+    float* own = gathered + me * slot;
+    LLMRT_CUDA_CHECK(cudaMemcpyAsync(own, x, std::size_t(mine * cols) * sizeof(float), cudaMemcpyDeviceToDevice, cx.stream));
+    c.all_gather(own, gathered, std::size_t(slot), cx.stream);
+    ops::interleave_slices(gathered, slot, nd.ranks, nd.ne0, y, cols, cx.stream, cx.launch);
+#else
+    (void)r;
+    throw error(errc::unsupported_type, "cuda backend: " + graph::graph::describe(nd) + " needs NCCL, which this build lacks");
+#endif
+}
+
 // One node on its own (op steps).
 template <class Types>
 void node(const context& cx, const resolved& r, int64_t n) {
@@ -359,7 +405,7 @@ void node(const context& cx, const resolved& r, int64_t n) {
             ops::add_id(a, b, ids(2), y, src(1).ne0, nd.n_expert, src(2).ne0, cols, stream, lo);
             return;
         case graph::op::all_reduce:
-        case graph::op::all_gather: break;  // refused when the program is made (basic_program::check_supported)
+        case graph::op::all_gather: collective(cx, r, n); return;
     }
     throw error(errc::invalid_argument, std::string("cuda backend: no kernel for op ") + graph::to_string(nd.op));
 }

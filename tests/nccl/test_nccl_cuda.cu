@@ -1,0 +1,298 @@
+// The CUDA backend's collectives over NCCL (cuda/nccl.cuh): all_reduce and all_gather graphs on N
+// GPUs, one thread per rank, against the CPU backend's in-process group; and the tensor-parallel
+// llama on 2 GPUs against the single GPU. Cases that need more GPUs than the machine has skip,
+// passing with a message.
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <llmrt/comm/local.hpp>
+#include <llmrt/cpu/backend.hpp>
+#include <llmrt/cuda/backend.cuh>
+#include <llmrt/cuda/nccl.cuh>
+#include <llmrt/graph/executor.hpp>
+#include <llmrt/model/model.hpp>
+#include <llmrt/testing/generate.hpp>
+#include <llmrt/testing/measures.hpp>
+
+#include "../model/model_fixtures.hpp"
+
+#ifndef LLMRT_HAVE_NCCL
+#error "tests/nccl builds only with llmrt::nccl"
+#endif
+
+using namespace llmrt;
+
+namespace {
+
+int device_count() {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+    cudaGetLastError();
+    return count;
+}
+
+#define LLMRT_NEEDS_GPUS(n)                                                                                    \
+    do {                                                                                                       \
+        if (device_count() < (n)) {                                                                            \
+            MESSAGE("skipped: needs " << (n) << " CUDA devices, cudaGetDeviceCount says " << device_count()); \
+            return;                                                                                            \
+        }                                                                                                      \
+    } while (0)
+
+// fn(rank's communicator) on one thread per GPU of a group over devices 0 .. ranks − 1; the first
+// rank's error is rethrown once every thread has ended. (A rank that fails inside a collective
+// leaves the others waiting in NCCL: the checks happen at prepare, before any NCCL call.)
+void on_gpus(int32_t ranks, const std::function<void(const cuda::nccl_communicator&)>& fn) {
+    std::vector<cuda::nccl_communicator> group = cuda::nccl_local_group(ranks);
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
+    {
+        std::vector<std::thread> threads;
+        for (int32_t r = 0; r < ranks; ++r)
+            threads.emplace_back([&, r] {
+                try {
+                    fn(group[std::size_t(r)]);
+                } catch (...) {
+                    errors[std::size_t(r)] = std::current_exception();
+                }
+            });
+        for (std::thread& t : threads) t.join();
+    }
+    for (const std::exception_ptr& e : errors)
+        if (e) std::rethrow_exception(e);
+}
+
+cuda::backend_options rank_options(const cuda::nccl_communicator& c) {
+    cuda::backend_options o;
+    o.device = c.device();
+    o.nccl = &c;
+    return o;
+}
+
+std::vector<float> rank_values(int32_t r, int64_t n) { return testing::gaussian(n, 100 + uint64_t(r)); }
+
+double nmse(std::span<const float> out, std::span<const float> ref) {
+    return testing::nmse(out.data(), ref.data(), int64_t(ref.size()));
+}
+
+struct reduce_net {
+    graph::graph g{4};
+    graph::tensor x, y;
+    reduce_net(int64_t ne0, int32_t ranks) {
+        x = g.input("x", qtype::f32, ne0);
+        y = g.all_reduce(x, ranks);
+        g.mark_output(y);
+    }
+};
+
+struct gather_net {
+    graph::graph g{4};
+    graph::tensor x, y;
+    gather_net(int64_t total, int32_t ranks, int32_t rank) {
+        x = g.input("x", qtype::f32, graph::shard_begin(total, ranks, rank + 1) - graph::shard_begin(total, ranks, rank));
+        y = g.all_gather(x, total, ranks);
+        g.mark_output(y);
+    }
+};
+
+// Every rank's y after running the net make(rank) makes, with that rank's values as x, on the
+// CPU backend's in-process group of `ranks`.
+template <class Make>
+std::vector<std::vector<float>> on_cpu(int32_t ranks, int64_t n, Make&& make) {
+    std::vector<std::vector<float>> got(static_cast<std::size_t>(ranks));
+    comm::local_group group(ranks);
+    comm::run_ranks(group, [&](comm::communicator& c) {
+        auto net = make(c.rank());
+        cpu::backend b({.communicator = &c});
+        graph::executor ex(b, net.g);
+        const auto x = rank_values(c.rank(), net.g[net.x].ne0 * n);
+        ex.write(net.x, std::span<const float>(x));
+        ex.run(n);
+        std::vector<float> y(std::size_t(net.g[net.y].ne0 * n));
+        ex.read(net.y, std::span<float>(y));
+        got[std::size_t(c.rank())] = y;
+    });
+    return got;
+}
+
+// The same on the GPUs, graphs captured (use_graphs) or launched op by op.
+template <class Make>
+std::vector<std::vector<float>> on_cuda(int32_t ranks, int64_t n, bool use_graphs, Make&& make) {
+    std::vector<std::vector<float>> got(static_cast<std::size_t>(ranks));
+    on_gpus(ranks, [&](const cuda::nccl_communicator& c) {
+        auto net = make(c.rank());
+        cuda::backend_options o = rank_options(c);
+        o.use_graphs = use_graphs;
+        cuda::backend b(o);
+        graph::executor ex(b, net.g);
+        const auto x = rank_values(c.rank(), net.g[net.x].ne0 * n);
+        std::vector<float> y(std::size_t(net.g[net.y].ne0 * n));
+        for (int repeat = 0; repeat < 2; ++repeat) {  // a replay of the same graph gives the same result
+            ex.write(net.x, std::span<const float>(x));
+            ex.run(n);
+            ex.read(net.y, std::span<float>(y));
+        }
+        got[std::size_t(c.rank())] = y;
+    });
+    return got;
+}
+
+int32_t max_ranks() { return device_count() < 4 ? device_count() : 4; }
+
+}  // namespace
+
+TEST_CASE("nccl: all_reduce on N GPUs equals the CPU group's sum, the same bits on every rank") {
+    LLMRT_NEEDS_GPUS(2);
+    const int64_t ne0 = 300;
+    for (int32_t ranks = 2; ranks <= max_ranks(); ++ranks)
+        for (int64_t n : {1, 3, 4})
+            for (bool use_graphs : {true, false}) {
+                CAPTURE(ranks);
+                CAPTURE(n);
+                CAPTURE(use_graphs);
+                auto make = [&](int32_t) { return reduce_net(ne0, ranks); };
+                const auto expected = on_cpu(ranks, n, make);
+                const auto got = on_cuda(ranks, n, use_graphs, make);
+                for (std::size_t r = 0; r < got.size(); ++r) {
+                    REQUIRE(got[r].size() == expected[0].size());
+                    CHECK(test::same_bits(got[r], got[0]));
+                    const double e = nmse(got[r], expected[0]);
+                    CHECK(e < 1e-12);
+                    if (ranks == 2) CHECK(test::same_bits(got[r], expected[0]));  // a + b = b + a
+                }
+            }
+}
+
+TEST_CASE("nccl: all_gather on N GPUs equals the CPU group's, bit for bit, slices even and uneven") {
+    LLMRT_NEEDS_GPUS(2);
+    for (int32_t ranks = 2; ranks <= max_ranks(); ++ranks)
+        for (int64_t total : {int64_t(322), int64_t(321), int64_t(7)})
+            for (int64_t n : {1, 3, 4})
+                for (bool use_graphs : {true, false}) {
+                    CAPTURE(ranks);
+                    CAPTURE(total);
+                    CAPTURE(n);
+                    CAPTURE(use_graphs);
+                    auto make = [&](int32_t rank) { return gather_net(total, ranks, rank); };
+                    const auto expected = on_cpu(ranks, n, make);
+                    const auto got = on_cuda(ranks, n, use_graphs, make);
+                    for (const auto& g : got) CHECK(test::same_bits(g, expected[0]));
+                }
+}
+
+TEST_CASE("nccl: collectives without a communicator of their size are refused at prepare, naming both") {
+    LLMRT_NEEDS_GPUS(1);
+    reduce_net two(8, 2);
+    cuda::backend alone;
+    CHECK_THROWS_WITH_AS(graph::executor(alone, two.g), doctest::Contains("none given"), llmrt::error);
+    reduce_net one(8, 1);  // a group of one rank copies, as on the CPU
+    graph::executor ex(alone, one.g);
+    const auto x = rank_values(0, 8 * 2);
+    std::vector<float> y(x.size());
+    ex.write(one.x, std::span<const float>(x));
+    ex.run(2);
+    ex.read(one.y, std::span<float>(y));
+    CHECK(test::same_bits(y, x));
+    if (device_count() < 2) {
+        MESSAGE("skipped the group-size case: needs 2 CUDA devices");
+        return;
+    }
+    on_gpus(2, [&](const cuda::nccl_communicator& c) {
+        reduce_net three(8, 3);
+        cuda::backend b(rank_options(c));
+        CHECK_THROWS_WITH_AS(graph::executor(b, three.g), doctest::Contains("runs over 3 ranks; the backend's NCCL communicator has 2"),
+                             llmrt::error);
+        gather_net wrong(9, 2, 1 - c.rank());  // the other rank's slice: 5 and 4 elements
+        CHECK_THROWS_WITH_AS(graph::executor(b, wrong.g), doctest::Contains("elements per column from rank"), llmrt::error);
+        cuda::backend_options other = rank_options(c);
+        other.device = 1 - c.device();
+        cuda::backend elsewhere(other);
+        CHECK_THROWS_WITH_AS(graph::executor(elsewhere, two.g), doctest::Contains("is on device"), llmrt::error);
+    });
+}
+
+namespace {
+
+// The CPU tensor-parallel test's shapes (tests/model/test_model_tensor_parallel.cpp): they split
+// over 2 and 4 ranks with q8_0.
+model::llama_shape tp_shape(const std::string& architecture) {
+    model::llama_shape s = test::small_shape(qtype::q8_0);
+    s.architecture = architecture;
+    s.vocabulary = false;
+    s.n_vocab = 322;
+    s.n_embd = 128;
+    s.n_head = 8;
+    s.n_head_kv = 4;
+    s.n_ff = 256;
+    s.n_ctx = 32;
+    return s;
+}
+
+constexpr model::llama_options base_options{.n_ctx = 32, .max_batch = 8};
+
+// The prompt in chunks of max_batch, then three tokens one at a time: every logit of the way.
+template <class Model>
+std::vector<float> prompt_then_tokens(Model& m) {
+    std::vector<float> all(test::model_prompt.size() * std::size_t(m.vocab_size()));
+    m.eval(test::model_prompt, 0, all);
+    const auto more = test::one_by_one(m, {3, 99, 250});
+    all.insert(all.end(), more.begin(), more.end());
+    return all;
+}
+
+struct tp_result {
+    std::vector<float> logits;
+    std::vector<int32_t> ids;
+};
+
+template <class Model>
+tp_result logits_and_greedy(Model& m) {
+    tp_result r;
+    r.logits = prompt_then_tokens(m);
+    m.truncate(0);  // greedy from the start again
+    r.ids = model::generate_greedy(m, std::span<const int32_t>(test::model_prompt), 16);
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("nccl: the tensor-parallel llama on 2 GPUs gives the single GPU's greedy ids and logits within NMSE 1e-6") {
+    LLMRT_NEEDS_GPUS(2);
+    const int32_t ranks = 2;
+    for (const char* arch : {"llama", "qwen2"}) {
+        CAPTURE(arch);
+        model::llama_shape shape = tp_shape(arch);
+        if (std::string(arch) == "qwen2") shape.tied_output = true;
+        const auto file = test::model_file(shape, qtype::q8_0, 11);
+        tp_result expected;
+        {
+            cuda::backend single_backend;
+            model::llama_model<cuda::backend> single(single_backend, file, base_options);
+            expected = logits_and_greedy(single);
+        }
+        std::vector<tp_result> got(static_cast<std::size_t>(ranks));
+        on_gpus(ranks, [&](const cuda::nccl_communicator& c) {
+            cuda::backend b(rank_options(c));
+            model::llama_options o = base_options;
+            o.tp = {c.rank(), ranks};
+            model::llama_model<cuda::backend> m(b, file, o);
+            got[std::size_t(c.rank())] = logits_and_greedy(m);
+        });
+        for (const tp_result& g : got) {
+            REQUIRE(g.logits.size() == expected.logits.size());
+            CHECK(test::same_bits(g.logits, got[0].logits));  // every rank reads the same gathered logits
+            const double e = nmse(g.logits, expected.logits);
+            MESSAGE(arch << ", 2 GPUs: logits NMSE " << e);
+            CHECK(e < 1e-6);
+            CHECK(g.ids == expected.ids);
+        }
+    }
+}
