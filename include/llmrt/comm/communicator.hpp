@@ -15,18 +15,19 @@
 //                              order (rank r's `count` floats after those of ranks 0..r−1); counts
 //                              may differ between ranks, recv_count is their sum on every rank.
 //
-// comm/local.hpp implements it for N ranks on N threads of one process. The GPU backends will not
-// take this interface (it is host memory): the CUDA backend's options will take an NCCL
-// communicator (ncclComm_t, one per GPU, from ncclCommInitAll or ncclCommInitRank), and run the
-// same graph nodes as NCCL calls on the backend's stream, where they are captured into the
+// comm/local.hpp implements it for N ranks on N threads of one process. The CUDA backend does
+// not take this interface (it is host memory): cuda::backend_options::nccl takes an NCCL
+// communicator (cuda/nccl.cuh: one ncclComm_t per GPU, from ncclCommInitAll or ncclCommInitRank)
+// and runs the same graph nodes as NCCL calls on the backend's stream, captured into the
 // forward's CUDA graph like any kernel:
 //   all_reduce  ncclAllReduce(x, y, count, ncclFloat, ncclSum, comm, stream); NCCL's ring and tree
 //               orders are fixed for a given communicator and size, so every run gives the same
 //               bits, though not the bits of this interface's rank order (the tests compare TP
 //               against one GPU within an NMSE, not bit for bit)
 //   all_gather  ncclAllGather of every rank's slice padded to ceil(total / ranks) floats per
-//               column into scratch, then one kernel that drops the padding and interleaves the
-//               columns (y[:, t] = x₀[:, t] ‖ x₁[:, t] ‖ ...), as the CPU backend does on the host
+//               column into scratch, then one kernel (cuda/ops/gather.cuh) that drops the padding
+//               and interleaves the columns (y[:, t] = x₀[:, t] ‖ x₁[:, t] ‖ ...), as the CPU
+//               backend does on the host
 // The nodes' `ranks` is checked against the communicator's size when the graph is prepared.
 #pragma once
 
