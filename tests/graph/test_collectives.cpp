@@ -13,6 +13,8 @@
 #include <llmrt/graph/executor.hpp>
 #include <llmrt/testing/generate.hpp>
 
+#include "collective_fixtures.hpp"
+
 using namespace llmrt;
 
 namespace {
@@ -34,27 +36,8 @@ bool same_bits(std::span<const float> a, std::span<const float> b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
 }
 
-// y = all_reduce(x) over `ranks`, for columns of ne0 and batches up to 4.
-struct reduce_net {
-    graph::graph g{4};
-    graph::tensor x, y;
-    reduce_net(int64_t ne0, int32_t ranks) {
-        x = g.input("x", qtype::f32, ne0);
-        y = g.all_reduce(x, ranks);
-        g.mark_output(y);
-    }
-};
-
-// y = all_gather(x) of `total` elements over `ranks`, x rank r's slice.
-struct gather_net {
-    graph::graph g{4};
-    graph::tensor x, y;
-    gather_net(int64_t total, int32_t ranks, int32_t rank) {
-        x = g.input("x", qtype::f32, graph::shard_begin(total, ranks, rank + 1) - graph::shard_begin(total, ranks, rank));
-        y = g.all_gather(x, total, ranks);
-        g.mark_output(y);
-    }
-};
+using test::gather_net;
+using test::reduce_net;
 
 }  // namespace
 

@@ -18,20 +18,7 @@ using namespace llmrt;
 
 namespace {
 
-// Shapes that split over 4 ranks with q8_0: 8 query and 4 kv heads of 16 (attn_output's k slices
-// of 32), n_ff 256 (ffn_down's k slices of 64); vocabulary 322, slices of 81 and 80 rows.
-model::llama_shape tp_shape(const std::string& architecture) {
-    model::llama_shape s = test::small_shape(qtype::q8_0);
-    s.architecture = architecture;
-    s.vocabulary = false;
-    s.n_vocab = 322;
-    s.n_embd = 128;
-    s.n_head = 8;
-    s.n_head_kv = 4;
-    s.n_ff = 256;
-    s.n_ctx = 32;
-    return s;
-}
+using test::tp_shape;
 
 struct tp_case {
     std::string label;

@@ -23,6 +23,7 @@
 #include <llmrt/testing/generate.hpp>
 #include <llmrt/testing/measures.hpp>
 
+#include "../graph/collective_fixtures.hpp"
 #include "../model/model_fixtures.hpp"
 
 #ifndef LLMRT_HAVE_NCCL
@@ -83,25 +84,8 @@ double nmse(std::span<const float> out, std::span<const float> ref) {
     return testing::nmse(out.data(), ref.data(), int64_t(ref.size()));
 }
 
-struct reduce_net {
-    graph::graph g{4};
-    graph::tensor x, y;
-    reduce_net(int64_t ne0, int32_t ranks) {
-        x = g.input("x", qtype::f32, ne0);
-        y = g.all_reduce(x, ranks);
-        g.mark_output(y);
-    }
-};
-
-struct gather_net {
-    graph::graph g{4};
-    graph::tensor x, y;
-    gather_net(int64_t total, int32_t ranks, int32_t rank) {
-        x = g.input("x", qtype::f32, graph::shard_begin(total, ranks, rank + 1) - graph::shard_begin(total, ranks, rank));
-        y = g.all_gather(x, total, ranks);
-        g.mark_output(y);
-    }
-};
+using test::gather_net;
+using test::reduce_net;
 
 // Every rank's y after running the net make(rank) makes, with that rank's values as x, on the
 // CPU backend's in-process group of `ranks`.
@@ -221,20 +205,7 @@ TEST_CASE("nccl: collectives without a communicator of their size are refused at
 
 namespace {
 
-// The CPU tensor-parallel test's shapes (tests/model/test_model_tensor_parallel.cpp): they split
-// over 2 and 4 ranks with q8_0.
-model::llama_shape tp_shape(const std::string& architecture) {
-    model::llama_shape s = test::small_shape(qtype::q8_0);
-    s.architecture = architecture;
-    s.vocabulary = false;
-    s.n_vocab = 322;
-    s.n_embd = 128;
-    s.n_head = 8;
-    s.n_head_kv = 4;
-    s.n_ff = 256;
-    s.n_ctx = 32;
-    return s;
-}
+using test::tp_shape;
 
 constexpr model::llama_options base_options{.n_ctx = 32, .max_batch = 8};
 

@@ -59,7 +59,7 @@ public:
 
     // Wakes every rank waiting in a collective, and makes every later collective fail, with an
     // llmrt::error: for a rank that failed and will not arrive.
-    void abort() {
+    void cancel() {
         const std::lock_guard<std::mutex> lock(mutex_);
         aborted_ = true;
         wake_.notify_all();
@@ -174,7 +174,7 @@ void run_ranks(local_group& group, Fn&& fn) {
             } catch (...) {
                 own[std::size_t(r)] = !group.aborted();
                 errors[std::size_t(r)] = std::current_exception();
-                group.abort();
+                group.cancel();
             }
         });
     for (std::thread& t : threads) t.join();

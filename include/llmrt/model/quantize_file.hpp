@@ -4,7 +4,7 @@
 //
 //   const auto in = gguf::file::open("model-f16.gguf");
 //   auto r = model::quantize_file(in, {.type = qtype::q4_K, .output_type = qtype::q6_K});
-//   for (const auto& n : r.notes) std::puts(n.c_str());
+//   // r.notes: one line per tensor kept as it was (rows that do not fit the block size), to show
 //   r.writer.write("model-q4_K.gguf");   // `in` must outlive this: unchanged tensors are views
 //
 // Which tensor gets which type (llama.cpp's llama_tensor_get_type, reduced to what is simple):
