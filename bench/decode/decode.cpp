@@ -265,7 +265,8 @@ struct result {
 // The step kinds in the order the breakdown adds them.
 const std::vector<graph::step_kind> breakdown_order{graph::step_kind::matvec, graph::step_kind::norm,
                                                     graph::step_kind::rope_cache, graph::step_kind::attention,
-                                                    graph::step_kind::swiglu, graph::step_kind::op};
+                                                    graph::step_kind::swiglu, graph::step_kind::experts,
+                                                    graph::step_kind::op};
 
 const char* kind_label(graph::step_kind k) {
     switch (k) {
@@ -274,6 +275,7 @@ const char* kind_label(graph::step_kind k) {
         case graph::step_kind::rope_cache: return "rope + KV cache write";
         case graph::step_kind::attention: return "attention";
         case graph::step_kind::swiglu: return "swiglu + records";
+        case graph::step_kind::experts: return "experts (mmvq_id: gate and up side by side, down)";
         case graph::step_kind::op: return "other ops (embedding, argmax, unfused)";
     }
     return "?";

@@ -297,3 +297,101 @@ TEST_CASE("a grouped rms_norm and its product with a group-long weight are one n
         }
     }
 }
+
+TEST_CASE("gate and up mul_mat_ids of one x and ids are one experts step stacked for the swiglu, which rounds for the down") {
+    test::moe_net net(qtype::q8_0, 64, 96, 8, 2, 3);
+    cpu::backend cpu_backend;
+    const auto p = graph::make_plan(net.g, cpu_sizes(net.g, cpu_backend), {}, graph::lower_options{});
+    const auto gate = std::size_t(net.gate_out.id), up = std::size_t(net.up_out.id);
+    const auto s = std::size_t(p.step_of[gate]);
+    const graph::step& st = p.steps[s];
+    CHECK(st.kind == step_kind::experts);
+    CHECK(p.step_of[up] == int32_t(s));
+    CHECK(st.nodes == std::vector<int32_t>{net.gate_out.id, net.up_out.id});
+    CHECK(st.x == net.h.id);
+    CHECK(st.rounded_by < 0);  // h is an input: the step rounds it itself
+    // One block: a token's column is gate's k slots, then up's.
+    CHECK(st.stacked);
+    CHECK(st.rows_total == 2 * 2 * 96);
+    CHECK(p.col_stride[gate] == 2 * 2 * 96);
+    CHECK(p.col_stride[up] == 2 * 2 * 96);
+    CHECK(p.offset[up] == p.offset[gate] + 2 * 96 * sizeof(float));
+    // The swiglu rounds its result for the down's experts step and never writes it.
+    const auto act = std::size_t(p.step_of[std::size_t(net.act.id)]);
+    const auto down = std::size_t(p.step_of[std::size_t(net.down_out.id)]);
+    CHECK(p.steps[act].kind == step_kind::swiglu);
+    CHECK(p.steps[down].kind == step_kind::experts);
+    CHECK(p.steps[act].rounds == net.act.id);
+    CHECK(p.steps[act].rounded_for == int32_t(down));
+    CHECK(p.steps[down].rounded_by == int32_t(act));
+    CHECK(!p.steps[down].stacked);
+    CHECK(p.where[std::size_t(net.act.id)] == graph::storage::fused);
+}
+
+TEST_CASE("an experts step adds each product's bias, never writing the mul_mat_id before it, and takes swiglu_oai's stack") {
+    const int64_t n_embd = 64, n_ff = 32, n_expert = 4, k = 2;
+    std::vector<float> router = testing::gaussian(n_embd * n_expert, 3, 0.3f), bias_g = testing::gaussian(n_ff * n_expert, 4, 0.1f),
+                       bias_u = testing::gaussian(n_ff * n_expert, 5, 0.1f);
+    const auto wg = test::moe_net::matrix(qtype::q8_0, n_ff * n_expert, n_embd, 6);
+    const auto wu = test::moe_net::matrix(qtype::q8_0, n_ff * n_expert, n_embd, 7);
+    graph::graph g(2);
+    const auto h = g.input("h", qtype::f32, n_embd);
+    const auto normed = g.rms_norm(h, 1e-6f);
+    const auto ids = g.top_k(g.mul_mat(g.weight("router", qtype::f32, n_embd, n_expert, router.data()), normed), k);
+    const auto gate_mm = g.mul_mat_id(g.weight("gate", qtype::q8_0, n_embd, n_ff * n_expert, wg.data()), normed, ids, n_expert);
+    const auto gate = g.add_id(gate_mm, g.weight("gate_b", qtype::f32, n_ff, n_expert, bias_g.data()), ids);
+    const auto up_mm = g.mul_mat_id(g.weight("up", qtype::q8_0, n_embd, n_ff * n_expert, wu.data()), normed, ids, n_expert);
+    const auto up = g.add_id(up_mm, g.weight("up_b", qtype::f32, n_ff, n_expert, bias_u.data()), ids);
+    g.mark_output(g.swiglu_oai(gate, up, 1.702f, 7.0f));
+    cpu::backend cpu_backend;
+    const auto p = graph::make_plan(g, cpu_sizes(g, cpu_backend), {}, graph::lower_options{});
+    const auto s = std::size_t(p.step_of[std::size_t(gate.id)]);
+    const graph::step& st = p.steps[s];
+    CHECK(st.kind == step_kind::experts);
+    CHECK(st.nodes == std::vector<int32_t>{gate_mm.id, gate.id, up_mm.id, up.id});
+    CHECK(st.stacked);
+    CHECK(p.where[std::size_t(gate_mm.id)] == graph::storage::fused);
+    CHECK(p.where[std::size_t(up_mm.id)] == graph::storage::fused);
+    CHECK(p.col_stride[std::size_t(up.id)] == 2 * k * n_ff);
+    // The norm rounds for the experts step and keeps its result for the float router.
+    const graph::step& norm = p.steps[std::size_t(p.step_of[std::size_t(normed.id)])];
+    CHECK(norm.kind == step_kind::norm);
+    CHECK(norm.rounded_for == int32_t(s));
+    CHECK(st.rounded_by == p.step_of[std::size_t(normed.id)]);
+    CHECK(p.where[std::size_t(normed.id)] == graph::storage::arena);
+    CHECK(p.steps[std::size_t(p.step_of[std::size_t(g.outputs()[0].id)])].kind == step_kind::swiglu);
+}
+
+TEST_CASE("without the experts fusion every mul_mat_id and swiglu_oai is an op step, as backends that opt out get") {
+    test::moe_net net(qtype::q8_0, 64, 96, 8, 2, 3);
+    cpu::backend cpu_backend;
+    graph::lower_options o;
+    o.experts = false;
+    const auto p = graph::make_plan(net.g, cpu_sizes(net.g, cpu_backend), {}, o);
+    for (const auto& st : p.steps) CHECK(st.kind != step_kind::experts);
+    CHECK(p.steps[std::size_t(p.step_of[std::size_t(net.gate_out.id)])].kind == step_kind::op);
+    CHECK(p.steps[std::size_t(p.step_of[std::size_t(net.down_out.id)])].kind == step_kind::op);
+    CHECK(p.steps[std::size_t(p.step_of[std::size_t(net.act.id)])].rounds < 0);
+}
+
+TEST_CASE("the router's softmax and its top_k are one step, and the down's experts step carries the weighted_sum") {
+    test::moe_net net(qtype::q8_0, 64, 96, 8, 2, 3);
+    cpu::backend cpu_backend;
+    for (bool experts : {true, false}) {
+        CAPTURE(experts);
+        graph::lower_options o;
+        o.experts = experts;
+        const auto p = graph::make_plan(net.g, cpu_sizes(net.g, cpu_backend), {}, o);
+        const auto top_k = std::size_t(p.step_of[std::size_t(net.ids.id)]);
+        CHECK((p.step_of[std::size_t(net.probs.id)] == int32_t(top_k)) == experts);
+        if (experts) CHECK(p.steps[top_k].nodes == std::vector<int32_t>{net.probs.id, net.ids.id});
+        CHECK(p.where[std::size_t(net.probs.id)] == graph::storage::arena);  // expert_weights reads them
+        const auto down = std::size_t(p.step_of[std::size_t(net.down_out.id)]);
+        const auto sum = std::size_t(p.step_of[std::size_t(net.out.id)]);
+        CHECK(p.steps[down].carries == (experts ? int32_t(sum) : -1));
+        CHECK(p.steps[sum].carried_by == (experts ? int32_t(down) : -1));
+        // The carried sum is placed apart from what the down reads and from its products.
+        const auto o_ = std::size_t(net.out.id), d = std::size_t(net.down_out.id);
+        CHECK((p.offset[o_] + p.bytes[o_] <= p.offset[d] || p.offset[d] + p.bytes[d] <= p.offset[o_]));
+    }
+}

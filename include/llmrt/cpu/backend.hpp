@@ -200,7 +200,9 @@ private:
     void run_step(std::size_t s, int64_t n) const {
         const graph::step& st = plan_->steps[s];
         switch (st.kind) {
-            case graph::step_kind::op: run_node(st.node, n, scratch(s), plan_->scratch_bytes[s]); return;
+            case graph::step_kind::op:  // one node, or a softmax and the top_k of it
+                for (int32_t id : st.nodes) run_node(id, n, scratch(s), plan_->scratch_bytes[s]);
+                return;
             case graph::step_kind::norm: run_norm(s, n); return;
             case graph::step_kind::matvec: run_matvec(s, n); return;
             case graph::step_kind::rope_cache: run_rope_cache(s, n); return;
@@ -213,15 +215,45 @@ private:
                 finish(s, st.node, cols);
                 return;
             }
-            case graph::step_kind::swiglu: {
+            case graph::step_kind::swiglu: {  // swiglu or swiglu_oai
                 const graph::node& nd = node(st.node);
                 const int64_t cols = nd.batched ? n : nd.ne1;
                 float* y = result_memory(s, st.node);
-                for (int64_t c = 0; c < cols; ++c)
-                    swiglu(column(nd.src[0], c), column(nd.src[1], c), y + c * nd.ne0, nd.ne0);
+                for (int64_t c = 0; c < cols; ++c) {
+                    if (nd.op == graph::op::swiglu_oai)
+                        swiglu_oai(column(nd.src[0], c), column(nd.src[1], c), y + c * nd.ne0, nd.ne0, nd.alpha, nd.limit);
+                    else
+                        swiglu(column(nd.src[0], c), column(nd.src[1], c), y + c * nd.ne0, nd.ne0);
+                }
                 finish(s, st.node, cols);
                 return;
             }
+            case graph::step_kind::experts: run_experts(s, n); return;
+        }
+    }
+
+    // Each mul_mat_id of the step on x (or the rounding its producer handed on, which the q8_1
+    // format makes of x anyway), then the add_id of its bias in place: the products' columns
+    // (stacked or not) are the results the nodes give one by one.
+    void run_experts(std::size_t s, int64_t n) const {
+        const graph::step& st = plan_->steps[s];
+        for (std::size_t i = 0; i < st.nodes.size(); ++i) {
+            const int32_t id = st.nodes[i];
+            const graph::node& nd = node(id);
+            if (nd.op != graph::op::mul_mat_id) continue;
+            const bool biased = i + 1 < st.nodes.size() && node(st.nodes[i + 1]).op == graph::op::add_id;
+            const int32_t out = biased ? st.nodes[i + 1] : id;
+            const graph::node& w = node(nd.src[0]);
+            const int64_t cols = nd.batched ? n : nd.ne1, n_used = node(nd.src[2]).ne0, rows = w.ne1 / nd.n_expert;
+            const auto* ids = static_cast<const int32_t*>(address(nd.src[2]));
+            const bool rounded_x = st.rounded_by >= 0;
+            const float* x = rounded_x ? rounded(std::size_t(st.rounded_by)) : floats(nd.src[1]);
+            const int64_t stride = plan_->col_stride[std::size_t(out)];
+            mul_mat_id(w.type, address(nd.src[0]), rows, w.ne0, nd.n_expert, x, node(nd.src[1]).ne0 != w.ne0, ids, n_used,
+                       floats(out), cols, rounded_x ? activation_format::f32 : activations_[std::size_t(id)], scratch(s),
+                       plan_->scratch_bytes[s], stride);
+            if (biased)
+                add_id(floats(out), floats(node(out).src[1]), ids, floats(out), rows, nd.n_expert, n_used, cols, stride);
         }
     }
 

@@ -96,12 +96,14 @@ inline void mul_mat(qtype t, const void* w, const float* x, float* y, matvec_sha
 // The mixture-of-experts form: W holds n_expert matrices of rows × k one after another; per
 // column c and slot s < n_used, y[c][s] = W[ids[c][s]] · x[c][x_per_slot ? s : 0], each product
 // exactly mul_mat's for one column (so its bits do not depend on the batch or the other slots).
-// x: cols columns of k (or n_used · k) floats; y: cols columns of n_used · rows. scratch:
+// x: cols columns of k (or n_used · k) floats; y: cols columns of n_used · rows, y_col_stride
+// floats apart (0: dense; a stacked product's columns are further apart). scratch:
 // mul_mat_scratch_bytes(t, k, 1, act). An id outside [0, n_expert) raises llmrt::error.
 inline void mul_mat_id(qtype t, const void* w, int64_t rows, int64_t k, int64_t n_expert, const float* x, bool x_per_slot,
                        const int32_t* ids, int64_t n_used, float* y, int64_t cols, activation_format act, void* scratch,
-                       std::size_t scratch_bytes) {
+                       std::size_t scratch_bytes, int64_t y_col_stride = 0) {
     const std::size_t matrix_bytes = row_size(t, k) * std::size_t(rows);
+    if (y_col_stride == 0) y_col_stride = n_used * rows;
     const int64_t x_col = x_per_slot ? k * n_used : k;
     for (int64_t c = 0; c < cols; ++c)
         for (int64_t s = 0; s < n_used; ++s) {
@@ -111,7 +113,7 @@ inline void mul_mat_id(qtype t, const void* w, int64_t rows, int64_t k, int64_t 
                        std::to_string(n_expert) + ")";
             });
             mul_mat(t, static_cast<const std::byte*>(w) + std::size_t(e) * matrix_bytes,
-                    x + c * x_col + (x_per_slot ? s * k : 0), y + (c * n_used + s) * rows, matvec_shape{rows, k, 1, 0, 0},
+                    x + c * x_col + (x_per_slot ? s * k : 0), y + c * y_col_stride + s * rows, matvec_shape{rows, k, 1, 0, 0},
                     act, scratch, scratch_bytes);
         }
 }

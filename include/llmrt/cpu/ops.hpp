@@ -308,8 +308,10 @@ inline void weighted_sum(const float* x, const float* w, float* y, int64_t n, in
 
 // y: cols columns of k slots of `rows` values, x's plus the bias column (of n_expert in b) of
 // each slot's expert; y may be x.
+// col_stride: floats from one column of x and y to the next (0: dense, k · rows).
 inline void add_id(const float* x, const float* b, const int32_t* ids, float* y, int64_t rows, int64_t n_expert, int64_t k,
-                   int64_t cols) {
+                   int64_t cols, int64_t col_stride = 0) {
+    if (col_stride == 0) col_stride = k * rows;
     for (int64_t c = 0; c < cols; ++c)
         for (int64_t s = 0; s < k; ++s) {
             const int32_t id = ids[c * k + s];
@@ -317,7 +319,7 @@ inline void add_id(const float* x, const float* b, const int32_t* ids, float* y,
                 return "add_id: id " + std::to_string(id) + " of token " + std::to_string(c) + " is outside [0, " +
                        std::to_string(n_expert) + ")";
             });
-            const int64_t at = (c * k + s) * rows;
+            const int64_t at = c * col_stride + s * rows;
             for (int64_t r = 0; r < rows; ++r) y[at + r] = x[at + r] + b[int64_t(id) * rows + r];
         }
 }

@@ -243,7 +243,8 @@ private:
 
     void check_supported(const graph::node& nd) const;
     void check_collective(const graph::node& nd) const;
-    void place_weights(std::vector<std::size_t>& offset, std::size_t& bytes, std::vector<int32_t>& concatenated) const;
+    void place_weights(std::vector<std::size_t>& offset, std::size_t& bytes, std::vector<int32_t>& concatenated,
+                       std::vector<int32_t>& concatenated_bias) const;
 
     steps::context context() const {
         const state& s = *s_;
@@ -363,10 +364,12 @@ void basic_program<Types>::check_collective(const graph::node& nd) const {
 // Where every weight goes in the one weight buffer. The weights of a stacked matvec step's
 // products, when they share a type and k and appear nowhere else, go side by side with nothing
 // between them: one matrix of rows_total rows that one mmvq launch reads (concatenated[step] is
-// the first product's weight node, else -1).
+// the first product's weight node, else -1). The same for a stacked experts step's two sets of
+// experts of one type and shape (one batch of 2 · n_expert matrices), and their biases where
+// both have one (concatenated_bias[step]: the first bias node, else -1).
 template <class Types>
 void basic_program<Types>::place_weights(std::vector<std::size_t>& offset, std::size_t& bytes,
-                                         std::vector<int32_t>& concatenated) const {
+                                         std::vector<int32_t>& concatenated, std::vector<int32_t>& concatenated_bias) const {
     const graph::graph& g = *s_->g;
     const graph::plan& p = *s_->p;
     const auto& nodes = g.nodes();
@@ -377,9 +380,44 @@ void basic_program<Types>::place_weights(std::vector<std::size_t>& offset, std::
     for (int32_t id : p.order)
         for (int k = 0; k < nodes[std::size_t(id)].n_src(); ++k) ++uses[std::size_t(nodes[std::size_t(id)].src[std::size_t(k)])];
     concatenated.assign(p.steps.size(), -1);
+    concatenated_bias.assign(p.steps.size(), -1);
+    auto put_side_by_side = [&](const std::vector<int32_t>& ws) {
+        bytes = round_up(bytes);
+        for (int32_t w : ws) {
+            offset[std::size_t(w)] = bytes;
+            bytes += p.bytes[std::size_t(w)];
+            placed[std::size_t(w)] = 1;
+        }
+    };
+    // Two weight nodes of one type and shape, each read once, not placed yet.
+    auto twins = [&](const std::vector<int32_t>& ws) {
+        if (ws.size() != 2 || ws[0] == ws[1]) return false;
+        const graph::node& a = nodes[std::size_t(ws[0])];
+        const graph::node& b = nodes[std::size_t(ws[1])];
+        return a.op == graph::op::weight && b.op == graph::op::weight && a.type == b.type && a.ne0 == b.ne0 &&
+               a.ne1 == b.ne1 && !placed[std::size_t(ws[0])] && !placed[std::size_t(ws[1])] &&
+               uses[std::size_t(ws[0])] == 1 && uses[std::size_t(ws[1])] == 1;
+    };
     for (std::size_t si = 0; si < p.steps.size(); ++si) {
         const graph::step& st = p.steps[si];
         if (!st.stacked) continue;
+        if (st.kind == graph::step_kind::experts) {
+            std::vector<int32_t> experts, biases;
+            for (int32_t id : st.nodes) {
+                const graph::node& nd = nodes[std::size_t(id)];
+                if (nd.op == graph::op::mul_mat_id) experts.push_back(nd.src[0]);
+                else biases.push_back(nd.src[1]);  // an add_id
+            }
+            if (!twins(experts) || !is_in<Types>(nodes[std::size_t(experts[0])].type) || (!biases.empty() && !twins(biases)))
+                continue;
+            put_side_by_side(experts);
+            concatenated[si] = experts[0];
+            if (!biases.empty()) {
+                put_side_by_side(biases);
+                concatenated_bias[si] = biases[0];
+            }
+            continue;
+        }
         const graph::node& w0 = nodes[std::size_t(nodes[std::size_t(st.nodes[0])].src[0])];
         bool side_by_side = true;
         for (int32_t id : st.nodes) {
@@ -437,8 +475,8 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
     }
     std::vector<std::size_t> weight_offset(n, 0);
     std::size_t weight_bytes = 0;
-    std::vector<int32_t> concatenated;
-    place_weights(weight_offset, weight_bytes, concatenated);
+    std::vector<int32_t> concatenated, concatenated_bias;
+    place_weights(weight_offset, weight_bytes, concatenated, concatenated_bias);
 
     s.arena = detail::allocate(p.arena_bytes, "the arena");
     LLMRT_CUDA_CHECK(cudaMemset(s.arena.ptr, 0, p.arena_bytes == 0 ? 1 : p.arena_bytes));
@@ -485,8 +523,17 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
             r.scratch_bytes = p.scratch_bytes[si];
         }
         if (st.rounds >= 0) r.rounded = s.arena.bytes() + p.rounded_offset[si];
+        if (st.rounds >= 0 && st.rounded_for >= 0 && p.steps[std::size_t(st.rounded_for)].kind == graph::step_kind::experts) {
+            // mmvq_id's records: each activation column a batch of its own (ops/records.cuh)
+            check(st.kind == graph::step_kind::norm || st.kind == graph::step_kind::swiglu, errc::invalid_argument, [&] {
+                return std::string("cuda backend: a ") + graph::to_string(st.kind) +
+                       " step cannot write the records of an experts step";
+            });
+            r.rounded_chunk_cols = 1;
+        }
         if (st.rounded_by >= 0) r.rounded_in = s.arena.bytes() + p.rounded_offset[std::size_t(st.rounded_by)];
         if (concatenated[si] >= 0) r.concatenated = s.address[std::size_t(concatenated[si])];
+        if (concatenated_bias[si] >= 0) r.concatenated_bias = s.address[std::size_t(concatenated_bias[si])];
         s.steps.push_back(r);
     }
     for (steps::resolved& r : s.steps)

@@ -7,6 +7,8 @@
 //                                                              quantized X can feed several W
 //   llmrt::cuda::mmvq_prepared_many(products, X, stream)        several W sharing one prepared X
 //   llmrt::cuda::mmvq_id(experts, X, ids, Y, scratch, ...)      mixture of experts
+//   llmrt::cuda::mmvq_id_prepared(experts, X, ids, Y, ...)      the same on prepared X, optionally
+//                                                              two products (gate, up) in one launch
 //
 // Pointers are device pointers, the stream is the caller's, nothing is allocated: the caller
 // passes scratch (mmvq_scratch_bytes says how much). Every shape is checked on the host before
@@ -227,9 +229,11 @@ struct mmvq_params {
     int64_t x_stride2, x_stride3;                // bytes between batches of records
     float* y;
     int64_t y_col_stride, y_stride2, y_stride3;  // floats
-    const int32_t* ids;                          // mmvq_id: expert of (slot blockIdx.y, token blockIdx.z)
+    const int32_t* ids;                          // mmvq_id: expert of (slot blockIdx.y mod id_slots, token blockIdx.z)
     int64_t ids_token_stride;
-    int32_t n_experts;
+    int32_t n_experts;                           // per half: W's batch is half · n_experts + id (half blockIdx.y / id_slots)
+    int32_t id_slots;                            // the ids of a token
+    const float* bias;                           // mmvq_id: null, or a column of rows per W batch, added to Y
     int32_t rows;
     int32_t nblocks;    // weight blocks per row
     int32_t nblocks32;  // k / 32
@@ -280,18 +284,21 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
     const uint8_t* w = p.w;
     bool expert_valid = true;
     int w2, w3;  // W's batch indices
+    int x2 = int(blockIdx.y);  // X's: the slot, with ids
     if (p.ids != nullptr) {
         ptx::wait_for_prerequisite_grids();  // the ids may come from the previous kernel
-        const int32_t expert = p.ids[int64_t(blockIdx.z) * p.ids_token_stride + blockIdx.y];
+        x2 = int(blockIdx.y % unsigned(p.id_slots));
+        const int half = int(blockIdx.y / unsigned(p.id_slots));
+        const int32_t expert = p.ids[int64_t(blockIdx.z) * p.ids_token_stride + x2];
         expert_valid = expert >= 0 && expert < p.n_experts;
-        w2 = expert_valid ? expert : 0;
+        w2 = expert_valid ? half * p.n_experts + expert : 0;
         w3 = 0;
     } else {
         w2 = int(blockIdx.y / unsigned(p.ratio2));
         w3 = int(blockIdx.z / unsigned(p.ratio3));
     }
     w += int64_t(w2) * p.w_stride2 + int64_t(w3) * p.w_stride3;
-    const uint8_t* x = p.x + int64_t(blockIdx.y) * p.x_stride2 + int64_t(blockIdx.z) * p.x_stride3;
+    const uint8_t* x = p.x + int64_t(x2) * p.x_stride2 + int64_t(blockIdx.z) * p.x_stride3;
     float* y = p.y + int64_t(blockIdx.y) * p.y_stride2 + int64_t(blockIdx.z) * p.y_stride3;
 
     if (!expert_valid) {  // an id outside [0, n_experts): that column is NaN, nothing is read
@@ -302,6 +309,8 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
             const int c = idx / mmvq_tile_rows, row = row0 + idx % mmvq_tile_rows;
             if (row < p.rows) y[c * p.y_col_stride + row] = __int_as_float(0x7fc00000);
         }
+        if (p.epilogue.kind == mmvq_finish::weighted_sum)  // the slot still arrives (NaN rows)
+            finish_weighted_sum(p.epilogue, p.y + int64_t(blockIdx.z) * p.y_stride3, p.y_stride2, p.rows, row0, warp, lane);
         return;
     }
 
@@ -600,9 +609,13 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
     for (int idx = warp * 32 + lane; idx < NCols * mmvq_tile_rows; idx += 32 * split) {
         const int c = idx / mmvq_tile_rows, r = idx % mmvq_tile_rows;
         if (row0 + r >= p.rows) continue;
-        y[c * p.y_col_stride + row0 + r] = row_sum(idx);
+        float v = row_sum(idx);
+        if (p.bias) v = __fadd_rn(v, p.bias[int64_t(w2) * p.rows + row0 + r]);  // add_id's bits
+        y[c * p.y_col_stride + row0 + r] = v;
     }
     if (p.epilogue.kind == mmvq_finish::swiglu_round) finish_swiglu<NCols>(p.epilogue, row0, warp, lane, split);
+    if (p.epilogue.kind == mmvq_finish::weighted_sum)
+        finish_weighted_sum(p.epilogue, p.y + int64_t(blockIdx.z) * p.y_stride3, p.y_stride2, p.rows, row0, warp, lane);
 }
 
 namespace detail {
@@ -1396,63 +1409,81 @@ inline void mmvq(const qmatrix_view& w, const input_columns& x, const output_col
     mmvq_prepared(w, prepared_from(x, scratch), y, stream, options);
 }
 
-// The mixture-of-experts form. experts: n_experts matrices (batch2 = n_experts, batch3 = 1);
-// x: per token (batch2 = n_tokens) either 1 column, shared by all its experts, or n_used
-// columns, one per slot; ids: n_tokens × n_used expert ids; y: per token n_used columns.
-//   Y[token][slot] = experts[ids[token][slot]] · X[token][x.ncols == 1 ? 0 : slot]
-// An id outside [0, n_experts) gives a column of NaN (ids live on the device: they cannot be
-// checked on the host without waiting for them). Scratch: mmvq_id_scratch_bytes(x).
-inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const expert_ids_view& ids,
-                    const output_columns& y, void* scratch, std::size_t scratch_bytes, cudaStream_t stream,
-                    const launch_options& options = {}) {
-    const char* op = "cuda::mmvq_id";
-    const std::string shapes = detail::mmvq_shapes(experts, x.describe(), y) + ", ids " + ids.describe();
-    detail::check_quantizes_own_activations(options, op);
-    detail::check_mmvq_options(options, op);
+namespace detail {
+
+// The shapes of an mmvq_id launch (mmvq_id_prepared says what they mean).
+inline void check_mmvq_id_shapes(const qmatrix_view& experts, const prepared_activations& x, const expert_ids_view& ids,
+                                 const output_columns& y, int32_t halves, const char* op, const std::string& shapes) {
+    check(halves == 1 || halves == 2, errc::invalid_argument,
+          [&] { return std::string(op) + ": " + shapes + ": halves must be 1 or 2, got " + std::to_string(halves); });
+    check(halves == 1 || x.ncols == 1, errc::shape_mismatch,
+          [&] { return std::string(op) + ": " + shapes + ": two products side by side read one X column per token"; });
     check(experts.batch3 == 1 && x.batch3 == 1 && y.batch3 == 1, errc::shape_mismatch,
           [&] { return std::string(op) + ": " + shapes + ": the third batch dimension must be 1"; });
-    check(x.length == experts.k, errc::shape_mismatch,
+    check(experts.batch2 % halves == 0, errc::shape_mismatch,
+          [&] { return std::string(op) + ": " + shapes + ": the experts do not split into two products"; });
+    check(x.k == experts.k, errc::shape_mismatch,
           [&] { return std::string(op) + ": " + shapes + ": X's column length must equal the experts' k"; });
     check(ids.n_tokens == x.batch2 && ids.n_tokens == y.batch2, errc::shape_mismatch,
           [&] { return std::string(op) + ": " + shapes + ": ids, X and Y must have the same number of tokens"; });
-    check(ids.n_used >= 1 && y.ncols == ids.n_used && (x.ncols == 1 || x.ncols == ids.n_used), errc::shape_mismatch,
-          [&] {
+    check(ids.n_used >= 1 && y.ncols == halves * ids.n_used && (x.ncols == 1 || x.ncols == ids.n_used),
+          errc::shape_mismatch, [&] {
               return std::string(op) + ": " + shapes +
-                     ": Y needs one column per used expert, X one column or one per used expert";
+                     ": Y needs one column per used expert (and product), X one column or one per used expert";
           });
     check(y.length == experts.rows, errc::shape_mismatch,
           [&] { return std::string(op) + ": " + shapes + ": Y's length must equal the experts' rows"; });
-    check(ids.n_used <= 65535 && ids.n_tokens <= 65535, errc::shape_mismatch,
+    check(y.ncols <= 65535 && ids.n_tokens <= 65535, errc::shape_mismatch,
           [&] { return std::string(op) + ": " + shapes + ": at most 65535 tokens and used experts"; });
     check(y.ncols == 1 || y.col_stride == 0 || y.col_stride >= y.length, errc::shape_mismatch, [&] {
         return std::string(op) + ": " + shapes + ": Y's column stride is shorter than a column";
     });
+}
+
+}  // namespace detail
+
+// The mixture-of-experts form on records quantized before (x: k = the experts' k, ncols 1 or
+// n_used per token, batch2 = n_tokens; each activation column its own batch of one column, as
+// mmvq_id below quantizes them), optionally over the experts of halves = 2 products side by side:
+//   experts   halves · n_experts matrices (batch2), product h's expert e at batch h · n_experts + e
+//   y         per token halves · n_used columns, column h · n_used + s = product h of slot s:
+//               Y[token][h·n_used + s] = experts[h·n_experts + ids[token][s]] · X[token][x.ncols == 1 ? 0 : s]
+//   bias      null, or a column of rows floats per batch of experts, added to its products
+//             (y = sum + bias: graph::op::add_id's bits)
+// An id outside [0, n_experts) gives a column of NaN (ids live on the device: they cannot be
+// checked on the host without waiting for them).
+//   epilogue  store, or weighted_sum (halves 1; mmvq_epilogue.cuh): e.slots = n_used, the
+//             weights and out of every token, gridDim.x · n_tokens counters at zero
+inline void mmvq_id_prepared(const qmatrix_view& experts, const prepared_activations& x, const expert_ids_view& ids,
+                             const output_columns& y, cudaStream_t stream, const launch_options& options = {},
+                             int32_t halves = 1, const float* bias = nullptr, const mmvq_epilogue& epilogue = {}) {
+    const char* op = "cuda::mmvq_id";
+    const std::string shapes = detail::mmvq_shapes(experts, x.describe(), y) + ", ids " + ids.describe();
+    detail::check_mmvq_options(options, op);
+    detail::check_mmvq_id_shapes(experts, x, ids, y, halves, op, shapes);
+    check(epilogue.kind == mmvq_finish::store ||
+              (epilogue.kind == mmvq_finish::weighted_sum && halves == 1 && epilogue.slots == ids.n_used &&
+               epilogue.weights && epilogue.out && epilogue.counters && epilogue.out_stride >= experts.rows),
+          errc::invalid_argument, [&] {
+              return std::string(op) + ": " + shapes +
+                     ": the epilogue must store, or add the weighted slots of one product (weights, out, counters)";
+          });
     dispatch<weight_types>(experts.type, op, [&](auto tag) {
         using B = typename decltype(tag)::type;
         detail::check_weights<B>(experts, op, shapes);
         if (experts.rows == 0 || ids.n_tokens == 0) return;
-        check(experts.k > 0 && experts.data && ids.data && y.data, errc::invalid_argument,
+        check(experts.k > 0 && experts.data && ids.data && y.data && x.data, errc::invalid_argument,
               [&] { return std::string(op) + ": " + shapes + ": null pointer or k = 0"; });
         check(experts.batch2 <= 0x7fffffff, errc::shape_mismatch, "cuda::mmvq_id: too many experts");
         const detail::device_limits device = detail::check_device_supports_mmvq();
-        // Every activation column as a batch of one column: (token, column) -> batch.
-        input_columns columns = x;
-        columns.ncols = 1;
-        columns.col_stride = 0;
-        columns.batch2 = x.ncols;
-        columns.stride2 = x.col_stride_or_dense();
-        columns.batch3 = x.batch2;
-        columns.stride3 = x.stride2_or_dense();
-        quantize_activations(columns, scratch, scratch_bytes, stream, options);
-
-        const int64_t column_bytes = activation_batch_bytes(x.length, 1);
+        const int64_t column_bytes = activation_batch_bytes(x.k, 1);
         detail::mmvq_params p{};
         p.w = static_cast<const uint8_t*>(experts.data);
         p.w_row_stride = experts.row_stride_or_dense();
         p.w_stride2 = experts.stride2_or_dense();
         p.w_stride3 = 0;
         p.w_row_bytes = experts.row_bytes();
-        p.x = static_cast<const uint8_t*>(scratch);
+        p.x = static_cast<const uint8_t*>(x.data);
         p.x_stride2 = x.ncols == 1 ? 0 : column_bytes;
         p.x_stride3 = x.ncols * column_bytes;
         p.y = y.data;
@@ -1461,7 +1492,10 @@ inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const e
         p.y_stride3 = y.stride2_or_dense();
         p.ids = ids.data;
         p.ids_token_stride = ids.token_stride_or_dense();
-        p.n_experts = int32_t(experts.batch2);
+        p.n_experts = int32_t(experts.batch2 / halves);
+        p.id_slots = int32_t(ids.n_used);
+        p.bias = bias;
+        p.epilogue = epilogue;
         p.rows = int32_t(experts.rows);
         p.nblocks = int32_t(experts.k / B::block_size);
         p.nblocks32 = int32_t(experts.k / 32);
@@ -1469,12 +1503,47 @@ inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const e
         p.ratio2 = p.ratio3 = 1;
         p.activations = int32_t(options.activations);
         const int64_t tiles = (experts.rows + detail::mmvq_tile_rows - 1) / detail::mmvq_tile_rows;
-        const int split = detail::mmvq_split<B>(tiles * ids.n_used * ids.n_tokens, p.nunits);
-        const dim3 grid(unsigned(tiles), unsigned(ids.n_used), unsigned(ids.n_tokens));
+        const int split = detail::mmvq_split<B>(tiles * y.ncols * ids.n_tokens, p.nunits);
+        const dim3 grid(unsigned(tiles), unsigned(y.ncols), unsigned(ids.n_tokens));
         const detail::weight_geometry geometry{experts.data,    p.w_row_bytes, experts.rows, experts.batch2, 1,
                                                p.w_row_stride, p.w_stride2,  experts.batch2 * p.w_stride2};
         detail::launch_mmvq_of<B, 1>(p, geometry, grid, split, device, stream, options);
     });
+}
+
+// x's records as mmvq_id_prepared reads them (x: per token, batch2 = n_tokens, ncols columns;
+// batch3 = 1): every activation column a batch of one column. Scratch: mmvq_id_scratch_bytes(x).
+inline prepared_activations quantize_id_activations(const input_columns& x, void* scratch, std::size_t scratch_bytes,
+                                                    cudaStream_t stream, const launch_options& options = {}) {
+    const char* op = "cuda::quantize_id_activations";
+    check(x.batch3 == 1, errc::shape_mismatch,
+          [&] { return std::string(op) + ": " + x.describe() + ": the third batch dimension must be 1"; });
+    check(scratch_bytes >= mmvq_id_scratch_bytes(x), errc::invalid_argument, [&] {
+        return std::string(op) + ": " + x.describe() + ": scratch of " + std::to_string(scratch_bytes) + " bytes, " +
+               std::to_string(mmvq_id_scratch_bytes(x)) + " needed";
+    });
+    input_columns columns = x;  // (token, column) -> batch
+    columns.ncols = 1;
+    columns.col_stride = 0;
+    columns.batch2 = x.ncols;
+    columns.stride2 = x.col_stride_or_dense();
+    columns.batch3 = x.batch2;
+    columns.stride3 = x.stride2_or_dense();
+    if (x.length > 0 && x.ncols > 0 && x.batch2 > 0) quantize_activations(columns, scratch, scratch_bytes, stream, options);
+    return prepared_activations{scratch, x.length, x.ncols, x.batch2, 1};
+}
+
+// The same on float activations (x.batch3 = 1), quantized into the scratch first (halves 1, no
+// bias). Scratch: mmvq_id_scratch_bytes(x).
+inline void mmvq_id(const qmatrix_view& experts, const input_columns& x, const expert_ids_view& ids,
+                    const output_columns& y, void* scratch, std::size_t scratch_bytes, cudaStream_t stream,
+                    const launch_options& options = {}) {
+    const char* op = "cuda::mmvq_id";
+    detail::check_quantizes_own_activations(options, op);
+    detail::check_mmvq_id_shapes(experts, prepared_activations{scratch, x.length, x.ncols, x.batch2, x.batch3}, ids, y, 1,
+                                 op, detail::mmvq_shapes(experts, x.describe(), y) + ", ids " + ids.describe());
+    if (experts.rows == 0 || ids.n_tokens == 0) return;
+    mmvq_id_prepared(experts, quantize_id_activations(x, scratch, scratch_bytes, stream, options), ids, y, stream, options);
 }
 
 }  // namespace llmrt::cuda

@@ -10,6 +10,11 @@
 //                 writes h = silu(gate) ⊙ up and h's Q8_1 record for block g, the bits that
 //                 ops::swiglu_round gives them
 //
+//   weighted_sum  an mmvq_id launch of one product (the experts' down): the last of the n_used
+//                 CTAs that compute rows 16t .. 16t + 15 of a token's slots (one counter per
+//                 token and row tile, left at zero) reads them back and writes
+//                 out = ((w₀y₀ + w₁y₁) + ...) for those rows, the bits ops::weighted_sum gives
+//
 // Not kept: Q/K/V finishing the rope_cache the same way (bench/RESULTS.md, Decode).
 #pragma once
 
@@ -26,7 +31,7 @@
 
 namespace llmrt::cuda {
 
-enum class mmvq_finish : int32_t { store, swiglu_round };
+enum class mmvq_finish : int32_t { store, swiglu_round, weighted_sum };
 
 struct mmvq_epilogue {
     mmvq_finish kind = mmvq_finish::store;
@@ -40,6 +45,12 @@ struct mmvq_epilogue {
     float* h = nullptr;
     uint8_t* records = nullptr;
     int32_t* counters = nullptr;
+    // weighted_sum: token t's n_used weights at weights + t · slots, its sum at out + t · out_stride;
+    // gridDim.x · tokens counters.
+    const float* weights = nullptr;
+    float* out = nullptr;
+    int64_t out_stride = 0;
+    int32_t slots = 0;
 };
 
 namespace detail {
@@ -69,6 +80,30 @@ __device__ __forceinline__ void finish_swiglu(const mmvq_epilogue& e, int row0, 
     if (warp == 0 && lane == 0) e.counters[group] = 0;  // for the next launch, which waits for this grid
 }
 
+// After the CTA has stored its rows row0 .. row0 + 15 of slot blockIdx.y of token blockIdx.z (an
+// mmvq_id launch, one column): the last CTA of the token's row tile adds the slots' rows.
+// y_token: the token's slot 0; slot s at y_token + s · slot_stride.
+__device__ __forceinline__ void finish_weighted_sum(const mmvq_epilogue& e, const float* y_token, int64_t slot_stride,
+                                                    int rows, int row0, int warp, int lane) {
+    __syncthreads();  // every row of the CTA is stored
+    int32_t* counter = e.counters + int64_t(blockIdx.z) * gridDim.x + blockIdx.x;
+    bool arrived_last = false;
+    if (warp == 0 && lane == 0) {
+        __threadfence();  // the CTA's rows are visible before its arrival is
+        arrived_last = atomicAdd(counter, 1) == e.slots - 1;
+    }
+    if (!__syncthreads_or(arrived_last)) return;
+    __threadfence();  // the other slots' rows are read after their arrivals
+    const float* w = e.weights + int64_t(blockIdx.z) * e.slots;
+    const int row = row0 + lane;
+    if (warp == 0 && lane < 16 && row < rows) {
+        float acc = __fmul_rn(w[0], __ldcg(y_token + row));
+        for (int s = 1; s < e.slots; ++s) acc = __fadd_rn(acc, __fmul_rn(w[s], __ldcg(y_token + s * slot_stride + row)));
+        e.out[int64_t(blockIdx.z) * e.out_stride + row] = acc;
+    }
+    if (warp == 0 && lane == 0) *counter = 0;  // for the next launch, which waits for this grid
+}
+
 // The host's checks of an epilogue against its launch: W's rows, Y and the column count.
 inline void check_mmvq_epilogue(const mmvq_epilogue& e, int64_t rows, const output_columns& y, int64_t ncols,
                                 int64_t batches, const char* op, const std::string& shapes) {
@@ -78,7 +113,7 @@ inline void check_mmvq_epilogue(const mmvq_epilogue& e, int64_t rows, const outp
     };
     if (batches != 1) fail("only launches of one batch finish a step");
     if (e.row_offset < 0) fail("negative row offset");
-    if (e.kind != mmvq_finish::swiglu_round) fail("unknown kind");
+    if (e.kind != mmvq_finish::swiglu_round) fail("only mmvq_id launches add weighted slots");
     if (e.half <= 0 || e.half % 32 != 0 || e.row_offset % 32 != 0 || rows % 32 != 0 || e.row_offset + rows > 2 * int64_t(e.half))
         fail("swiglu_round needs gate and up of whole 32-row blocks");
     if (!e.stack || !e.counters) fail("swiglu_round without its stack or counters");

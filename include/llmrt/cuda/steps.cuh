@@ -3,7 +3,8 @@
 // where their memory lives is the plan's business.
 //
 //   op          one node: the kernel of its op (include/llmrt/cuda/ops/); a top_k that carries its
-//               expert_weights writes both from one launch, and the carried step launches nothing
+//               expert_weights writes both from one launch, and the carried step launches nothing;
+//               a top_k step that holds the softmax before it computes that too
 //   norm        add_rms_norm_mul, writing the kept results and the Q8_1 records of the last one
 //   matvec      the records (from the producer, or quantized here), then one mmvq launch per
 //               chunk of 8 columns when the products' weights lie side by side (stacked steps
@@ -13,7 +14,12 @@
 //               (mmvq_epilogue.cuh), and the carried step launches nothing
 //   rope_cache  rope_cache: q rotated, k rotated into the K cache, v into the V cache
 //   attention   split_attention (or the one-block-per-head kernel, then the records)
-//   swiglu      swiglu_round
+//   swiglu      swiglu_round (swiglu or swiglu_oai), its records in one-column chunks for an experts
+//               step
+//   experts     the records (from the producer, or quantized here), then mmvq_id_prepared: one
+//               launch over gate's and up's experts side by side (and their biases) where the
+//               program uploaded them so, else one per product with its bias; a carried
+//               weighted_sum is added in the launch's epilogue (mmvq_epilogue.cuh)
 //
 // The collectives (op steps) are NCCL calls on the stream, captured with the kernels:
 // all_reduce one ncclAllReduce from x into y; all_gather a copy of this rank's slice into its slot
@@ -65,8 +71,10 @@ struct resolved {
     std::byte* scratch = nullptr;
     std::size_t scratch_bytes = 0;
     std::byte* rounded = nullptr;           // the records this step writes (st->rounds)
-    const std::byte* rounded_in = nullptr;  // matvec: the records its producer wrote
-    const std::byte* concatenated = nullptr;  // matvec: the products' weights as one matrix (null: apart)
+    int64_t rounded_chunk_cols = 8;         // their chunks (ops/records.cuh): 1 for an experts step
+    const std::byte* rounded_in = nullptr;  // matvec, experts: the records its producer wrote
+    const std::byte* concatenated = nullptr;  // matvec, experts: the products' weights as one matrix (null: apart)
+    const std::byte* concatenated_bias = nullptr;  // experts: the products' biases side by side (null: none)
     const resolved* carried = nullptr;        // matvec, top_k: the step it carries (st->carries)
 };
 
@@ -118,7 +126,8 @@ inline void norm(const context& cx, const resolved& r, int64_t n) {
     ops::add_rms_norm_mul(a, b, st.sum >= 0 ? cx.f(st.sum) : nullptr, cx.f_or_null(st.node), w,
                           st.product >= 0 ? cx.f_or_null(st.product) : nullptr, len, cols * (nd.ne0 / len), nd.eps,
                           cx.stream, cx.launch, r.rounded,
-                          /*w_is_constant=*/true);  // the lowering fuses a product with a weight only
+                          /*w_is_constant=*/true,  // the lowering fuses a product with a weight only
+                          r.rounded_chunk_cols);
 }
 
 // The epilogue that finishes the carried swiglu r.carried for the columns from c0 on of a launch
@@ -234,6 +243,8 @@ inline std::size_t attention_scratch_bytes(const graph::graph& g, const graph::n
 inline std::size_t counter_bytes(const graph::graph& g, const graph::node& nd) {
     if (nd.op == graph::op::argmax) return ops::argmax_counter_bytes(nd.ne1);
     if (nd.op == graph::op::swiglu) return std::size_t(nd.ne0 / 32) * sizeof(int32_t);  // a carrier's epilogue
+    if (nd.op == graph::op::weighted_sum)  // an experts step's epilogue: one per token and row tile
+        return std::size_t((nd.ne0 + detail::mmvq_tile_rows - 1) / detail::mmvq_tile_rows * nd.ne1) * sizeof(int32_t);
     if (nd.op != graph::op::attention || !ops::split_attention_supports(nd.attention, g.nodes()[std::size_t(nd.src[1])].type))
         return 0;
     return ops::split_attention_counter_bytes(nd.attention, nd.ne1);
@@ -282,12 +293,88 @@ inline void attention(const context& cx, const resolved& r, int64_t n) {
     if (r.rounded && !combine_rounds) quantize_chunks(out, nd.ne0, cols, r.rounded, cx.stream, cx.launch);
 }
 
-inline void swiglu(const context& cx, const resolved& r, int64_t n) {
+inline void swiglu(const context& cx, const resolved& r, int64_t n) {  // swiglu or swiglu_oai
     const graph::step& st = *r.st;
     const graph::node& nd = cx.node(st.node);
     const columns_at gate = cx.columns(nd.src[0]), up = cx.columns(nd.src[1]);
+    const ops::gated_activation act{nd.op == graph::op::swiglu_oai, nd.alpha, nd.limit};
     ops::swiglu_round(gate.f(), gate.stride, up.f(), up.stride, cx.f_or_null(st.node), r.rounded, nd.ne0,
-                      cx.cols(st.node, n), cx.stream, cx.launch);
+                      cx.cols(st.node, n), cx.stream, cx.launch, act, r.rounded_chunk_cols);
+}
+
+// The experts step: x's records (from its producer, or quantized here into the step's scratch),
+// then one mmvq_id launch over both products' experts side by side where the program uploaded
+// them so (and their biases, where there are), else one per product, each adding its bias.
+template <class Types>
+void experts(const context& cx, const resolved& r, int64_t n) {
+    const graph::step& st = *r.st;
+    const graph::node& first = cx.node(st.nodes[0]);  // a mul_mat_id
+    const graph::node& w0 = cx.node(first.src[0]);
+    const int64_t k = w0.ne0, cols = cx.cols(st.x, n), n_used = cx.node(first.src[2]).ne0;
+    const int64_t rows = w0.ne1 / first.n_expert;
+    prepared_activations xp{r.rounded_in, k, cx.node(st.x).ne0 / k, cols, 1};
+    if (!r.rounded_in) {
+        input_columns xs;
+        xs.data = cx.f(st.x);
+        xs.length = k;
+        xs.ncols = xp.ncols;
+        xs.batch2 = cols;
+        xs.stride2 = cx.p->col_stride[std::size_t(st.x)];
+        xp = quantize_id_activations(xs, r.scratch, r.scratch_bytes, cx.stream, cx.launch);
+    }
+    expert_ids_view ids;
+    ids.data = reinterpret_cast<const int32_t*>(cx.at(first.src[2]));
+    ids.n_tokens = cols;
+    ids.n_used = n_used;
+    // The products: each mul_mat_id, or the add_id of its bias after it.
+    mmvq_epilogue epilogue;
+    auto launch = [&](const void* weights, int64_t batches, int32_t out, int64_t halves, const float* bias) {
+        const graph::node& w = cx.node(first.src[0]);
+        check(is_in<Types>(w.type), errc::unsupported_type, [&] {
+            return std::string("cuda backend: experts of type ") + name(w.type) + ": this backend takes the block types " +
+                   llmrt::detail::type_names(Types{});
+        });
+        qmatrix_view e;
+        e.type = w.type;
+        e.data = weights;
+        e.rows = rows;
+        e.k = k;
+        e.batch2 = batches;
+        output_columns y;
+        y.data = cx.f(out);
+        y.length = rows;
+        y.ncols = halves * n_used;
+        y.batch2 = cols;
+        y.stride2 = cx.p->col_stride[std::size_t(out)];
+        mmvq_id_prepared(e, xp, ids, y, cx.stream, cx.launch, int32_t(halves), bias, epilogue);
+    };
+    auto product_of = [&](std::size_t i) {
+        return i + 1 < st.nodes.size() && cx.node(st.nodes[i + 1]).op == graph::op::add_id ? st.nodes[i + 1] : st.nodes[i];
+    };
+    if (r.concatenated) {
+        launch(r.concatenated, 2 * first.n_expert, product_of(0), 2, reinterpret_cast<const float*>(r.concatenated_bias));
+        return;
+    }
+    if (r.carried) {  // the weighted_sum of the one product's slots (graph/lower.hpp)
+        const int32_t ws = r.carried->st->node;
+        const int64_t tiles = (rows + detail::mmvq_tile_rows - 1) / detail::mmvq_tile_rows;
+        check(cx.counter_bytes >= std::size_t(tiles * cols) * sizeof(int32_t), errc::invalid_argument,
+              "cuda backend: an experts step carrying weighted_sum without room for its counters");
+        epilogue.kind = mmvq_finish::weighted_sum;
+        epilogue.weights = cx.f(cx.node(ws).src[1]);
+        epilogue.out = cx.f(ws);
+        epilogue.out_stride = cx.p->col_stride[std::size_t(ws)];
+        epilogue.slots = int32_t(n_used);
+        epilogue.counters = cx.counters;
+    }
+    for (std::size_t i = 0; i < st.nodes.size(); ++i) {
+        const graph::node& mm = cx.node(st.nodes[i]);
+        if (mm.op != graph::op::mul_mat_id) continue;
+        const int32_t out = product_of(i);
+        check(cx.node(mm.src[0]).type == w0.type && cx.node(mm.src[0]).ne0 == k && cx.node(mm.src[0]).ne1 == w0.ne1,
+              errc::invalid_argument, "cuda backend: an experts step's products have experts of one type and shape");
+        launch(cx.at(mm.src[0]), mm.n_expert, out, 1, out != st.nodes[i] ? cx.f(cx.node(out).src[1]) : nullptr);
+    }
 }
 
 // all_reduce or all_gather of cols columns (basic_program::check_collective checked the group,
@@ -385,10 +472,12 @@ void node(const context& cx, const resolved& r, int64_t n) {
             ops::argmax(a, reinterpret_cast<int32_t*>(cx.at(id)), src(0).ne0, cols, r.scratch, r.scratch_bytes, cx.counters,
                         cx.counter_bytes, stream, lo);
             return;
-        case graph::op::top_k: {  // with the expert_weights it carries (graph/lower.hpp), in one launch
+        case graph::op::top_k: {  // with the softmax before it and the expert_weights it carries (graph/lower.hpp)
             const int32_t w = r.carried ? r.carried->st->node : -1;
+            const bool softmax = r.st->nodes.size() == 2;  // the step's first node: the softmax x is
             ops::top_k(a, reinterpret_cast<int32_t*>(cx.at(id)), src(0).ne0, nd.ne0, cols, stream, lo,
-                       w >= 0 ? cx.f(w) : nullptr, w >= 0 ? cx.node(w).norm : graph::expert_norm::none);
+                       w >= 0 ? cx.f(w) : nullptr, w >= 0 ? cx.node(w).norm : graph::expert_norm::none,
+                       softmax ? cx.f(cx.node(r.st->nodes[0]).src[0]) : nullptr);
             return;
         }
         case graph::op::expert_weights:
@@ -421,6 +510,7 @@ void run(const context& cx, const resolved& r, int64_t n) {
         case graph::step_kind::rope_cache: rope_cache(cx, r, n); return;
         case graph::step_kind::attention: attention(cx, r, n); return;
         case graph::step_kind::swiglu: swiglu(cx, r, n); return;
+        case graph::step_kind::experts: experts<Types>(cx, r, n); return;
     }
 }
 

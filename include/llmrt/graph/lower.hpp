@@ -2,7 +2,9 @@
 // the units every backend runs. A step is one node, or a group of nodes one fused kernel (or a
 // short fixed sequence of kernels) computes:
 //
-//   op          one node as it is
+//   op          one node as it is; or, where the backend takes the experts steps, a router's softmax
+//               and the top_k of it (node: the top_k), when only the top_k and the expert_weights
+//               of its picks read the probabilities
 //   norm        [s = a + b] -> n = rms_norm(s or x) -> [p = n ⊙ w]      (w: a one-column weight;
 //               a grouped rms_norm (no add) with w one group long where the backend takes it,
 //               else it stays an op step, as does a w of any other length)
@@ -11,11 +13,14 @@
 //   rope_cache  q' = rope(q), k' = rope(k), K[pos] = k', V[pos] = v   (the inputs of one attention;
 //               both ropes with the same parameters, YaRN's included, and frequency factors)
 //   attention   one attention node (the CUDA backend splits it over the cache and combines)
+//   experts     the quantized mul_mat_ids that read one activation x with one ids list (the
+//               experts' gate and up), each with the add_id of its bias where that add_id is the
+//               product's only reader: x is rounded through Q8_1 once for all of them
 //
 // A fused step carries every parameter of its nodes (a rope's YaRN terms, an attention's window
 // and sinks): a backend that cannot compute one refuses the node when it prepares the plan,
 // whatever step holds it, rather than run the step without it.
-//   swiglu      one swiglu node
+//   swiglu      one swiglu node, or one swiglu_oai node where the backend takes the experts steps
 //
 // Fusion never changes a value: every fused step computes the bits of its nodes run one by one
 // (the CPU backend runs both forms, and the tests hold them against each other). What fusion
@@ -25,11 +30,17 @@
 //                cache write) is never written: storage::none in the plan
 //   rounds       a step whose result is read only by quantized mul_mats writes the result's Q8_1
 //                rounding for them (the backend's layout, backend::rounded_bytes) and, unless the
-//                result is an output or read elsewhere, not the result itself
+//                result is an output or read elsewhere, not the result itself; the same for the
+//                quantized mul_mat_ids of one experts step (other readers, such as the float
+//                router, then read the result itself, which stays written), whose slots are
+//                whole Q8_1 blocks
 //   stacked      a matvec step whose products are read only by one later step (the rope_cache
 //                that takes q, k and v; the swiglu that takes gate and up) writes them as one
 //                block: column c of product i at block + c·rows_total + row_offset_i (floats),
-//                which a backend may fill with one launch over the products' weights side by side
+//                which a backend may fill with one launch over the products' weights side by side;
+//                the same for an experts step's two products (an add_id's result where the bias
+//                is folded in, its mul_mat_id then internal) read by one swiglu step: a token's
+//                column is gate's n_used slots, then up's
 //   carries      a stacked gate/up matvec step whose swiglu is the very next step, of a length
 //                that is whole Q8_1 blocks (gate and up rows 32g .. 32g + 31 make block g of the
 //                result): a backend may finish the swiglu in the mat-vec kernel's epilogue, where
@@ -37,7 +48,9 @@
 //                so they never share bytes with what the matvec step reads; and an op step
 //                top_k carries a later op step expert_weights of the values it ranked, with the
 //                ids it picked: both inputs exist when the picks are made, and the chosen values
-//                are in hand there
+//                are in hand there; and an experts step of one product (the experts' down) carries
+//                the weighted_sum of its slots that alone reads it, when the weights come from an
+//                earlier step: the last CTA of each row tile adds the slots there
 //
 // The pass also collects the index checks every backend makes before a run (ids of get_rows,
 // positions of rope, set_rows and attention), so that bad ids are an llmrt::error everywhere.
@@ -55,7 +68,7 @@
 
 namespace llmrt::graph {
 
-enum class step_kind : uint8_t { op, norm, matvec, rope_cache, attention, swiglu };
+enum class step_kind : uint8_t { op, norm, matvec, rope_cache, attention, swiglu, experts };
 
 inline const char* to_string(step_kind k) noexcept {
     switch (k) {
@@ -65,6 +78,7 @@ inline const char* to_string(step_kind k) noexcept {
         case step_kind::rope_cache: return "rope_cache";
         case step_kind::attention: return "attention";
         case step_kind::swiglu: return "swiglu";
+        case step_kind::experts: return "experts";
     }
     return "unknown step";
 }
@@ -80,8 +94,9 @@ struct lower_options {
     bool carry_swiglu = true;     // the gate/up matvec step carries the swiglu after it (see above)
     bool carry_expert_weights = true;  // a top_k step carries the expert_weights of its picks (see above)
     bool grouped_norms = true;    // a grouped rms_norm (and its product with a group-long weight) as a norm step
+    bool experts = true;          // experts steps, their roundings, and swiglu_oai as a swiglu step
 
-    static lower_options unfused() { return {false, false, false, false, false, false, false, false, false}; }
+    static lower_options unfused() { return {false, false, false, false, false, false, false, false, false, false}; }
 };
 
 struct step {
@@ -91,7 +106,7 @@ struct step {
     int32_t node = -1;  // op, attention, swiglu: the node; norm: the rms_norm
     // norm: the residual add before the norm (-1: none) and the product with the norm's weight
     int32_t sum = -1, product = -1;
-    // matvec: the activation the mul_mats (nodes) read; rope_cache: its four nodes
+    // matvec, experts: the activation the mul_mats (nodes) read; rope_cache: its four nodes
     int32_t x = -1;
     int32_t q_rope = -1, k_rope = -1, k_write = -1, v_write = -1;
 
@@ -99,9 +114,9 @@ struct step {
     // matvec step's index.
     int32_t rounds = -1;
     int32_t rounded_for = -1;
-    // matvec: the index of the step that rounded x for it (-1: it rounds x itself).
+    // matvec, experts: the index of the step that rounded x for it (-1: it rounds x itself).
     int32_t rounded_by = -1;
-    // matvec: the products are stacked (see above); rows_total is the sum of their rows.
+    // matvec, experts: the products are stacked (see above); rows_total is the sum of their rows.
     bool stacked = false;
     int64_t rows_total = 0;
     // matvec, top_k: the index of the step it carries (-1: none); a carried step: its carrier.
@@ -195,6 +210,31 @@ private:
     bool quantized_mul_mat(int32_t id) const {
         return nd(id).op == op::mul_mat && !float_matrix_type(nd(nd(id).src[0]).type);
     }
+    // A mul_mat_id an experts step takes: quantized experts whose k is whole Q8_1 blocks (so that
+    // the blocks of a token's slots are the blocks of its column).
+    bool expert_mul_mat(int32_t id) const {
+        const node& w = nd(nd(id).src[0]);
+        return o_.experts && nd(id).op == op::mul_mat_id && !float_matrix_type(w.type) && w.ne0 % 32 == 0;
+    }
+    // The top_k of softmax `id` when only it and expert_weights of the same values and picks read
+    // them (-1: none).
+    int32_t top_k_of_softmax(int32_t id) const {
+        int32_t t = -1;
+        for (int32_t r : readers_[id])
+            if (nd(r).op == op::top_k && nd(r).src[0] == id) t = r;
+        if (t < 0) return -1;
+        for (int32_t r : readers_[id])
+            if (r != t && !(nd(r).op == op::expert_weights && nd(r).src[0] == id && nd(r).src[1] == t)) return -1;
+        return t;
+    }
+    // The add_id that adds a bias to mul_mat_id `id`'s result with the same ids, when it is the
+    // result's only reader (-1: none).
+    int32_t bias_of(int32_t id) const {
+        if (readers_.output[std::size_t(id)] || readers_[id].size() != 1) return -1;
+        const int32_t r = readers_[id][0];
+        const node& a = nd(r);
+        return a.op == op::add_id && a.src[0] == id && a.src[2] == nd(id).src[2] && nd(a.src[1]).op == op::weight ? r : -1;
+    }
 
     // Whether every node the step reads from outside itself has been computed.
     bool ready(const step& s) const {
@@ -218,7 +258,11 @@ private:
         }
         if (s.kind == step_kind::norm && s.product >= 0) out_.internal[std::size_t(s.node)] = 1;
         if (s.kind == step_kind::rope_cache) out_.internal[std::size_t(s.k_rope)] = 1;
-        if (s.rounds >= 0 && !readers_.output[std::size_t(s.rounds)]) out_.internal[std::size_t(s.rounds)] = 1;
+        if (s.kind == step_kind::experts)  // a product whose bias the step adds is never written
+            for (int32_t id : s.nodes)
+                if (nd(id).op == op::add_id) out_.internal[std::size_t(nd(id).src[0])] = 1;
+        if (s.rounds >= 0 && !readers_.output[std::size_t(s.rounds)] && only_rounding_readers(s.rounds))
+            out_.internal[std::size_t(s.rounds)] = 1;
         out_.steps.push_back(std::move(s));
     }
 
@@ -244,13 +288,23 @@ private:
             // product's weight one group long), else an op step, as its product is.
             if (n.op == op::rms_norm && (n.group == 0 || o_.grouped_norms)) return norm_step(id, -1);
         }
+        if (o_.experts && o_.carry_expert_weights && n.op == op::softmax) {
+            const int32_t t = top_k_of_softmax(id);
+            if (t >= 0) {  // the router's probabilities and their top k: one op step, top_k its node
+                step s = single(step_kind::op, t);
+                s.nodes = {id, t};
+                return s;
+            }
+        }
         if (o_.matvec_groups && quantized_mul_mat(id)) return matvec_step(id);
+        if (expert_mul_mat(id)) return experts_step(id);
         if (o_.rope_cache && (n.op == op::rope || n.op == op::set_rows)) {
             step s = rope_cache_step(id);
             if (s.kind == step_kind::rope_cache) return s;
         }
         if (o_.fused_ops && n.op == op::attention) return rounding(single(step_kind::attention, id), id);
-        if (o_.fused_ops && n.op == op::swiglu) return rounding(single(step_kind::swiglu, id), id);
+        if (o_.fused_ops && (n.op == op::swiglu || (o_.experts && n.op == op::swiglu_oai)))
+            return rounding(single(step_kind::swiglu, id), id);
         return single(step_kind::op, id);
     }
 
@@ -280,16 +334,66 @@ private:
         return rounding(std::move(s), s.product >= 0 ? s.product : norm);
     }
 
-    // A producer whose result only quantized mul_mats read rounds it for them.
+    // A producer whose result only quantized mul_mats read rounds it for them; so does one whose
+    // result the mul_mat_ids of one experts step read as x, whoever else reads it.
     step rounding(step s, int32_t result) {
         if (!o_.round_in_producer) return s;
         const auto& readers = readers_[result];
         if (readers.empty() || nd(result).ne0 % 32 != 0) return s;
-        for (int32_t r : readers)
-            if (!quantized_mul_mat(r) || nd(r).src[1] != result) return s;
-        s.rounds = result;
+        if (only_quantized_readers(result)) {
+            s.rounds = result;
+            return s;
+        }
+        int32_t ids = -1;
+        for (int32_t r : readers) {
+            if (quantized_mul_mat(r)) return s;  // a matvec step too: one rounding goes to one step
+            if (nd(r).op != op::mul_mat_id) continue;
+            if (!expert_mul_mat(r) || nd(r).src[1] != result || (ids >= 0 && nd(r).src[2] != ids)) return s;
+            ids = nd(r).src[2];
+        }
+        if (ids >= 0) s.rounds = result;
         return s;
     }
+    // Whether every reader takes the result's rounding (then the result itself is never written).
+    bool only_rounding_readers(int32_t result) const {
+        for (int32_t r : readers_[result])
+            if (!(quantized_mul_mat(r) || expert_mul_mat(r)) || nd(r).src[1] != result) return false;
+        return true;
+    }
+    bool only_quantized_readers(int32_t result) const {
+        for (int32_t r : readers_[result])
+            if (!quantized_mul_mat(r) || nd(r).src[1] != result) return false;
+        return true;
+    }
+
+    // The expert mul_mat_ids of x and ids, each with its bias's add_id; stacked when one swiglu
+    // step reads both products, gate then up.
+    step experts_step(int32_t first) {
+        step s;
+        s.kind = step_kind::experts;
+        s.x = nd(first).src[1];
+        const int32_t ids = nd(first).src[2];
+        std::vector<int32_t> products;
+        for (int32_t id : order_) {
+            if (emitted_[std::size_t(id)] || !expert_mul_mat(id) || nd(id).src[1] != s.x || nd(id).src[2] != ids ||
+                nd(id).n_expert != nd(first).n_expert)
+                continue;
+            s.nodes.push_back(id);
+            const int32_t bias = bias_of(id);
+            if (bias >= 0) s.nodes.push_back(bias);
+            products.push_back(bias >= 0 ? bias : id);
+        }
+        if (o_.stack_products && o_.fused_ops && products.size() == 2 && readers_.only_read_by(products[0], reader_of(products[0])) &&
+            readers_.only_read_by(products[1], reader_of(products[0]))) {
+            const node& act = nd(reader_of(products[0]));
+            if ((act.op == op::swiglu || act.op == op::swiglu_oai) && act.src[0] == products[0] && act.src[1] == products[1]) {
+                s.stacked = true;
+                s.rows_total = nd(products[0]).ne0 + nd(products[1]).ne0;
+            }
+        }
+        return s;
+    }
+    int32_t reader_of(int32_t id) const { return readers_[id].empty() ? -1 : readers_[id][0]; }
 
     step matvec_step(int32_t first) {
         step s;
@@ -371,7 +475,7 @@ private:
     void link_rounding() {
         for (std::size_t i = 0; i < out_.steps.size(); ++i) {
             step& s = out_.steps[i];
-            if (s.kind == step_kind::matvec) {
+            if (s.kind == step_kind::matvec || s.kind == step_kind::experts) {
                 const int32_t producer = out_.step_of[std::size_t(s.x)];
                 if (producer >= 0 && out_.steps[std::size_t(producer)].rounds == s.x) {
                     s.rounded_by = producer;
@@ -404,6 +508,8 @@ private:
                     break;
                 }
             }
+        if (o_.experts)
+            for (std::size_t i = 0; i < out_.steps.size(); ++i) link_weighted_sum(i);
         if (!o_.carry_swiglu) return;
         for (std::size_t i = 0; i + 1 < out_.steps.size(); ++i) {
             step& s = out_.steps[i];
@@ -414,6 +520,29 @@ private:
             s.carries = int32_t(i + 1);
             next.carried_by = int32_t(i);
         }
+    }
+
+    // An experts step of one product (no stack) carries the weighted_sum that alone reads it,
+    // when the weights are computed by an earlier step: its launch's last CTA of each row tile
+    // and token adds the slots there.
+    void link_weighted_sum(std::size_t i) {
+        step& s = out_.steps[i];
+        if (s.kind != step_kind::experts || s.stacked || s.carries >= 0) return;
+        const int32_t product = s.nodes.back();
+        if (std::count_if(s.nodes.begin(), s.nodes.end(), [&](int32_t id) { return nd(id).op == op::mul_mat_id; }) != 1 ||
+            readers_[product].size() != 1)
+            return;
+        const int32_t ws = readers_[product][0];
+        if (nd(ws).op != op::weighted_sum || nd(ws).src[0] != product) return;
+        const int32_t j = out_.step_of[std::size_t(ws)];
+        int32_t weights_at = out_.step_of[std::size_t(nd(ws).src[1])];
+        if (j < 0 || weights_at < 0) return;
+        step& later = out_.steps[std::size_t(j)];
+        if (later.kind != step_kind::op || later.node != ws || later.carried_by >= 0) return;
+        if (out_.steps[std::size_t(weights_at)].carried_by >= 0) weights_at = out_.steps[std::size_t(weights_at)].carried_by;
+        if (weights_at >= int32_t(i)) return;
+        s.carries = j;
+        later.carried_by = int32_t(i);
     }
 
     void collect_checks() {

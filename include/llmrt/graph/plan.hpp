@@ -258,6 +258,7 @@ inline plan make_plan(const graph& g, const plan_sizes& sizes, plan_options opti
         int32_t last = si;
         for (int32_t id : s.nodes) {
             const auto i = std::size_t(id);
+            if (p.where[i] == storage::fused) continue;  // an experts step's product whose bias it adds
             p.col_stride[i] = s.rows_total;
             p.offset[i] = std::size_t(row) * sizeof(float);  // from the block's start, placed below
             row += nodes[i].ne0;

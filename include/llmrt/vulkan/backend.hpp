@@ -373,6 +373,8 @@ private:
             case graph::step_kind::rope_cache: steps::rope_cache(steps_, r, step, n); return;
             case graph::step_kind::attention: steps::attention(steps_, r, step, n); return;
             case graph::step_kind::swiglu: steps::swiglu(steps_, r, step, n); return;
+            case graph::step_kind::experts:  // lowering() turns them off
+                throw error(errc::invalid_argument, "vulkan backend: experts steps are not taken (lowering())");
         }
         const int32_t id = st.node;
         const graph::node& nd = node(id);
@@ -533,14 +535,16 @@ public:
 
     std::string_view name() const noexcept { return "vulkan"; }
 
-    // Every fusion but stacked products and carried steps (steps.hpp records each kind); the
-    // Q8_1 roundings producers write are in the layout of ops/mul_mat.hpp's scratch.
+    // Every fusion but stacked products, carried steps, grouped norms and the experts steps
+    // (steps.hpp records each kind); the Q8_1 roundings producers write are in the layout of
+    // ops/mul_mat.hpp's scratch.
     graph::lower_options lowering() const noexcept {
         graph::lower_options o;
         o.stack_products = false;
         o.carry_swiglu = false;
         o.carry_expert_weights = false;
         o.grouped_norms = false;
+        o.experts = false;
         return o;
     }
     std::size_t rounded_bytes(int64_t k, int64_t cols) const { return ops::detail::activation_scratch_bytes(k, cols); }

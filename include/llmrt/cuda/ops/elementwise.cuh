@@ -39,6 +39,13 @@ __global__ void __launch_bounds__(elementwise_threads)
 
 __device__ __forceinline__ float silu(float x) { return __fdiv_rn(x, __fadd_rn(1.0f, expf(-x))); }
 
+__device__ __forceinline__ float swiglu_oai_value(float gv, float uv, float alpha, float limit) {
+    const float g = limit < gv ? limit : gv;
+    const float u = uv < -limit ? -limit : limit < uv ? limit : uv;
+    const float s = __fdiv_rn(g, __fadd_rn(1.0f, expf(__fmul_rn(alpha, -g))));
+    return __fmul_rn(s, __fadd_rn(u, 1.0f));
+}
+
 template <int Gated>
 __global__ void __launch_bounds__(elementwise_threads)
     silu_kernel(const float* x, const float* up, float* y, int64_t count) {
@@ -55,11 +62,7 @@ __global__ void __launch_bounds__(Threads)
     enter_kernel();
     const int64_t i = int64_t(blockIdx.x) * Threads + threadIdx.x;
     if (i >= count) return;
-    const float gv = gate[i], uv = up[i];
-    const float g = limit < gv ? limit : gv;
-    const float u = uv < -limit ? -limit : limit < uv ? limit : uv;
-    const float s = __fdiv_rn(g, __fadd_rn(1.0f, expf(__fmul_rn(alpha, -g))));
-    y[i] = __fmul_rn(s, __fadd_rn(u, 1.0f));
+    y[i] = swiglu_oai_value(gate[i], up[i], alpha, limit);
 }
 
 // One warp per block of 32 values of a column: y = silu(gate) · up with gate and up read with
@@ -72,6 +75,9 @@ struct swiglu_round_args {
     float* y;           // dense (null: not kept)
     uint8_t* records;   // null: none
     int64_t n, cols;
+    int64_t chunk_cols;  // the records' chunks: 8 columns, or 1 (write_record)
+    int32_t oai;         // 1: swiglu_oai with alpha and limit
+    float alpha, limit;
 };
 
 constexpr int swiglu_round_warps = 8;
@@ -88,9 +94,12 @@ __global__ void __launch_bounds__(32 * Warps) swiglu_round_kernel(const swiglu_r
     if (item >= blocks * p.cols) return;
     const int64_t c = item / blocks, b = item % blocks, i = 32 * b + lane;
     float v = 0.0f;
-    if (i < p.n) v = __fmul_rn(silu(p.gate[c * p.gate_stride + i]), p.up[c * p.up_stride + i]);
+    if (i < p.n) {
+        const float gv = p.gate[c * p.gate_stride + i], uv = p.up[c * p.up_stride + i];
+        v = p.oai ? swiglu_oai_value(gv, uv, p.alpha, p.limit) : __fmul_rn(silu(gv), uv);
+    }
     if (p.y && i < p.n) p.y[c * p.n + i] = v;
-    if (p.records) write_record(p.records, p.n, p.cols, c, b, v, lane);
+    if (p.records) write_record(p.records, p.n, p.cols, c, b, v, lane, p.chunk_cols);
 }
 
 inline void binary(binary_op op, const float* a, const float* b, float* y, int64_t n, int64_t cols, bool broadcast_b,
@@ -144,18 +153,27 @@ inline void swiglu_oai(const float* gate, const float* up, float* y, int64_t cou
                    gate, up, y, count, alpha, limit);
 }
 
-// The swiglu step: y = silu(gate) ⊙ up over cols columns of n, gate and up with column strides,
-// y dense (null: not kept) and, when records is given, the Q8_1 records of y
-// (rounded_records_bytes(n, cols) bytes; n a multiple of 32).
+// The swiglu step's activation: swiglu, or swiglu_oai with its alpha and limit.
+struct gated_activation {
+    bool oai = false;
+    float alpha = 0.0f, limit = 0.0f;
+};
+
+// The swiglu step: y = silu(gate) ⊙ up (or swiglu_oai) over cols columns of n, gate and up with
+// column strides, y dense (null: not kept) and, when records is given, the Q8_1 records of y
+// (rounded_records_bytes(n, cols) bytes; n a multiple of 32) in chunks of record_chunk_cols
+// columns (ops/records.cuh).
 inline void swiglu_round(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride, float* y,
-                         void* records, int64_t n, int64_t cols, cudaStream_t stream, const launch_options& o = {}) {
+                         void* records, int64_t n, int64_t cols, cudaStream_t stream, const launch_options& o = {},
+                         gated_activation act = {}, int64_t record_chunk_cols = 8) {
     const char* op = "cuda::ops::swiglu";
     if (n == 0 || cols == 0) return;
     check(!records || n % 32 == 0, errc::shape_mismatch, [&] {
         return std::string(op) + ": Q8_1 records need a length that is a multiple of 32, got " + std::to_string(n);
     });
     const int64_t items = (n + 31) / 32 * cols;
-    const detail::swiglu_round_args a{gate, up, gate_stride, up_stride, y, static_cast<uint8_t*>(records), n, cols};
+    const detail::swiglu_round_args a{gate, up,  gate_stride, up_stride, y, static_cast<uint8_t*>(records), n, cols,
+                                      record_chunk_cols, act.oai ? 1 : 0, act.alpha, act.limit};
     detail::launch(op, detail::swiglu_round_kernel<detail::swiglu_round_warps>, dim3(detail::blocks_for(items, detail::swiglu_round_warps, op)),
                    dim3(32 * detail::swiglu_round_warps), 0, stream, o, a);
 }

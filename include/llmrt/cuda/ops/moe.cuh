@@ -3,7 +3,8 @@
 //
 //   top_k           one warp per column: k scans, pick j the first index of the largest value
 //                   after pick j − 1 in (value descending, index ascending) order; with the
-//                   expert_weights of the same values when the step carries them
+//                   expert_weights of the same values when the step carries them, and the
+//                   softmax before it when the step holds it (the router's probabilities)
 //   expert_weights  one thread per column: y_j = p[ids_j], with expert_norm::sum divided by
 //                   max(float(Σ_j y_j in double), 2⁻¹⁴) (__fdiv_rn: correctly rounded, as the CPU)
 //   weighted_sum    one thread per element: ((w₀x₀ + w₁x₁) + ...) with __fmul_rn/__fadd_rn, so no
@@ -24,6 +25,7 @@
 
 #include "llmrt/cuda/mmvq.cuh"
 #include "llmrt/cuda/ops/common.cuh"
+#include "llmrt/cuda/ops/norm.cuh"
 #include "llmrt/graph/node.hpp"
 
 namespace llmrt::cuda::ops {
@@ -58,6 +60,26 @@ __device__ inline void weigh_experts(float* y, int64_t k, graph::expert_norm nor
     }
 }
 
+// softmax (ops/norm.cuh's formula) of one column by one warp: the max, then per lane
+// e = exp(x − max) and their sum in double (lane's elements in order, then a butterfly), then
+// y = e · float(1 / sum), each lane rescaling what it wrote.
+__device__ inline void softmax_column(const float* x, float* y, int64_t n, int lane) {
+    float max = -INFINITY;
+    for (int64_t i = lane; i < n; i += 32) max = fmaxf(max, x[i]);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, offset));
+    double sum = 0.0;
+    for (int64_t i = lane; i < n; i += 32) {
+        const float e = expf(__fsub_rn(x[i], max));
+        y[i] = e;
+        sum += double(e);
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    const float inv = float(1.0 / sum);
+    for (int64_t i = lane; i < n; i += 32) y[i] = __fmul_rn(y[i], inv);
+}
+
 // One warp per column. Pick j is what the CPU's scan finds: among the values after pick j − 1 in
 // (value descending, index ascending) order, the first index of the largest; the lanes scan
 // strided slices and a butterfly keeps the larger value, or the lower index of equal ones. NaN is
@@ -67,15 +89,21 @@ __device__ inline void weigh_experts(float* y, int64_t k, graph::expert_norm nor
 // lane 0 from the picked values.
 // PerLane > 0: the column (n <= 32·PerLane) sits in registers, lane l holding x[l + 32r], read
 // once for the k scans; PerLane = 0: every scan reads the column again.
+// logits (when not null): x = softmax(logits) first, computed and written by the column's warp
+// (softmax_column below), which then ranks what it wrote.
 template <int Warps, int PerLane>
-__global__ void __launch_bounds__(32 * Warps)
-    top_k_kernel(const float* x, int32_t* y, float* w, int64_t n, int64_t k, int64_t cols, graph::expert_norm norm) {
+__global__ void __launch_bounds__(32 * Warps) top_k_kernel(const float* x, int32_t* y, float* w, int64_t n, int64_t k,
+                                                           int64_t cols, graph::expert_norm norm, const float* logits) {
     enter_kernel();
     const int64_t c = int64_t(blockIdx.x) * Warps + (threadIdx.x >> 5);
     const int lane = int(threadIdx.x) & 31;
     if (c >= cols) return;
     x += c * n;
     y += c * k;
+    if (logits) {
+        softmax_column(logits + c * n, const_cast<float*>(x), n, lane);
+        __syncwarp();  // the warp's writes are visible to its lanes
+    }
     [[maybe_unused]] float held[PerLane > 0 ? PerLane : 1];
     if constexpr (PerLane > 0) {
 #pragma unroll
@@ -163,15 +191,22 @@ __global__ void __launch_bounds__(Threads) add_id_kernel(const float* x, const f
 
 // x: cols columns of n floats; y: cols columns of k int32 (k <= n). weights (null: none): the
 // expert_weights(x, y, norm) of the same columns, cols × k floats, from the same launch.
+// logits (null: none): x = softmax(logits) is computed first and written to x, in the same
+// launch where a column fits the registers (n <= 256), else by the softmax kernel before.
 inline void top_k(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols, cudaStream_t stream,
-                  const launch_options& o = {}, float* weights = nullptr, graph::expert_norm norm = graph::expert_norm::none) {
+                  const launch_options& o = {}, float* weights = nullptr, graph::expert_norm norm = graph::expert_norm::none,
+                  const float* logits = nullptr) {
     const char* op = "cuda::ops::top_k";
     check(n >= 1 && k >= 1 && k <= n, errc::shape_mismatch,
           [&] { return std::string(op) + ": k = " + std::to_string(k) + " of columns of " + std::to_string(n); });
     if (cols == 0) return;
+    if (logits && n > 256) {
+        softmax(logits, const_cast<float*>(x), n, cols, stream, o);
+        logits = nullptr;
+    }
     auto run = [&](auto kernel) {
         detail::launch(op, kernel, dim3(detail::blocks_for(cols, detail::top_k_warps, op)), 32 * detail::top_k_warps, 0,
-                       stream, o, x, y, weights, n, k, cols, norm);
+                       stream, o, x, y, weights, n, k, cols, norm, logits);
     };
     // Up to 256 values (the experts of every MoE model so far) are held in registers.
     if (n <= 128)

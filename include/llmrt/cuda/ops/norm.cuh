@@ -40,6 +40,7 @@ struct norm_args {
     int64_t n;
     int64_t cols;        // the batch, for the records' chunk layout
     float eps;
+    int64_t chunk_cols;  // the records' chunks: 8 columns, or 1 (write_record)
 };
 
 // Columns longer than the wide kernel takes. Each thread reads back only the elements it wrote
@@ -80,7 +81,7 @@ __global__ void __launch_bounds__(Threads) rms_norm_kernel(const norm_args p) {
         const int64_t i = 32 * b + lane;
         float v = __fmul_rn(x[i], scale);
         if constexpr (Mul) v = __fmul_rn(v, p.w[i]);
-        write_record(p.records, p.n, p.cols, blockIdx.x, b, v, lane);
+        write_record(p.records, p.n, p.cols, blockIdx.x, b, v, lane, p.chunk_cols);
     }
 }
 
@@ -152,7 +153,7 @@ __global__ void __launch_bounds__(norm_wide_threads) rms_norm_wide_kernel(const 
         }
         // Records need n a multiple of 32, so a block is wholly inside or wholly past the column.
         if (p.records && int64_t(warp) * 32 + int64_t(j) * norm_wide_threads < p.n)
-            write_record(p.records, p.n, p.cols, blockIdx.x, warp + 32 * j, y, lane);
+            write_record(p.records, p.n, p.cols, blockIdx.x, warp + 32 * j, y, lane, p.chunk_cols);
     }
 }
 
@@ -183,18 +184,18 @@ __global__ void __launch_bounds__(Threads) softmax_kernel(const float* x, float*
 // sum = a + b (when b is given), norm = rms_norm(sum or a), product = norm ⊙ w (when w is given;
 // w one column of n): cols columns of n floats, one kernel. norm and product may be null (not
 // kept); records, when given, receive the Q8_1 rounding of the last result (rounded_records_bytes
-// (n, cols) bytes; n a multiple of 32).
+// (n, cols) bytes; n a multiple of 32) in chunks of record_chunk_cols columns (ops/records.cuh).
 // w_is_constant: no kernel writes w (a weight), so it may be read before the previous kernel ends.
 inline void add_rms_norm_mul(const float* a, const float* b, float* sum, float* norm, const float* w, float* product,
                              int64_t n, int64_t cols, float eps, cudaStream_t stream, const launch_options& o = {},
-                             void* records = nullptr, bool w_is_constant = false) {
+                             void* records = nullptr, bool w_is_constant = false, int64_t record_chunk_cols = 8) {
     const char* op = "cuda::ops::rms_norm";
     if (n == 0 || cols == 0) return;
     check(cols <= 0x7fffffff, errc::invalid_argument, "cuda::ops::rms_norm: too many columns");
     check(!records || n % 32 == 0, errc::shape_mismatch, [&] {
         return "cuda::ops::rms_norm: Q8_1 records need a length that is a multiple of 32, got " + std::to_string(n);
     });
-    const detail::norm_args p{a, b, sum, norm, w, product, static_cast<uint8_t*>(records), n, cols, eps};
+    const detail::norm_args p{a, b, sum, norm, w, product, static_cast<uint8_t*>(records), n, cols, eps, record_chunk_cols};
     const dim3 grid(static_cast<unsigned>(cols));
     if (n <= 8 * detail::norm_wide_threads) {
         const int per_thread = n <= 1024 ? 1 : n <= 2048 ? 2 : n <= 4096 ? 4 : 8;

@@ -2,7 +2,8 @@
 // activation records (activations.cuh), in the chunks mul_mat_quantized reads. For `cols`
 // columns of k values, chunk i holds columns 8i .. 8i + w − 1 (w = min(8, cols − 8i)) at byte
 // i · activation_scratch_bytes(k, 8), laid out as records of w columns; so a producer that knows
-// the batch writes exactly what quantize_activations would have written for each chunk.
+// the batch writes exactly what quantize_activations would have written for each chunk. For
+// mul_mat_id (an experts step) the chunks are one column wide.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -32,11 +33,13 @@ __device__ __forceinline__ void write_chunk_record(uint8_t* chunk, int64_t width
 
 // One warp holds the 32 values of block b (elements 32b .. 32b + 31) of column c, one per lane,
 // and writes their Q8_1 record: bit for bit what quantize_activations writes for them.
+// chunk_cols: 8 (mul_mat's chunks), or 1: each column a batch of one column (what mmvq_id
+// quantizes for mul_mat_id; such records take no more bytes than the chunks of 8 do).
 __device__ __forceinline__ void write_record(uint8_t* records, int64_t k, int64_t cols, int64_t c, int64_t b, float x,
-                                             int lane) {
-    const int64_t chunk = c / 8;
-    const int64_t width = cols - chunk * 8 < 8 ? cols - chunk * 8 : 8;
-    write_chunk_record(records + chunk * (k / 32) * activation_record_bytes(8), width, c % 8, b, x, lane);
+                                             int lane, int64_t chunk_cols = 8) {
+    const int64_t chunk = c / chunk_cols;
+    const int64_t width = cols - chunk * chunk_cols < chunk_cols ? cols - chunk * chunk_cols : chunk_cols;
+    write_chunk_record(records + chunk * (k / 32) * activation_record_bytes(chunk_cols), width, c % chunk_cols, b, x, lane);
 }
 
 }  // namespace detail
