@@ -395,3 +395,38 @@ TEST_CASE("the router's softmax and its top_k are one step, and the down's exper
         CHECK((p.offset[o_] + p.bytes[o_] <= p.offset[d] || p.offset[d] + p.bytes[d] <= p.offset[o_]));
     }
 }
+
+TEST_CASE("a matvec step adds each product's bias, never writing the mul_mat, and stacks the sums for the rope_cache") {
+    model::llama_shape s;
+    s.architecture = "qwen2";  // Q/K/V biases
+    s.n_vocab = 300;
+    s.n_embd = 256;
+    s.n_ff = 512;
+    s.n_layer = 1;
+    s.n_head = 4;
+    s.n_head_kv = 2;
+    s.vocabulary = false;
+    const auto file = gguf::file::from_bytes(model::make_random_llama(s, qtype::q8_0, 7).to_bytes());
+    const auto weights = model::load_llama_weights(file);
+    const auto built = model::build_llama_graph(weights, 64, 2, qtype::f16);
+    const auto& g = built.g;
+    auto named = [&](const char* n) {
+        for (std::size_t i = 0; i < g.size(); ++i)
+            if (g.nodes()[i].name == n) return std::size_t(i);
+        FAIL("no node " << n);
+        return std::size_t(0);
+    };
+    cpu::backend cpu_backend;
+    for (bool biases : {true, false}) {
+        CAPTURE(biases);
+        graph::lower_options o;
+        o.matvec_biases = biases;
+        const auto p = graph::make_plan(g, cpu_sizes(g, cpu_backend), {}, o);
+        const auto qkv = std::size_t(p.step_of[named("blk.0.q")]);
+        CHECK(p.steps[qkv].kind == step_kind::matvec);
+        CHECK((p.step_of[named("blk.0.q_bias")] == int32_t(qkv)) == biases);
+        CHECK(p.steps[qkv].stacked == biases);  // the adds, not the rope_cache, read the products otherwise
+        CHECK((p.where[named("blk.0.q")] == graph::storage::fused) == biases);
+        if (biases) CHECK(p.col_stride[named("blk.0.k_bias")] == 256 + 2 * 64 + 2 * 64);
+    }
+}

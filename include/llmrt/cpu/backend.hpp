@@ -281,21 +281,30 @@ private:
         finish(s, result, cols);
     }
 
+    // Each product into its memory (the add's, where the step adds a bias, which follows it in
+    // place: the bits of the add node).
     void run_matvec(std::size_t s, int64_t n) const {
         const graph::step& st = plan_->steps[s];
-        for (int32_t id : st.nodes) {
+        for (std::size_t i = 0; i < st.nodes.size(); ++i) {
+            const int32_t id = st.nodes[i];
             const graph::node& nd = node(id);
+            if (nd.op != graph::op::mul_mat) continue;
+            const bool biased = i + 1 < st.nodes.size() && node(st.nodes[i + 1]).op == graph::op::add;
+            const int32_t out = biased ? st.nodes[i + 1] : id;
             const graph::node& w = node(nd.src[0]);
-            const int64_t cols = nd.batched ? n : nd.ne1;
-            const matvec_shape shape{w.ne1, w.ne0, cols, 0, plan_->col_stride[std::size_t(id)]};
+            const int64_t cols = nd.batched ? n : nd.ne1, stride = plan_->col_stride[std::size_t(out)];
+            const matvec_shape shape{w.ne1, w.ne0, cols, 0, stride};
             // Activations a producer rounded through Q8_1 are already what the q8_1 format makes
             // of them: the f32 dot of those values is the q8_1 dot, bit for bit.
             if (st.rounded_by >= 0)
-                mul_mat(w.type, address(nd.src[0]), rounded(std::size_t(st.rounded_by)), floats(id), shape,
+                mul_mat(w.type, address(nd.src[0]), rounded(std::size_t(st.rounded_by)), floats(out), shape,
                         activation_format::f32, scratch(s), plan_->scratch_bytes[s]);
             else
-                mul_mat(w.type, address(nd.src[0]), floats(nd.src[1]), floats(id), shape, activations_[std::size_t(id)],
+                mul_mat(w.type, address(nd.src[0]), floats(nd.src[1]), floats(out), shape, activations_[std::size_t(id)],
                         scratch(s), plan_->scratch_bytes[s]);
+            float* y = floats(out);
+            if (biased)
+                for (int64_t c = 0; c < cols; ++c) add(y + c * stride, floats(node(out).src[1]), y + c * stride, nd.ne0, 1, false);
         }
     }
 

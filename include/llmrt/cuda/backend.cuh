@@ -364,9 +364,9 @@ void basic_program<Types>::check_collective(const graph::node& nd) const {
 // Where every weight goes in the one weight buffer. The weights of a stacked matvec step's
 // products, when they share a type and k and appear nowhere else, go side by side with nothing
 // between them: one matrix of rows_total rows that one mmvq launch reads (concatenated[step] is
-// the first product's weight node, else -1). The same for a stacked experts step's two sets of
-// experts of one type and shape (one batch of 2 · n_expert matrices), and their biases where
-// both have one (concatenated_bias[step]: the first bias node, else -1).
+// the first product's weight node, else -1), and their biases where every product has one
+// (concatenated_bias[step]: the first bias node, else -1). The same for a stacked experts step's
+// two sets of experts of one type and shape (one batch of 2 · n_expert matrices).
 template <class Types>
 void basic_program<Types>::place_weights(std::vector<std::size_t>& offset, std::size_t& bytes,
                                          std::vector<int32_t>& concatenated, std::vector<int32_t>& concatenated_bias) const {
@@ -401,42 +401,45 @@ void basic_program<Types>::place_weights(std::vector<std::size_t>& offset, std::
     for (std::size_t si = 0; si < p.steps.size(); ++si) {
         const graph::step& st = p.steps[si];
         if (!st.stacked) continue;
-        if (st.kind == graph::step_kind::experts) {
-            std::vector<int32_t> experts, biases;
-            for (int32_t id : st.nodes) {
-                const graph::node& nd = nodes[std::size_t(id)];
-                if (nd.op == graph::op::mul_mat_id) experts.push_back(nd.src[0]);
-                else biases.push_back(nd.src[1]);  // an add_id
+        std::vector<int32_t> weights, biases;  // of the products, in order (an add's or add_id's bias)
+        for (int32_t id : st.nodes) {
+            const graph::node& nd = nodes[std::size_t(id)];
+            if (nd.op == graph::op::mul_mat || nd.op == graph::op::mul_mat_id) weights.push_back(nd.src[0]);
+            else biases.push_back(nd.src[1]);
+        }
+        if (st.kind == graph::step_kind::matvec) {
+            // Products of one type and k, each weight read once; their biases, where every
+            // product has one, side by side too.
+            const graph::node& w0 = nodes[std::size_t(weights[0])];
+            bool side_by_side = biases.empty() || biases.size() == weights.size();
+            for (int32_t w : weights) {
+                const graph::node& wn = nodes[std::size_t(w)];
+                side_by_side = side_by_side && wn.type == w0.type && wn.ne0 == w0.ne0 && !placed[std::size_t(w)] &&
+                               uses[std::size_t(w)] == 1 && is_in<Types>(wn.type);
             }
-            if (!twins(experts) || !is_in<Types>(nodes[std::size_t(experts[0])].type) || (!biases.empty() && !twins(biases)))
-                continue;
-            put_side_by_side(experts);
-            concatenated[si] = experts[0];
+            for (int32_t b : biases) side_by_side = side_by_side && !placed[std::size_t(b)] && uses[std::size_t(b)] == 1;
+            for (std::size_t a = 0; a < weights.size() && side_by_side; ++a)
+                for (std::size_t b = a + 1; b < weights.size(); ++b) side_by_side = side_by_side && weights[a] != weights[b];
+            for (std::size_t a = 0; a < biases.size() && side_by_side; ++a)
+                for (std::size_t b = a + 1; b < biases.size(); ++b) side_by_side = side_by_side && biases[a] != biases[b];
+            if (!side_by_side) continue;
+            put_side_by_side(weights);
+            concatenated[si] = weights[0];
             if (!biases.empty()) {
                 put_side_by_side(biases);
                 concatenated_bias[si] = biases[0];
             }
             continue;
         }
-        const graph::node& w0 = nodes[std::size_t(nodes[std::size_t(st.nodes[0])].src[0])];
-        bool side_by_side = true;
-        for (int32_t id : st.nodes) {
-            const int32_t w = nodes[std::size_t(id)].src[0];
-            const graph::node& wn = nodes[std::size_t(w)];
-            side_by_side = side_by_side && wn.type == w0.type && wn.ne0 == w0.ne0 && !placed[std::size_t(w)] &&
-                           uses[std::size_t(w)] == 1 && is_in<Types>(wn.type);
-        }
-        for (std::size_t a = 0; a < st.nodes.size() && side_by_side; ++a)
-            for (std::size_t b = a + 1; b < st.nodes.size(); ++b)
-                side_by_side = side_by_side && nodes[std::size_t(st.nodes[a])].src[0] != nodes[std::size_t(st.nodes[b])].src[0];
-        if (!side_by_side) continue;
-        bytes = round_up(bytes);
-        concatenated[si] = nodes[std::size_t(st.nodes[0])].src[0];
-        for (int32_t id : st.nodes) {
-            const auto w = std::size_t(nodes[std::size_t(id)].src[0]);
-            offset[w] = bytes;
-            bytes += p.bytes[w];
-            placed[w] = 1;
+        if (st.kind == graph::step_kind::experts) {  // two sets of experts of one type and shape
+            if (!twins(weights) || !is_in<Types>(nodes[std::size_t(weights[0])].type) || (!biases.empty() && !twins(biases)))
+                continue;
+            put_side_by_side(weights);
+            concatenated[si] = weights[0];
+            if (!biases.empty()) {
+                put_side_by_side(biases);
+                concatenated_bias[si] = biases[0];
+            }
         }
     }
     for (int32_t id : p.order) {

@@ -1256,7 +1256,7 @@ inline void check_quantizes_own_activations(const launch_options& options, const
 template <class B, int NCols>
 void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const output_columns& y, cudaStream_t stream,
                  const launch_options& options, const char* op, const std::string& shapes,
-                 const mmvq_epilogue& epilogue = {}) {
+                 const mmvq_epilogue& epilogue = {}, const float* bias = nullptr) {
     if (w.rows == 0) return;
     check_mmvq_pointers(w, x, y, op, shapes);
     check_mmvq_epilogue(epilogue, w.rows, y, x.ncols, x.batch2 * x.batch3, op, shapes);
@@ -1282,6 +1282,9 @@ void mmvq_launch(const qmatrix_view& w, const prepared_activations& x, const out
     p.ratio3 = int32_t(x.batch3 / w.batch3);
     p.activations = int32_t(options.activations);
     p.epilogue = epilogue;
+    check(!bias || (w.batch2 == 1 && w.batch3 == 1), errc::invalid_argument,
+          [&] { return std::string(op) + ": " + shapes + ": a bias needs one W"; });
+    p.bias = bias;
     const int64_t tiles = (w.rows + mmvq_tile_rows - 1) / mmvq_tile_rows;
     const int split = mmvq_split<B>(tiles * x.batch2 * x.batch3, p.nunits);
     const dim3 grid(unsigned(tiles), unsigned(x.batch2), unsigned(x.batch3));
@@ -1332,6 +1335,7 @@ struct mmvq_product {
     qmatrix_view w;
     output_columns y;
     mmvq_epilogue epilogue{};
+    const float* bias = nullptr;  // null, or one float per row of W, added to Y (y = sum + bias)
 };
 
 // Y_i = W_i·X for every product, as back-to-back launches on `stream` that share one prepared X
@@ -1370,7 +1374,7 @@ inline void mmvq_prepared_many(std::span<const mmvq_product> products, const pre
             using B = typename decltype(tag)::type;
             detail::with_ncols(x.ncols, [&](auto ncols) {
                 detail::mmvq_launch<B, decltype(ncols)::value>(products[i].w, x, products[i].y, stream, o, op,
-                                                               shapes_of(i), products[i].epilogue);
+                                                               shapes_of(i), products[i].epilogue, products[i].bias);
             });
         });
         ++launched;

@@ -74,7 +74,7 @@ struct resolved {
     int64_t rounded_chunk_cols = 8;         // their chunks (ops/records.cuh): 1 for an experts step
     const std::byte* rounded_in = nullptr;  // matvec, experts: the records its producer wrote
     const std::byte* concatenated = nullptr;  // matvec, experts: the products' weights as one matrix (null: apart)
-    const std::byte* concatenated_bias = nullptr;  // experts: the products' biases side by side (null: none)
+    const std::byte* concatenated_bias = nullptr;  // matvec, experts: the products' biases side by side (null: none)
     const resolved* carried = nullptr;        // matvec, top_k: the step it carries (st->carries)
 };
 
@@ -177,9 +177,10 @@ void matvec(const context& cx, const resolved& r, int64_t n) {
         xp.ncols = w;
         products.clear();
         int64_t row_offset = 0;  // of the next product in the stack
-        auto product = [&](const graph::node& wn, const void* wdata, int64_t rows, int32_t out) {
+        auto product = [&](const graph::node& wn, const void* wdata, int64_t rows, int32_t out, const float* bias) {
             mmvq_product pr;
             if (r.carried) pr.epilogue = carried_epilogue(cx, r, c0, row_offset);
+            pr.bias = bias;
             row_offset += rows;
             pr.w.type = wn.type;
             pr.w.data = wdata;
@@ -192,12 +193,20 @@ void matvec(const context& cx, const resolved& r, int64_t n) {
             pr.y.col_stride = y.stride;
             products.push_back(pr);
         };
+        // A product is a mul_mat, or the add of its bias after it (graph/lower.hpp).
+        auto product_of = [&](std::size_t i) {
+            return i + 1 < st.nodes.size() && cx.node(st.nodes[i + 1]).op == graph::op::add ? st.nodes[i + 1] : st.nodes[i];
+        };
         if (r.concatenated) {
-            product(cx.node(cx.node(st.nodes[0]).src[0]), r.concatenated, st.rows_total, st.nodes[0]);
+            product(cx.node(cx.node(st.nodes[0]).src[0]), r.concatenated, st.rows_total, product_of(0),
+                    reinterpret_cast<const float*>(r.concatenated_bias));
         } else {
-            for (int32_t id : st.nodes) {
-                const graph::node& wn = cx.node(cx.node(id).src[0]);
-                product(wn, cx.at(cx.node(id).src[0]), wn.ne1, id);
+            for (std::size_t i = 0; i < st.nodes.size(); ++i) {
+                const graph::node& mm = cx.node(st.nodes[i]);
+                if (mm.op != graph::op::mul_mat) continue;
+                const graph::node& wn = cx.node(mm.src[0]);
+                const int32_t out = product_of(i);
+                product(wn, cx.at(mm.src[0]), wn.ne1, out, out != st.nodes[i] ? cx.f(cx.node(out).src[1]) : nullptr);
             }
         }
         for (const mmvq_product& pr : products)

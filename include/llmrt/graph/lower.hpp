@@ -9,7 +9,9 @@
 //               a grouped rms_norm (no add) with w one group long where the backend takes it,
 //               else it stays an op step, as does a w of any other length)
 //   matvec      the quantized mul_mats that read one activation x: x is rounded through Q8_1
-//               once for all of them (by the step that produced x when it can, see `rounds`)
+//               once for all of them (by the step that produced x when it can, see `rounds`);
+//               each with the add of its bias (a one-column f32 weight) where that add is the
+//               product's only reader (the product then internal, the add's result the product)
 //   rope_cache  q' = rope(q), k' = rope(k), K[pos] = k', V[pos] = v   (the inputs of one attention;
 //               both ropes with the same parameters, YaRN's included, and frequency factors)
 //   attention   one attention node (the CUDA backend splits it over the cache and combines)
@@ -95,8 +97,9 @@ struct lower_options {
     bool carry_expert_weights = true;  // a top_k step carries the expert_weights of its picks (see above)
     bool grouped_norms = true;    // a grouped rms_norm (and its product with a group-long weight) as a norm step
     bool experts = true;          // experts steps, their roundings, and swiglu_oai as a swiglu step
+    bool matvec_biases = true;    // a matvec step adds each product's one-column bias (see above)
 
-    static lower_options unfused() { return {false, false, false, false, false, false, false, false, false, false}; }
+    static lower_options unfused() { return {false, false, false, false, false, false, false, false, false, false, false}; }
 };
 
 struct step {
@@ -258,9 +261,9 @@ private:
         }
         if (s.kind == step_kind::norm && s.product >= 0) out_.internal[std::size_t(s.node)] = 1;
         if (s.kind == step_kind::rope_cache) out_.internal[std::size_t(s.k_rope)] = 1;
-        if (s.kind == step_kind::experts)  // a product whose bias the step adds is never written
-            for (int32_t id : s.nodes)
-                if (nd(id).op == op::add_id) out_.internal[std::size_t(nd(id).src[0])] = 1;
+        if (s.kind == step_kind::experts || s.kind == step_kind::matvec)  // a product whose bias the step adds
+            for (int32_t id : s.nodes)                                        // is never written
+                if (nd(id).op == op::add_id || nd(id).op == op::add) out_.internal[std::size_t(nd(id).src[0])] = 1;
         if (s.rounds >= 0 && !readers_.output[std::size_t(s.rounds)] && only_rounding_readers(s.rounds))
             out_.internal[std::size_t(s.rounds)] = 1;
         out_.steps.push_back(std::move(s));
@@ -399,13 +402,19 @@ private:
         step s;
         s.kind = step_kind::matvec;
         s.x = nd(first).src[1];
+        std::vector<int32_t> products;
         for (int32_t id : order_)
-            if (!emitted_[std::size_t(id)] && quantized_mul_mat(id) && nd(id).src[1] == s.x) s.nodes.push_back(id);
-        if (o_.stack_products && s.nodes.size() > 1) {
+            if (!emitted_[std::size_t(id)] && quantized_mul_mat(id) && nd(id).src[1] == s.x) {
+                s.nodes.push_back(id);
+                const int32_t bias = o_.matvec_biases ? matvec_bias_of(id) : -1;
+                if (bias >= 0) s.nodes.push_back(bias);
+                products.push_back(bias >= 0 ? bias : id);
+            }
+        if (o_.stack_products && products.size() > 1) {
             // Stacked when one other step reads every product and nothing else does.
             int32_t reader = -1;
             bool one_reader = true;
-            for (int32_t id : s.nodes) {
+            for (int32_t id : products) {
                 if (readers_.output[std::size_t(id)] || readers_[id].empty()) one_reader = false;
                 for (int32_t r : readers_[id]) {
                     if (reader < 0) reader = stacked_reader(r);
@@ -414,10 +423,21 @@ private:
             }
             if (one_reader) {
                 s.stacked = true;
-                for (int32_t id : s.nodes) s.rows_total += nd(id).ne0;
+                for (int32_t id : products) s.rows_total += nd(id).ne0;
             }
         }
         return s;
+    }
+
+    // The add of a one-column bias weight to mul_mat `id`'s result, when it is the result's only
+    // reader (-1: none).
+    int32_t matvec_bias_of(int32_t id) const {
+        if (readers_.output[std::size_t(id)] || readers_[id].size() != 1) return -1;
+        const int32_t r = readers_[id][0];
+        const node& a = nd(r);
+        if (a.op != op::add || a.src[0] != id || a.src[1] == id) return -1;
+        const node& b = nd(a.src[1]);
+        return b.op == op::weight && b.type == qtype::f32 && b.ne1 == 1 && !b.batched && b.ne0 == nd(id).ne0 ? r : -1;
     }
 
     // The step kind that may read stacked products: the swiglu node, or the rope_cache step's
