@@ -430,3 +430,51 @@ TEST_CASE("a matvec step adds each product's bias, never writing the mul_mat, an
         if (biases) CHECK(p.col_stride[named("blk.0.k_bias")] == 256 + 2 * 64 + 2 * 64);
     }
 }
+
+TEST_CASE("q, k and v are stacked for per-head q/k norms as for the rope_cache, and the norms read the stack") {
+    model::llama_shape s;
+    s.architecture = "qwen3";  // per-head RMS norms on q and k
+    s.n_vocab = 300;
+    s.n_embd = 256;
+    s.n_ff = 512;
+    s.n_layer = 1;
+    s.n_head = 4;
+    s.n_head_kv = 2;
+    s.vocabulary = false;
+    const auto file = gguf::file::from_bytes(model::make_random_llama(s, qtype::q8_0, 7).to_bytes());
+    const auto weights = model::load_llama_weights(file);
+    const auto built = model::build_llama_graph(weights, 64, 3, qtype::f16);
+    const auto& g = built.g;
+    auto named = [&](const char* n) {
+        for (std::size_t i = 0; i < g.size(); ++i)
+            if (g.nodes()[i].name == n) return std::size_t(i);
+        FAIL("no node " << n);
+        return std::size_t(0);
+    };
+    cpu::backend cpu_backend;
+    for (bool grouped : {true, false}) {
+        CAPTURE(grouped);
+        graph::lower_options o;
+        o.grouped_norms = grouped;
+        const auto p = graph::make_plan(g, cpu_sizes(g, cpu_backend), {}, o);
+        const auto qkv = std::size_t(p.step_of[named("blk.0.q")]);
+        CHECK(p.steps[qkv].stacked == grouped);  // op steps read dense columns only
+        CHECK(p.col_stride[named("blk.0.k")] == (grouped ? 256 + 2 * 64 + 2 * 64 : 2 * 64));
+    }
+    // Batches and single tokens give the same bits (the norms read columns rows_total apart).
+    graph::executor<cpu::backend> ex(cpu_backend, g);
+    std::vector<float> batch(std::size_t(300 * 3)), one(300);
+    const std::vector<int32_t> tokens{5, 17, 250}, positions{0, 1, 2};
+    ex.write(built.tokens, std::span<const int32_t>(tokens));
+    ex.write(built.positions, std::span<const int32_t>(positions));
+    ex.run(3);
+    ex.read(built.logits, std::span<float>(batch));
+    graph::executor<cpu::backend> single(cpu_backend, g);
+    for (int t = 0; t < 3; ++t) {
+        single.write(built.tokens, std::span<const int32_t>(&tokens[std::size_t(t)], 1));
+        single.write(built.positions, std::span<const int32_t>(&positions[std::size_t(t)], 1));
+        single.run(1);
+        single.read(built.logits, std::span<float>(one));
+        CHECK(std::memcmp(one.data(), batch.data() + t * 300, 300 * sizeof(float)) == 0);
+    }
+}

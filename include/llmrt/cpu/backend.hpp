@@ -274,9 +274,14 @@ private:
         // The norm's own result is written where the product goes when it is not kept (mul reads
         // each element before writing it).
         float* normed = kept(st.node) ? floats(st.node) : y;
-        // A grouped norm: each group of `group` elements a column of its own, the weight one group long.
+        // A grouped norm: each group of `group` elements a column of its own, the weight one group
+        // long; its input may be a stacked product (columns further apart).
         const int64_t len = nd.group > 0 ? nd.group : nd.ne0, groups = cols * (nd.ne0 / len);
-        rms_norm(x, normed, len, groups, nd.eps);
+        const int64_t stride = st.sum >= 0 ? nd.ne0 : plan_->col_stride[std::size_t(nd.src[0])];
+        if (stride == nd.ne0)
+            rms_norm(x, normed, len, groups, nd.eps);
+        else
+            for (int64_t c = 0; c < cols; ++c) rms_norm(x + c * stride, normed + c * nd.ne0, len, nd.ne0 / len, nd.eps);
         if (st.product >= 0) mul(normed, floats(node(st.product).src[1]), y, len, groups, true);
         finish(s, result, cols);
     }

@@ -121,13 +121,13 @@ inline void norm(const context& cx, const resolved& r, int64_t n) {
     const float* b = st.sum >= 0 ? cx.f(cx.node(st.sum).src[1]) : nullptr;
     const float* w = st.product >= 0 ? cx.f(cx.node(st.product).src[1]) : nullptr;
     // A grouped norm (no add, no records: graph/lower.hpp): each group a column of its own, the
-    // weight one group long; the columns are dense (a norm's input is no stacked product).
+    // weight one group long; its input may be a stacked product (columns further apart).
     const int64_t len = nd.group > 0 ? nd.group : nd.ne0;
     ops::add_rms_norm_mul(a, b, st.sum >= 0 ? cx.f(st.sum) : nullptr, cx.f_or_null(st.node), w,
                           st.product >= 0 ? cx.f_or_null(st.product) : nullptr, len, cols * (nd.ne0 / len), nd.eps,
                           cx.stream, cx.launch, r.rounded,
                           /*w_is_constant=*/true,  // the lowering fuses a product with a weight only
-                          r.rounded_chunk_cols);
+                          r.rounded_chunk_cols, st.sum >= 0 ? 0 : cx.p->col_stride[std::size_t(nd.src[0])], nd.ne0 / len);
 }
 
 // The epilogue that finishes the carried swiglu r.carried for the columns from c0 on of a launch

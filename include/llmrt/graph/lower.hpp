@@ -36,8 +36,9 @@
 //                quantized mul_mat_ids of one experts step (other readers, such as the float
 //                router, then read the result itself, which stays written), whose slots are
 //                whole Q8_1 blocks
-//   stacked      a matvec step whose products are read only by one later step (the rope_cache
-//                that takes q, k and v; the swiglu that takes gate and up) writes them as one
+//   stacked      a matvec step whose products are read only by steps that take columns further
+//                apart (the rope_cache that takes q, k and v, or the grouped norms of q and k
+//                before it; the swiglu that takes gate and up) writes them as one
 //                block: column c of product i at block + c·rows_total + row_offset_i (floats),
 //                which a backend may fill with one launch over the products' weights side by side;
 //                the same for an experts step's two products (an add_id's result where the bias
@@ -411,17 +412,13 @@ private:
                 products.push_back(bias >= 0 ? bias : id);
             }
         if (o_.stack_products && products.size() > 1) {
-            // Stacked when one other step reads every product and nothing else does.
-            int32_t reader = -1;
-            bool one_reader = true;
+            // Stacked when only steps that take columns further apart read the products.
+            bool readers_take_stacks = true;
             for (int32_t id : products) {
-                if (readers_.output[std::size_t(id)] || readers_[id].empty()) one_reader = false;
-                for (int32_t r : readers_[id]) {
-                    if (reader < 0) reader = stacked_reader(r);
-                    one_reader = one_reader && stacked_reader(r) == reader && reader >= 0;
-                }
+                if (readers_.output[std::size_t(id)] || readers_[id].empty()) readers_take_stacks = false;
+                for (int32_t r : readers_[id]) readers_take_stacks = readers_take_stacks && stacked_reader(r) >= 0;
             }
-            if (one_reader) {
+            if (readers_take_stacks) {
                 s.stacked = true;
                 for (int32_t id : products) s.rows_total += nd(id).ne0;
             }
@@ -440,10 +437,11 @@ private:
         return b.op == op::weight && b.type == qtype::f32 && b.ne1 == 1 && !b.batched && b.ne0 == nd(id).ne0 ? r : -1;
     }
 
-    // The step kind that may read stacked products: the swiglu node, or the rope_cache step's
-    // first node (whichever of its nodes reads them). -1: none.
+    // The steps that may read stacked products: the swiglu node, a grouped norm (per-head q/k
+    // norms), or the rope_cache step's first node (whichever of its nodes reads them). -1: none.
     int32_t stacked_reader(int32_t reader) const {
         if (o_.fused_ops && nd(reader).op == op::swiglu) return reader;
+        if (o_.norms && o_.grouped_norms && nd(reader).op == op::rms_norm && nd(reader).group > 0) return reader;
         if (!o_.rope_cache) return -1;
         const step s = rope_cache_step(reader);
         return s.kind == step_kind::rope_cache ? s.q_rope : -1;

@@ -41,7 +41,15 @@ struct norm_args {
     int64_t cols;        // the batch, for the records' chunk layout
     float eps;
     int64_t chunk_cols;  // the records' chunks: 8 columns, or 1 (write_record)
+    // Without Add: group g (blockIdx.x) of x at x + (g / groups_per_col) · x_col_stride +
+    // (g % groups_per_col) · n (a grouped norm of a stacked product); with Add x is dense.
+    int64_t x_col_stride, groups_per_col;
 };
+
+__device__ __forceinline__ int64_t norm_input_base(const norm_args& p) {
+    const int64_t g = blockIdx.x;
+    return g / p.groups_per_col * p.x_col_stride + g % p.groups_per_col * p.n;
+}
 
 // Columns longer than the wide kernel takes. Each thread reads back only the elements it wrote
 // itself, so no barrier is needed between the passes besides the reduction's (whose barriers also
@@ -51,7 +59,7 @@ __global__ void __launch_bounds__(Threads) rms_norm_kernel(const norm_args p) {
     enter_kernel();
     __shared__ double partial[Threads / 32 + 1];
     const int64_t base = int64_t(blockIdx.x) * p.n;
-    const float* x = Add ? p.sum + base : p.x + base;
+    const float* x = Add ? p.sum + base : p.x + norm_input_base(p);
     double sum = 0.0;
     for (int64_t i = threadIdx.x; i < p.n; i += Threads) {
         float v;
@@ -115,6 +123,7 @@ __global__ void __launch_bounds__(norm_wide_threads) rms_norm_wide_kernel(const 
         }
     }
     float v[PerThread];
+    const int64_t in = Add ? base : norm_input_base(p);
 #pragma unroll
     for (int j = 0; j < PerThread; ++j) {
         const int64_t i = t + int64_t(j) * norm_wide_threads;
@@ -123,7 +132,7 @@ __global__ void __launch_bounds__(norm_wide_threads) rms_norm_wide_kernel(const 
             if constexpr (Add)
                 v[j] = __fadd_rn(p.x[base + i], p.b[base + i]);
             else
-                v[j] = p.x[base + i];
+                v[j] = p.x[in + i];
         }
     }
     double sum = 0.0;
@@ -185,17 +194,23 @@ __global__ void __launch_bounds__(Threads) softmax_kernel(const float* x, float*
 // w one column of n): cols columns of n floats, one kernel. norm and product may be null (not
 // kept); records, when given, receive the Q8_1 rounding of the last result (rounded_records_bytes
 // (n, cols) bytes; n a multiple of 32) in chunks of record_chunk_cols columns (ops/records.cuh).
+// Without b, the cols columns may be groups of x's columns: groups_per_col of them in each
+// column, the columns x_col_stride floats apart (0: dense); the results are dense.
 // w_is_constant: no kernel writes w (a weight), so it may be read before the previous kernel ends.
 inline void add_rms_norm_mul(const float* a, const float* b, float* sum, float* norm, const float* w, float* product,
                              int64_t n, int64_t cols, float eps, cudaStream_t stream, const launch_options& o = {},
-                             void* records = nullptr, bool w_is_constant = false, int64_t record_chunk_cols = 8) {
+                             void* records = nullptr, bool w_is_constant = false, int64_t record_chunk_cols = 8,
+                             int64_t x_col_stride = 0, int64_t groups_per_col = 1) {
     const char* op = "cuda::ops::rms_norm";
     if (n == 0 || cols == 0) return;
     check(cols <= 0x7fffffff, errc::invalid_argument, "cuda::ops::rms_norm: too many columns");
     check(!records || n % 32 == 0, errc::shape_mismatch, [&] {
         return "cuda::ops::rms_norm: Q8_1 records need a length that is a multiple of 32, got " + std::to_string(n);
     });
-    const detail::norm_args p{a, b, sum, norm, w, product, static_cast<uint8_t*>(records), n, cols, eps, record_chunk_cols};
+    check(groups_per_col >= 1 && (x_col_stride == 0 || (!b && x_col_stride >= groups_per_col * n)), errc::invalid_argument,
+          "cuda::ops::rms_norm: strided input columns are for a norm without add, each stride holding its groups");
+    const detail::norm_args p{a,    b,   sum, norm, w, product, static_cast<uint8_t*>(records), n, cols, eps, record_chunk_cols,
+                              x_col_stride ? x_col_stride : groups_per_col * n, groups_per_col};
     const dim3 grid(static_cast<unsigned>(cols));
     if (n <= 8 * detail::norm_wide_threads) {
         const int per_thread = n <= 1024 ? 1 : n <= 2048 ? 2 : n <= 4096 ? 4 : 8;
