@@ -19,6 +19,7 @@
 
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -60,24 +61,36 @@ __device__ inline void weigh_experts(float* y, int64_t k, graph::expert_norm nor
     }
 }
 
-// softmax (ops/norm.cuh's formula) of one column by one warp: the max, then per lane
-// e = exp(x − max) and their sum in double (lane's elements in order, then a butterfly), then
-// y = e · float(1 / sum), each lane rescaling what it wrote.
-__device__ inline void softmax_column(const float* x, float* y, int64_t n, int lane) {
+// softmax (ops/norm.cuh's formula) of one column of at most 32 · PerLane values by one warp,
+// into registers (lane l's elements l + 32r in held[r]) and y: the max, then per lane
+// e = exp(x − max) and their sum in double (the lane's elements in order, then a butterfly,
+// which leaves every lane the same sum), then y = e · float(1 / sum).
+template <int PerLane>
+__device__ inline void softmax_held(const float* x, float* y, float (&held)[PerLane], int64_t n, int lane) {
     float max = -INFINITY;
-    for (int64_t i = lane; i < n; i += 32) max = fmaxf(max, x[i]);
+#pragma unroll
+    for (int r = 0; r < PerLane; ++r) {
+        held[r] = lane + 32 * r < n ? x[lane + 32 * r] : 0.0f;
+        if (lane + 32 * r < n) max = fmaxf(max, held[r]);
+    }
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, offset));
     double sum = 0.0;
-    for (int64_t i = lane; i < n; i += 32) {
-        const float e = expf(__fsub_rn(x[i], max));
-        y[i] = e;
-        sum += double(e);
-    }
+#pragma unroll
+    for (int r = 0; r < PerLane; ++r)
+        if (lane + 32 * r < n) {
+            held[r] = expf(__fsub_rn(held[r], max));
+            sum += double(held[r]);
+        }
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
     const float inv = float(1.0 / sum);
-    for (int64_t i = lane; i < n; i += 32) y[i] = __fmul_rn(y[i], inv);
+#pragma unroll
+    for (int r = 0; r < PerLane; ++r)
+        if (lane + 32 * r < n) {
+            held[r] = __fmul_rn(held[r], inv);
+            y[lane + 32 * r] = held[r];
+        }
 }
 
 // One warp per column. Pick j is what the CPU's scan finds: among the values after pick j − 1 in
@@ -89,8 +102,8 @@ __device__ inline void softmax_column(const float* x, float* y, int64_t n, int l
 // lane 0 from the picked values.
 // PerLane > 0: the column (n <= 32·PerLane) sits in registers, lane l holding x[l + 32r], read
 // once for the k scans; PerLane = 0: every scan reads the column again.
-// logits (when not null): x = softmax(logits) first, computed and written by the column's warp
-// (softmax_column below), which then ranks what it wrote.
+// logits (when not null; PerLane > 0): x = softmax(logits) first, computed into the registers
+// and written by the column's warp (softmax_held), which then ranks it.
 template <int Warps, int PerLane>
 __global__ void __launch_bounds__(32 * Warps) top_k_kernel(const float* x, int32_t* y, float* w, int64_t n, int64_t k,
                                                            int64_t cols, graph::expert_norm norm, const float* logits) {
@@ -100,23 +113,28 @@ __global__ void __launch_bounds__(32 * Warps) top_k_kernel(const float* x, int32
     if (c >= cols) return;
     x += c * n;
     y += c * k;
-    if (logits) {
-        softmax_column(logits + c * n, const_cast<float*>(x), n, lane);
-        __syncwarp();  // the warp's writes are visible to its lanes
-    }
-    [[maybe_unused]] float held[PerLane > 0 ? PerLane : 1];
+    [[maybe_unused]] float held[PerLane > 0 ? PerLane : 1] = {};
     if constexpr (PerLane > 0) {
+        if (logits) {
+            softmax_held<PerLane>(logits + c * n, const_cast<float*>(x), held, n, lane);
+        } else {
 #pragma unroll
-        for (int r = 0; r < PerLane; ++r) held[r] = lane + 32 * r < n ? x[lane + 32 * r] : 0.0f;
+            for (int r = 0; r < PerLane; ++r) held[r] = lane + 32 * r < n ? x[lane + 32 * r] : 0.0f;
+        }
     }
-    int64_t prev = -1;
+    // x[0] (the scan's first candidate) and every pick's value come from registers: no load waits
+    // inside the k rounds (only when nothing but NaN is left is a value read back).
+    float x0;
+    if constexpr (PerLane > 0) x0 = __shfl_sync(0xffffffffu, held[0], 0);
+    else x0 = x[0];
+    int prev = -1;
     float prev_v = 0.0f;
     for (int64_t j = 0; j < k; ++j) {
-        int64_t best = INT64_MAX;
+        int best = INT_MAX;
         float best_v = -INFINITY;
-        auto consider = [&](int64_t i, float v) {
+        auto consider = [&](int i, float v) {
             const bool after = prev < 0 ? !isnan(v) : (v < prev_v || (v == prev_v && i > prev));
-            if (after && (best == INT64_MAX || v > best_v)) {
+            if (after && (best == INT_MAX || v > best_v)) {
                 best = i;
                 best_v = v;
             }
@@ -126,21 +144,27 @@ __global__ void __launch_bounds__(32 * Warps) top_k_kernel(const float* x, int32
             for (int r = 0; r < PerLane; ++r)
                 if (lane + 32 * r < n) consider(lane + 32 * r, held[r]);
         } else {
-            for (int64_t i = lane; i < n; i += 32) consider(i, x[i]);
+            for (int64_t i = lane; i < n; i += 32) consider(int(i), x[i]);
         }
 #pragma unroll
         for (int offset = 16; offset > 0; offset >>= 1) {
             const float ov = __shfl_xor_sync(0xffffffffu, best_v, offset);
-            const int64_t oi = __shfl_xor_sync(0xffffffffu, best, offset);
-            if (oi != INT64_MAX && (best == INT64_MAX || ov > best_v || (ov == best_v && oi < best))) {
+            const int oi = __shfl_xor_sync(0xffffffffu, best, offset);
+            if (oi != INT_MAX && (best == INT_MAX || ov > best_v || (ov == best_v && oi < best))) {
                 best = oi;
                 best_v = ov;
             }
         }
-        if (j == 0 && isnan(x[0])) best = 0;  // the scan's first candidate, never replaced
-        if (best == INT64_MAX || (prev >= 0 && isnan(prev_v))) best = j;  // only NaNs remain: any valid index
+        if (j == 0 && isnan(x0)) {  // the scan's first candidate, never replaced
+            best = 0;
+            best_v = x0;
+        }
+        if (best == INT_MAX || (prev >= 0 && isnan(prev_v))) {  // only NaNs remain: any valid index
+            best = int(j);
+            best_v = x[j];
+        }
         prev = best;
-        prev_v = best == INT64_MAX ? 0.0f : x[best];
+        prev_v = best_v;  // x[best]: the value the scan carried with the index
         if (lane == 0) {
             y[j] = int32_t(best);
             if (w) w[c * k + j] = prev_v;
@@ -197,7 +221,7 @@ inline void top_k(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols
                   const launch_options& o = {}, float* weights = nullptr, graph::expert_norm norm = graph::expert_norm::none,
                   const float* logits = nullptr) {
     const char* op = "cuda::ops::top_k";
-    check(n >= 1 && k >= 1 && k <= n, errc::shape_mismatch,
+    check(n >= 1 && k >= 1 && k <= n && n <= 0x7fffffff, errc::shape_mismatch,
           [&] { return std::string(op) + ": k = " + std::to_string(k) + " of columns of " + std::to_string(n); });
     if (cols == 0) return;
     if (logits && n > 256) {
