@@ -456,6 +456,7 @@ TEST_CASE("q, k and v are stacked for per-head q/k norms as for the rope_cache, 
         CAPTURE(grouped);
         graph::lower_options o;
         o.grouped_norms = grouped;
+        o.rope_norms = false;
         const auto p = graph::make_plan(g, cpu_sizes(g, cpu_backend), {}, o);
         const auto qkv = std::size_t(p.step_of[named("blk.0.q")]);
         CHECK(p.steps[qkv].stacked == grouped);  // op steps read dense columns only
@@ -477,4 +478,53 @@ TEST_CASE("q, k and v are stacked for per-head q/k norms as for the rope_cache, 
         single.read(built.logits, std::span<float>(one));
         CHECK(std::memcmp(one.data(), batch.data() + t * 300, 300 * sizeof(float)) == 0);
     }
+}
+
+TEST_CASE("the per-head q and k norms are computed in the rope_cache step, never written, with the bits of their own steps") {
+    model::llama_shape s;
+    s.architecture = "qwen3";
+    s.n_vocab = 300;
+    s.n_embd = 256;
+    s.n_ff = 512;
+    s.n_layer = 2;
+    s.n_head = 4;
+    s.n_head_kv = 2;
+    s.vocabulary = false;
+    const auto file = gguf::file::from_bytes(model::make_random_llama(s, qtype::q8_0, 9).to_bytes());
+    const auto weights = model::load_llama_weights(file);
+    const auto built = model::build_llama_graph(weights, 64, 3, qtype::f16);
+    const auto& g = built.g;
+    auto named = [&](const char* n) {
+        for (std::size_t i = 0; i < g.size(); ++i)
+            if (g.nodes()[i].name == n) return int32_t(i);
+        FAIL("no node " << n);
+        return int32_t(0);
+    };
+    cpu::backend cpu_backend;
+    const auto p = graph::make_plan(g, cpu_sizes(g, cpu_backend), {}, graph::lower_options{});
+    const graph::step& rc = p.steps[std::size_t(p.step_of[std::size_t(named("blk.0.q_rope"))])];
+    REQUIRE(rc.kind == step_kind::rope_cache);
+    CHECK(rc.q_norm >= 0);
+    CHECK(rc.k_norm >= 0);
+    CHECK(rc.nodes.size() == 8);
+    CHECK(p.step_of[std::size_t(named("blk.0.q_norm"))] == p.step_of[std::size_t(named("blk.0.q_rope"))]);
+    for (const char* n : {"blk.0.q_norm", "blk.0.k_norm"}) CHECK_MESSAGE(p.where[std::size_t(named(n))] == graph::storage::fused, n);
+    CHECK(p.steps[std::size_t(p.step_of[std::size_t(named("blk.0.q"))])].stacked);
+    graph::lower_options off;
+    off.rope_norms = false;
+    const auto q = graph::make_plan(g, cpu_sizes(g, cpu_backend), {}, off);
+    CHECK(q.steps[std::size_t(q.step_of[std::size_t(named("blk.0.q_norm"))])].kind == step_kind::norm);
+    CHECK(q.steps.size() == p.steps.size() + 2 * 2);  // two norm steps a layer
+    // The bits: a batch of three against the unfused plan.
+    const std::vector<int32_t> tokens{5, 17, 250}, positions{0, 1, 2};
+    std::vector<std::vector<float>> logits;
+    for (bool fuse : {true, false}) {
+        graph::executor<cpu::backend> ex(cpu_backend, g, {.fuse = fuse});
+        ex.write(built.tokens, std::span<const int32_t>(tokens));
+        ex.write(built.positions, std::span<const int32_t>(positions));
+        ex.run(3);
+        logits.emplace_back(std::size_t(300 * 3));
+        ex.read(built.logits, std::span<float>(logits.back()));
+    }
+    CHECK(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)) == 0);
 }

@@ -101,7 +101,8 @@ public:
             return mul_mat_scratch_bytes(w.type, w.ne0, 1, activations_for(w.type));
         }
         if (nd.op == graph::op::attention) return std::size_t(g.nodes()[std::size_t(nd.src[1])].ne1) * sizeof(float);
-        if (nd.op == graph::op::rope) return std::size_t(nd.ne0) * sizeof(float);
+        // rope: one column, twice more for a rope_cache step's normed q or k and rotated k
+        if (nd.op == graph::op::rope) return std::size_t(3 * nd.ne0) * sizeof(float);
         if (nd.op == graph::op::all_gather) return graph::tensor_bytes(nd);  // the ranks' slices, rank after rank
         return 0;
     }
@@ -322,9 +323,20 @@ private:
         const auto* pos = static_cast<const int32_t*>(address(qr.src[1]));
         const int64_t cols = qr.batched ? n : qr.ne1;
         auto* k_column = static_cast<float*>(scratch(s));
+        float* normed = k_column + kr.ne0;
+        // A rope's input column: x itself, or the per-head norm of the norm's input times its
+        // weight (rms_norm, then mul: the nodes' own functions and order).
+        auto input = [&](int32_t norm, const graph::node& rope_node, int64_t c) -> const float* {
+            if (norm < 0) return column(rope_node.src[0], c);
+            const graph::node& nn = node(norm);
+            const int64_t len = nn.group;
+            rms_norm(column(nn.src[0], c), normed, len, nn.ne0 / len, nn.eps);
+            mul(normed, floats(node(rope_node.src[0]).src[1]), normed, len, nn.ne0 / len, true);
+            return normed;
+        };
         for (int64_t c = 0; c < cols; ++c) {
-            rope(column(qr.src[0], c), floats(st.q_rope) + c * qr.ne0, pos + c, 1, qr.rope, factors(qr));
-            rope(column(kr.src[0], c), k_column, pos + c, 1, kr.rope, factors(kr));
+            rope(input(st.q_norm, qr, c), floats(st.q_rope) + c * qr.ne0, pos + c, 1, qr.rope, factors(qr));
+            rope(input(st.k_norm, kr, c), k_column, pos + c, 1, kr.rope, factors(kr));
             set_rows(kc.type, address(st.k_write), kc.ne0, kc.ne1, k_column, pos + c, 1);
             set_rows(vc.type, address(st.v_write), vc.ne0, vc.ne1, column(vc.src[1], c), pos + c, 1);
         }

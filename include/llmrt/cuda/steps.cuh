@@ -12,7 +12,8 @@
 //               launches after the first reading the records at once (activation_order::shared);
 //               gate/up carrying the swiglu finishes it in the launches' epilogue
 //               (mmvq_epilogue.cuh), and the carried step launches nothing
-//   rope_cache  rope_cache: q rotated, k rotated into the K cache, v into the V cache
+//   rope_cache  rope_cache: q rotated, k rotated into the K cache, v into the V cache (each head of q
+//               or k first normed where the step holds the per-head norms)
 //   attention   split_attention (or the one-block-per-head kernel, then the records)
 //   swiglu      swiglu_round (swiglu or swiglu_oai), its records in one-column chunks for an experts
 //               step
@@ -229,10 +230,19 @@ inline void rope_cache(const context& cx, const resolved& r, int64_t n) {
     const graph::node& kr = cx.node(st.k_rope);
     const graph::node& kc = cx.node(st.k_write);
     const graph::node& vc = cx.node(st.v_write);
-    const columns_at q = cx.columns(qr.src[0]), k = cx.columns(kr.src[0]), v = cx.columns(vc.src[1]);
+    // A rope's input: its x, or the input of the per-head norm the step computes before it.
+    ops::head_norms norms;
+    auto input = [&](int32_t norm, const graph::node& rope_node, const float*& w, float& eps) {
+        if (norm < 0) return cx.columns(rope_node.src[0]);
+        w = cx.f(cx.node(rope_node.src[0]).src[1]);  // the product's weight
+        eps = cx.node(norm).eps;
+        return cx.columns(cx.node(norm).src[0]);
+    };
+    const columns_at q = input(st.q_norm, qr, norms.q_w, norms.q_eps), k = input(st.k_norm, kr, norms.k_w, norms.k_eps);
+    const columns_at v = cx.columns(vc.src[1]);
     ops::rope_cache(q.f(), q.stride, k.f(), k.stride, v.f(), v.stride, cx.f(st.q_rope), kc.type, cx.at(st.k_write),
                     cx.at(st.v_write), kc.ne1, kr.rope.n_head, reinterpret_cast<const int32_t*>(cx.at(qr.src[1])),
-                    cx.cols(st.q_rope, n), qr.rope, factors(cx, qr), cx.stream, cx.launch);
+                    cx.cols(st.q_rope, n), qr.rope, factors(cx, qr), cx.stream, cx.launch, norms);
 }
 
 // Scratch of the attention step: the split form's partial sums (or the one-block form's scores),

@@ -13,7 +13,9 @@
 //               each with the add of its bias (a one-column f32 weight) where that add is the
 //               product's only reader (the product then internal, the add's result the product)
 //   rope_cache  q' = rope(q), k' = rope(k), K[pos] = k', V[pos] = v   (the inputs of one attention;
-//               both ropes with the same parameters, YaRN's included, and frequency factors)
+//               both ropes with the same parameters, YaRN's included, and frequency factors);
+//               where the backend takes them, q and k may first be per-head RMS norms times a
+//               head-long weight (qwen3's q/k norms), which only the ropes read
 //   attention   one attention node (the CUDA backend splits it over the cache and combines)
 //   experts     the quantized mul_mat_ids that read one activation x with one ids list (the
 //               experts' gate and up), each with the add_id of its bias where that add_id is the
@@ -99,8 +101,11 @@ struct lower_options {
     bool grouped_norms = true;    // a grouped rms_norm (and its product with a group-long weight) as a norm step
     bool experts = true;          // experts steps, their roundings, and swiglu_oai as a swiglu step
     bool matvec_biases = true;    // a matvec step adds each product's one-column bias (see above)
+    bool rope_norms = true;       // a rope_cache step takes the per-head q/k norms before its ropes
 
-    static lower_options unfused() { return {false, false, false, false, false, false, false, false, false, false, false}; }
+    static lower_options unfused() {
+        return {false, false, false, false, false, false, false, false, false, false, false, false};
+    }
 };
 
 struct step {
@@ -113,6 +118,9 @@ struct step {
     // matvec, experts: the activation the mul_mats (nodes) read; rope_cache: its four nodes
     int32_t x = -1;
     int32_t q_rope = -1, k_rope = -1, k_write = -1, v_write = -1;
+    // rope_cache: the per-head rms_norm of q (of k) that the step computes before the rope, its
+    // product with the norm's weight right after it in nodes (-1: none)
+    int32_t q_norm = -1, k_norm = -1;
 
     // The node whose Q8_1 rounding this step writes for a later matvec step (-1: none), and that
     // matvec step's index.
@@ -261,7 +269,14 @@ private:
             out_.step_of[std::size_t(id)] = index;
         }
         if (s.kind == step_kind::norm && s.product >= 0) out_.internal[std::size_t(s.node)] = 1;
-        if (s.kind == step_kind::rope_cache) out_.internal[std::size_t(s.k_rope)] = 1;
+        if (s.kind == step_kind::rope_cache) {
+            out_.internal[std::size_t(s.k_rope)] = 1;
+            for (int32_t norm : {s.q_norm, s.k_norm})
+                if (norm >= 0) {  // the norm and its product: read by the rope alone
+                    out_.internal[std::size_t(norm)] = 1;
+                    out_.internal[std::size_t(readers_[norm][0])] = 1;
+                }
+        }
         if (s.kind == step_kind::experts || s.kind == step_kind::matvec)  // a product whose bias the step adds
             for (int32_t id : s.nodes)                                        // is never written
                 if (nd(id).op == op::add_id || nd(id).op == op::add) out_.internal[std::size_t(nd(id).src[0])] = 1;
@@ -280,6 +295,13 @@ private:
 
     step step_for(int32_t id) {
         const node& n = nd(id);
+        if (o_.rope_cache && o_.rope_norms && n.op == op::rms_norm && n.group > 0) {
+            const int32_t rope = rope_after_head_norm(id);
+            if (rope >= 0) {
+                step s = rope_cache_step(rope);
+                if (s.kind == step_kind::rope_cache && (s.q_norm == id || s.k_norm == id)) return s;
+            }
+        }
         if (o_.norms) {
             if (n.op == op::add) {
                 // The residual add and the norm that reads it, when the norm reads nothing else.
@@ -484,9 +506,38 @@ private:
         s.k_rope = kr;
         s.k_write = kc;
         s.v_write = vc;
-        s.nodes = {qr, kr, kc, vc};
+        s.q_norm = o_.rope_norms ? head_norm_before(qr) : -1;
+        s.k_norm = o_.rope_norms ? head_norm_before(kr) : -1;
+        for (int32_t norm : {s.q_norm, s.k_norm})
+            if (norm >= 0) {
+                s.nodes.push_back(norm);
+                s.nodes.push_back(readers_[norm][0]);  // its product with the weight
+            }
+        s.nodes.insert(s.nodes.end(), {qr, kr, kc, vc});
         s.node = qr;
         return s;
+    }
+
+    // The per-head rms_norm whose product with a head-long f32 weight is rope `rope`'s input, each
+    // read by the next alone (-1: none).
+    int32_t head_norm_before(int32_t rope) const {
+        const int32_t m = nd(rope).src[0];
+        const node& mul = nd(m);
+        if (mul.op != op::mul || !readers_.only_read_by(m, rope)) return -1;
+        const int32_t r = mul.src[0];
+        const node& norm = nd(r);
+        const node& w = nd(mul.src[1]);
+        if (norm.op != op::rms_norm || norm.group != nd(rope).rope.head_dim || !readers_.only_read_by(r, m)) return -1;
+        if (w.op != op::weight || w.type != qtype::f32 || w.ne0 != norm.group || w.ne1 != 1) return -1;
+        return r;
+    }
+    // The rope after per-head rms_norm `norm` and its product (-1: none).
+    int32_t rope_after_head_norm(int32_t norm) const {
+        if (readers_[norm].size() != 1) return -1;
+        const int32_t m = readers_[norm][0];
+        if (readers_[m].size() != 1 || nd(readers_[m][0]).op != op::rope) return -1;
+        const int32_t rope = readers_[m][0];
+        return head_norm_before(rope) == norm ? rope : -1;
     }
 
     // Stacked products and rounded activations: which step hands what to which.

@@ -535,8 +535,8 @@ public:
 
     std::string_view name() const noexcept { return "vulkan"; }
 
-    // Every fusion but stacked products, carried steps, grouped norms, matvec biases and the
-    // experts steps (steps.hpp records each kind); the Q8_1 roundings producers write are in the layout of
+    // Every fusion but stacked products, carried steps, grouped norms, matvec biases, the norms
+    // in the rope_cache step and the experts steps (steps.hpp records each kind); the Q8_1 roundings producers write are in the layout of
     // ops/mul_mat.hpp's scratch.
     graph::lower_options lowering() const noexcept {
         graph::lower_options o;
@@ -546,6 +546,7 @@ public:
         o.grouped_norms = false;
         o.experts = false;
         o.matvec_biases = false;
+        o.rope_norms = false;
         return o;
     }
     std::size_t rounded_bytes(int64_t k, int64_t cols) const { return ops::detail::activation_scratch_bytes(k, cols); }

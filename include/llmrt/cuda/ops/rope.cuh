@@ -170,7 +170,37 @@ struct rope_cache_args {
     int64_t n_ctx = 0;
     int32_t n_head = 0, n_head_kv = 0, head_dim = 0, n_rot = 0;
     rope_angle angle{};
+    // Per-head RMS norms before the ropes (null: none): q's heads (k's) become
+    // rms_norm(head) ⊙ w with w head_dim floats, eps the norm's.
+    const float* q_norm_w = nullptr;
+    const float* k_norm_w = nullptr;
+    float q_eps = 0.0f, k_eps = 0.0f;
 };
+
+// A head of x normed into shared memory by the block's threads (blockDim.x of them):
+// head = x · 1/sqrt(Σx²/hd + eps) ⊙ w, ops/norm.cuh's formula (Σ in double, then float).
+__device__ inline const float* norm_head(const float* x, const float* w, float eps, int hd, float* head) {
+    __shared__ double warp_sums[32];
+    __shared__ float scale_of_head;
+    const int t = int(threadIdx.x), lane = t & 31, warp = t >> 5, warps = (int(blockDim.x) + 31) / 32;
+    double sum = 0.0;
+    for (int e = t; e < hd; e += int(blockDim.x)) sum += double(x[e]) * double(x[e]);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    if (lane == 0) warp_sums[warp] = sum;
+    __syncthreads();
+    if (t == 0) {
+        double total = warp_sums[0];
+        for (int j = 1; j < warps; ++j) total += warp_sums[j];
+        const float mean = float(total / double(hd));
+        scale_of_head = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, eps)));
+    }
+    __syncthreads();
+    const float scale = scale_of_head;
+    for (int e = t; e < hd; e += int(blockDim.x)) head[e] = __fmul_rn(__fmul_rn(x[e], scale), w[e]);
+    __syncthreads();
+    return head;
+}
 
 template <class KV>
 __device__ __forceinline__ void store_cache(void* cache, int64_t at, float v) {
@@ -182,22 +212,27 @@ __device__ __forceinline__ void store_cache(void* cache, int64_t at, float v) {
 
 // Grid (n_head + 2 · n_head_kv, cols), head_dim / 2 threads: block x < n_head rotates a head of
 // q; the next n_head_kv rotate a head of k into the K cache's column pos; the last n_head_kv copy
-// a head of v into the V cache. Each value has the bits rope and set_rows give it.
+// a head of v into the V cache. Each value has the bits rope and set_rows give it. With per-head
+// norms, a head of q or k is first normed into dynamic shared memory (head_dim floats).
 template <int Neox, class KV, int Yarn>
 __global__ void rope_cache_kernel(const rope_cache_args p) {
+    extern __shared__ float head[];
     enter_kernel();
     const int slot = int(blockIdx.x), c = int(blockIdx.y), i = int(threadIdx.x), hd = p.head_dim;
     const int32_t pos = p.pos[c];
     if (slot < p.n_head) {
-        rope_pair<Neox, Yarn>(p.q + c * p.q_stride + int64_t(slot) * hd, p.q_out + int64_t(c) * p.n_head * hd + int64_t(slot) * hd,
-                        pos, i, hd, p.n_rot, p.angle);
+        const float* q = p.q + c * p.q_stride + int64_t(slot) * hd;
+        if (p.q_norm_w) q = norm_head(q, p.q_norm_w, p.q_eps, hd, head);
+        rope_pair<Neox, Yarn>(q, p.q_out + int64_t(c) * p.n_head * hd + int64_t(slot) * hd, pos, i, hd, p.n_rot, p.angle);
         return;
     }
     if (pos < 0 || pos >= p.n_ctx) return;  // the executor refuses such positions before a run
     const int64_t column = int64_t(pos) * p.n_head_kv * hd;
     if (slot < p.n_head + p.n_head_kv) {
         const int h = slot - p.n_head;
-        const rope_slot r = rope_slot_of<Neox, Yarn>(p.k + c * p.k_stride + int64_t(h) * hd, pos, i, hd, p.n_rot, p.angle);
+        const float* k = p.k + c * p.k_stride + int64_t(h) * hd;
+        if (p.k_norm_w) k = norm_head(k, p.k_norm_w, p.k_eps, hd, head);
+        const rope_slot r = rope_slot_of<Neox, Yarn>(k, pos, i, hd, p.n_rot, p.angle);
         store_cache<KV>(p.k_cache, column + int64_t(h) * hd + r.a, r.ya);
         if (r.b < hd) store_cache<KV>(p.k_cache, column + int64_t(h) * hd + r.b, r.yb);
         return;
@@ -244,10 +279,18 @@ inline void rope(const float* x, float* y, const int32_t* pos, int64_t cols, con
 // dense; the caches hold n_ctx columns of n_head_kv · head_dim elements of kv_type (f16 or f32).
 // k's rope parameters (and frequency factors: n_rot/2 device floats or null) are q's with
 // n_head_kv heads.
+// Per-head norms (the rope_cache step's q_norm, k_norm; null: none): each head of q (of k) becomes
+// rms_norm(head, eps) ⊙ w before its rope, w head_dim floats on the device.
+struct head_norms {
+    const float* q_w = nullptr;
+    const float* k_w = nullptr;
+    float q_eps = 0.0f, k_eps = 0.0f;
+};
+
 inline void rope_cache(const float* q, int64_t q_stride, const float* k, int64_t k_stride, const float* v,
                        int64_t v_stride, float* q_out, qtype kv_type, void* k_cache, void* v_cache, int64_t n_ctx,
                        int32_t n_head_kv, const int32_t* pos, int64_t cols, const graph::rope_params& p,
-                       const float* factors, cudaStream_t stream, const launch_options& o = {}) {
+                       const float* factors, cudaStream_t stream, const launch_options& o = {}, const head_norms& norms = {}) {
     const char* op = "cuda::ops::rope_cache";
     check(p.n_head >= 1 && n_head_kv >= 1 && p.head_dim >= 2 && p.head_dim <= 2048 && p.n_rot >= 2 && p.n_rot % 2 == 0 &&
               p.n_rot <= p.head_dim && p.freq_base > 0.0f && p.freq_scale > 0.0f,
@@ -263,15 +306,20 @@ inline void rope_cache(const float* q, int64_t q_stride, const float* k, int64_t
     detail::rope_cache_args a{q,       k,       v,   q_stride, k_stride, v_stride,  q_out,    k_cache,
                               v_cache, pos,     n_ctx, p.n_head, n_head_kv, p.head_dim, p.n_rot,
                               detail::rope_angle_of(p, factors)};
+    a.q_norm_w = norms.q_w;
+    a.k_norm_w = norms.k_w;
+    a.q_eps = norms.q_eps;
+    a.k_eps = norms.k_eps;
     const dim3 grid(unsigned(p.n_head + 2 * n_head_kv), unsigned(cols));
     const dim3 block(unsigned((p.head_dim + 1) / 2));
+    const std::size_t shared = norms.q_w || norms.k_w ? std::size_t(p.head_dim) * sizeof(float) : 0;
     const bool neox = p.order == graph::rope_order::neox, half = kv_type == qtype::f16;
     detail::with_yarn(p, [&](auto yarn) {
         constexpr int Y = decltype(yarn)::value;
-        if (neox && half) detail::launch(op, detail::rope_cache_kernel<1, uint16_t, Y>, grid, block, 0, stream, o, a);
-        else if (neox) detail::launch(op, detail::rope_cache_kernel<1, float, Y>, grid, block, 0, stream, o, a);
-        else if (half) detail::launch(op, detail::rope_cache_kernel<0, uint16_t, Y>, grid, block, 0, stream, o, a);
-        else detail::launch(op, detail::rope_cache_kernel<0, float, Y>, grid, block, 0, stream, o, a);
+        if (neox && half) detail::launch(op, detail::rope_cache_kernel<1, uint16_t, Y>, grid, block, shared, stream, o, a);
+        else if (neox) detail::launch(op, detail::rope_cache_kernel<1, float, Y>, grid, block, shared, stream, o, a);
+        else if (half) detail::launch(op, detail::rope_cache_kernel<0, uint16_t, Y>, grid, block, shared, stream, o, a);
+        else detail::launch(op, detail::rope_cache_kernel<0, float, Y>, grid, block, shared, stream, o, a);
     });
 }
 
