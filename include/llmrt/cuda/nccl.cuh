@@ -66,10 +66,12 @@ public:
     static nccl_communicator adopt(ncclComm_t comm) { return nccl_communicator(comm, true); }
 
     nccl_communicator(nccl_communicator&& o) noexcept
-        : comm_(std::exchange(o.comm_, nullptr)), owned_(o.owned_), rank_(o.rank_), size_(o.size_), device_(o.device_) {}
+        : comm_(std::exchange(o.comm_, nullptr)), owned_(o.owned_), aborted_(o.aborted_), rank_(o.rank_), size_(o.size_),
+          device_(o.device_) {}
     nccl_communicator& operator=(nccl_communicator&& o) noexcept {
         std::swap(comm_, o.comm_);
         std::swap(owned_, o.owned_);
+        std::swap(aborted_, o.aborted_);
         std::swap(rank_, o.rank_);
         std::swap(size_, o.size_);
         std::swap(device_, o.device_);
@@ -78,8 +80,21 @@ public:
     nccl_communicator(const nccl_communicator&) = delete;
     nccl_communicator& operator=(const nccl_communicator&) = delete;
     ~nccl_communicator() {
-        if (comm_ && owned_) ncclCommDestroy(comm_);
+        if (comm_ && owned_ && !aborted_) ncclCommDestroy(comm_);
     }
+
+    // ncclCommAbort: stops this rank's NCCL work in flight (a kernel waiting for a peer that will
+    // never come returns, so the stream it holds up moves on) and frees the communicator, owned or
+    // borrowed. For a group whose rank failed (comm/rank_threads.hpp calls it through
+    // abort_nccl_group, from the failed rank's thread, while the others may wait in NCCL). After
+    // it, NCCL's rule: nothing may use the communicator again, so the group's backends and
+    // programs may only be destroyed (a captured graph is never replayed). Once only; never throws.
+    void abort() noexcept {
+        if (!comm_ || aborted_) return;
+        aborted_ = true;
+        ncclCommAbort(comm_);
+    }
+    bool aborted() const noexcept { return aborted_; }
 
     int32_t rank() const noexcept { return rank_; }  // 0 .. size() − 1
     int32_t size() const noexcept { return size_; }  // ranks in the group
@@ -116,6 +131,7 @@ private:
 
     ncclComm_t comm_ = nullptr;
     bool owned_ = false;
+    bool aborted_ = false;
     int32_t rank_ = 0;
     int32_t size_ = 1;
     int device_ = 0;
@@ -159,6 +175,12 @@ inline std::vector<nccl_communicator> nccl_local_group(int ranks) {
     std::vector<int> devices(std::size_t(ranks), 0);
     for (int i = 0; i < ranks; ++i) devices[std::size_t(i)] = i;
     return nccl_local_group(devices);
+}
+
+// Aborts every communicator of a group (nccl_communicator::abort): what a failed rank calls so
+// that the others stop waiting for it (comm::rank_threads' cancel).
+inline void abort_nccl_group(std::vector<nccl_communicator>& group) noexcept {
+    for (nccl_communicator& c : group) c.abort();
 }
 
 }  // namespace llmrt::cuda
