@@ -80,19 +80,33 @@ public:
     nccl_communicator(const nccl_communicator&) = delete;
     nccl_communicator& operator=(const nccl_communicator&) = delete;
     ~nccl_communicator() {
-        if (comm_ && owned_ && !aborted_) ncclCommDestroy(comm_);
+        if (!comm_ || !owned_) return;
+        if (aborted_) ncclCommAbort(comm_);  // revoked: its peers may be gone, so no collective goodbye
+        else ncclCommDestroy(comm_);
     }
 
-    // ncclCommAbort: stops this rank's NCCL work in flight (a kernel waiting for a peer that will
-    // never come returns, so the stream it holds up moves on) and frees the communicator, owned or
-    // borrowed. For a group whose rank failed (comm/rank_threads.hpp calls it through
-    // abort_nccl_group, from the failed rank's thread, while the others may wait in NCCL). After
-    // it, NCCL's rule: nothing may use the communicator again, so the group's backends and
-    // programs may only be destroyed (a captured graph is never replayed). Once only; never throws.
+    // Stops this rank's NCCL work in flight: a kernel waiting for a peer that will never come
+    // returns, so the stream it holds up moves on. For a group whose rank failed (comm/rank_threads.hpp
+    // calls it through abort_nccl_group, from the failed rank's thread, while the others may wait
+    // in NCCL). With NCCL 2.28 or newer it is ncclCommRevoke, which keeps the communicator's
+    // resources: ncclCommAbort (and ncclCommDestroy) wait until every CUDA graph that captured
+    // the communicator's calls is gone, and those belong to programs that live on, so calling
+    // them here would hang (seen on 2 H200s, NCCL 2.28.3: the waiting rank woke, ncclCommAbort
+    // never returned); the destructor then frees it with ncclCommAbort (a borrowed one is the
+    // caller's to free). The revoke has not yet run on several GPUs (tests/nccl/test_model_tp_cuda.cu
+    // keeps its case behind --no-skip until it has). Older NCCL has no revoke: abort()
+    // calls ncclCommAbort, which frees the communicator at once if no captured graph holds it,
+    // and waits otherwise. After it nothing may use the communicator again, so the group's
+    // backends and programs may only be destroyed. Once only; never throws.
     void abort() noexcept {
         if (!comm_ || aborted_) return;
         aborted_ = true;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+        ncclCommRevoke(comm_, NCCL_REVOKE_DEFAULT);
+#else
         ncclCommAbort(comm_);
+        owned_ = false;  // freed
+#endif
     }
     bool aborted() const noexcept { return aborted_; }
 

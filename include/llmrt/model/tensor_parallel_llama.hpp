@@ -21,6 +21,10 @@
 // memory on its device, say) fails before any collective; a rank that fails inside a forward
 // cancels the group (`cancel`: it must wake the ranks waiting in its collectives) and the caller
 // gets the first rank's llmrt::error, not a hang. A cancelled model refuses every later call.
+// Arguments a rank would refuse are checked on the caller's thread before any rank runs. How
+// sure the wake-up is depends on `cancel`: comm::local_group::cancel always wakes its ranks;
+// cuda::abort_nccl_group is NCCL's revoke or abort, not yet seen to work end to end on several
+// GPUs (cuda/nccl.cuh says what was seen).
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
