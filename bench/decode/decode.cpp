@@ -51,13 +51,13 @@
 #include <type_traits>
 #include <vector>
 
-#include <llmrt/comm/rank_threads.hpp>
 #include <llmrt/gguf/gguf.hpp>
 #include <llmrt/graph/executor.hpp>
 #include <llmrt/model/model.hpp>
 
 #include "../../examples/generate/arguments.hpp"
 #include "../../examples/generate/backend_choice.hpp"
+#include "forward.hpp"
 
 namespace {
 
@@ -289,88 +289,7 @@ const char* kind_label(graph::step_kind k) {
     return "?";
 }
 
-// The decode forward on one backend: the whole model's graph and its executor.
-template <class Backend>
-class single_forward {
-public:
-    single_forward(Backend& backend, const model::llama_weights& w, const arguments& a)
-        : built_(model::build_llama_graph(w, a.n_ctx, batch, qtype::f16)), ex_(backend, built_.g, {.fuse = !a.unfused}) {}
-
-    static constexpr int32_t batch = 8;
-    std::size_t steps() const { return ex_.get_plan().steps.size(); }
-    // Writes n tokens and positions (unless tokens is null), runs the forward for n, and reads
-    // the n ids after them into next (unless null).
-    void call(const int32_t* tokens, const int32_t* positions, int32_t n, int32_t* next) {
-        if (tokens) {
-            ex_.write(built_.tokens, std::span<const int32_t>(tokens, std::size_t(n)));
-            ex_.write(built_.positions, std::span<const int32_t>(positions, std::size_t(n)));
-        }
-        ex_.run(n);
-        if (next) ex_.read(built_.next, std::span<int32_t>(next, std::size_t(n)));
-    }
-    const model::llama_graph& built() const { return built_; }
-    graph::executor<Backend>& executor() { return ex_; }
-
-private:
-    model::llama_graph built_;
-    graph::executor<Backend> ex_;
-};
-
-// --gpus N: the same forward as N ranks of a tensor-parallel group (model/tensor_parallel.hpp),
-// each its shard's graph and executor on a backend of its own, driven in lockstep on the ranks'
-// threads (comm/rank_threads.hpp): every call runs on every rank, rank 0's ids are returned.
-template <class Backend>
-class tensor_parallel_forward {
-public:
-    template <class MakeBackend, class Cancel>
-    tensor_parallel_forward(int32_t ranks, MakeBackend&& make_backend, Cancel&& cancel, const model::llama_weights& w,
-                            const arguments& a)
-        : threads_(ranks, cancel), ranks_(std::size_t(ranks)) {
-        try {
-            threads_.run([&](int32_t r) {
-                rank& k = ranks_[std::size_t(r)];
-                k.backend = make_backend(r);
-                k.shard = model::shard_llama_weights(w, {r, ranks});
-                k.forward = std::make_unique<single_forward<Backend>>(*k.backend, k.shard.weights, a);
-            });
-        } catch (...) {
-            release();
-            throw;
-        }
-    }
-    tensor_parallel_forward(const tensor_parallel_forward&) = delete;
-    tensor_parallel_forward& operator=(const tensor_parallel_forward&) = delete;
-    ~tensor_parallel_forward() { release(); }
-
-    static constexpr int32_t batch = single_forward<Backend>::batch;
-    std::size_t steps() const { return ranks_[0].forward->steps(); }
-    void call(const int32_t* tokens, const int32_t* positions, int32_t n, int32_t* next) {
-        threads_.run([&](int32_t r) {
-            rank& k = ranks_[std::size_t(r)];
-            k.next.resize(std::size_t(batch));
-            k.forward->call(tokens, positions, n, next ? (r == 0 ? next : k.next.data()) : nullptr);
-        });
-    }
-
-private:
-    struct rank {
-        std::unique_ptr<Backend> backend;
-        model::llama_shard shard;
-        std::unique_ptr<single_forward<Backend>> forward;  // destroyed before the backend
-        std::vector<int32_t> next;
-    };
-    void release() noexcept {
-        threads_.finish([&](int32_t r) {
-            ranks_[std::size_t(r)].forward.reset();
-            ranks_[std::size_t(r)].backend.reset();
-        });
-    }
-
-    comm::rank_threads threads_;
-    std::vector<rank> ranks_;
-};
-
-// Forward: single_forward or tensor_parallel_forward.
+// Forward: forward.hpp's single_forward or tensor_parallel_forward.
 template <class Forward>
 result decode(Forward& fw, double prepare_s, const model_shape& s, const bench_model& m, const arguments& a) {
     const int32_t batch = Forward::batch;
@@ -597,7 +516,8 @@ int main(int argc, char** argv) {
                 description = d;
                 for (std::size_t i = 0; i < models.size(); ++i) {
                     const auto t1 = std::chrono::steady_clock::now();
-                    tensor_parallel_forward<backend_type> fw(a.gpus, make_backend, cancel, models[i]->weights, a);
+                    llmrt_bench::tensor_parallel_forward<backend_type> fw(a.gpus, make_backend, cancel, models[i]->weights, a.n_ctx,
+                                                                          !a.unfused);
                     results.push_back(decode(fw, seconds_since(t1), a.models[i], *models[i], a));
                     report(i);
                 }
@@ -609,7 +529,7 @@ int main(int argc, char** argv) {
                 description = d;
                 for (std::size_t i = 0; i < models.size(); ++i) {
                     const auto t1 = std::chrono::steady_clock::now();
-                    single_forward<backend_type> fw(b, models[i]->weights, a);
+                    llmrt_bench::single_forward<backend_type> fw(b, models[i]->weights, a.n_ctx, !a.unfused);
                     results.push_back(decode(fw, seconds_since(t1), a.models[i], *models[i], a));
                     report(i);
                 }
