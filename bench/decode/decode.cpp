@@ -3,7 +3,7 @@
 //
 //   llmrt-bench-decode [--backend cuda|vulkan|cpu] [--model 1b|8b|both|tiny|FILE.gguf] [--tokens N]
 //                      [--warmup N] [--depth N] [--prompt N] [--ctx N] [--unfused] [--replays N]
-//                      [--json PATH|-]
+//                      [--json PATH|-] [--gpus N]
 //
 // Models: a llama GGUF file (any weight type llmrt reads), or synthetic llama shapes in Q4_K made
 // in memory with model::make_random_llama:
@@ -25,6 +25,10 @@
 //            llama-bench -d): write the token and its position, run the forward, read back the
 //            argmax id (the graph's `next` node), feed it back. After --warmup tokens, --tokens
 //            tokens are timed with a steady clock; tokens/s = tokens / seconds.
+// --gpus N: the same model split over CUDA devices 0..N-1 (model/tensor_parallel.hpp: each rank
+// its shard's graph on a backend of its own, collectives over NCCL), every forward run on all
+// ranks in lockstep (comm/rank_threads.hpp); tokens/s as above, the floor still one GPU's. The
+// breakdown is left out (a part of one rank's forward cannot be replayed without the others).
 // The floor is the bytes of every weight one token reads (all matrices and norms, one embedding
 // row) over the H100's measured 3.1 TB/s read bandwidth: the most tokens/s that reading the
 // weights once per token allows.
@@ -44,6 +48,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <llmrt/gguf/gguf.hpp>
@@ -52,6 +57,7 @@
 
 #include "../../examples/generate/arguments.hpp"
 #include "../../examples/generate/backend_choice.hpp"
+#include "forward.hpp"
 
 namespace {
 
@@ -79,6 +85,7 @@ struct arguments {
     std::vector<model_shape> models{shape_1b, shape_8b};
     int32_t tokens = 128, warmup = 16, n_ctx = 0, depth = 0, prompt = 512;
     int32_t replays = 20;  // forwards each breakdown figure replays
+    int32_t gpus = 0;      // --gpus N: tensor parallel over CUDA devices 0..N-1 (0: one backend, --backend)
     bool unfused = false;
 };
 
@@ -97,6 +104,7 @@ arguments parse(int argc, char** argv) {
             prompt_given = true;
         } else if (o == "--unfused") a.unfused = true;
         else if (o == "--replays") a.replays = cl.int_value(1, 10000);
+        else if (o == "--gpus") a.gpus = cl.int_value(1, 64);
         else if (o == "--json") a.json = cl.value();
         else if (o == "--model") {
             const std::string m = cl.value();
@@ -109,7 +117,9 @@ arguments parse(int argc, char** argv) {
         } else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-bench-decode [--backend cuda|vulkan|cpu] [--model 1b|8b|both|tiny|FILE.gguf] [--tokens N]\n"
                       "                          [--warmup N] [--depth N] [--prompt N] [--ctx N] [--unfused] [--replays N]\n"
-                      "                          [--json PATH|-]");
+                      "                          [--json PATH|-] [--gpus N]\n"
+                      "--gpus N  tensor parallel over CUDA devices 0..N-1 (one rank each, collectives over NCCL; needs a\n"
+                      "          build with CUDA and NCCL; --backend cuda or none); no per-kind breakdown");
             std::exit(0);
         } else {
             cl.reject();
@@ -281,15 +291,13 @@ const char* kind_label(graph::step_kind k) {
     return "?";
 }
 
-template <class Backend>
-result decode(Backend& backend, const model_shape& s, const bench_model& m, const arguments& a) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const int32_t batch = 8;
-    const model::llama_graph built = model::build_llama_graph(m.weights, a.n_ctx, batch, qtype::f16);
-    graph::executor<Backend> ex(backend, built.g, {.fuse = !a.unfused});
+// Forward: forward.hpp's single_forward or tensor_parallel_forward.
+template <class Forward>
+result decode(Forward& fw, double prepare_s, const model_shape& s, const bench_model& m, const arguments& a) {
+    const int32_t batch = Forward::batch;
     result r;
-    r.prepare_s = seconds_since(t0);
-    r.steps = ex.get_plan().steps.size();
+    r.prepare_s = prepare_s;
+    r.steps = fw.steps();
     const int32_t n_vocab = m.weights.hparams.n_vocab;
     int32_t token = 1, pos = 0;
     std::vector<int32_t> next(batch);
@@ -303,20 +311,15 @@ result decode(Backend& backend, const model_shape& s, const bench_model& m, cons
                 ids[std::size_t(i)] = int32_t((uint64_t(pos + i) * 7919u + 13u) % uint64_t(n_vocab));
                 positions[std::size_t(i)] = pos + i;
             }
-            ex.write(built.tokens, std::span<const int32_t>(ids).first(std::size_t(n)));
-            ex.write(built.positions, std::span<const int32_t>(positions).first(std::size_t(n)));
-            ex.run(n);
+            const bool last = pos + n >= a.prompt;
+            fw.call(ids.data(), positions.data(), n, last ? next.data() : nullptr);
             pos += n;
         }
-        ex.read(built.next, std::span<int32_t>(next));
         r.prompt_tokens_per_s = a.prompt / seconds_since(start);
         token = next[0];
     }
     auto step = [&] {
-        ex.write(built.tokens, std::span<const int32_t>(&token, 1));
-        ex.write(built.positions, std::span<const int32_t>(&pos, 1));
-        ex.run(1);
-        ex.read(built.next, std::span<int32_t>(&token, 1));
+        fw.call(&token, &pos, 1, &token);
         ++pos;
     };
     for (int32_t i = 0; i < a.warmup; ++i) step();
@@ -334,18 +337,19 @@ result decode(Backend& backend, const model_shape& s, const bench_model& m, cons
     --pos;
     {
         const auto t1 = std::chrono::steady_clock::now();
-        for (int32_t i = 0; i < a.tokens; ++i) {
-            ex.run(1);
-            ex.read(built.next, std::span<int32_t>(&token, 1));
-        }
+        for (int32_t i = 0; i < a.tokens; ++i) fw.call(nullptr, nullptr, 1, &token);
         r.launch_read_ms = seconds_since(t1) * 1e3 / a.tokens;
         const auto t2 = std::chrono::steady_clock::now();
-        for (int32_t i = 0; i < a.tokens; ++i) ex.run(1);
-        ex.read(built.next, std::span<int32_t>(&token, 1));
+        for (int32_t i = 0; i + 1 < a.tokens; ++i) fw.call(nullptr, nullptr, 1, nullptr);
+        fw.call(nullptr, nullptr, 1, &token);
         r.back_to_back_ms = seconds_since(t2) * 1e3 / a.tokens;
     }
     ++pos;
-    if constexpr (requires { ex.program().device_ms(int64_t(1), std::function<bool(const graph::step&)>{}); }) {
+    // The breakdown replays a part of one rank's forward; with --gpus the others' collectives would
+    // not meet it, so a tensor-parallel forward has none.
+    if constexpr (requires { fw.executor().program().device_ms(int64_t(1), std::function<bool(const graph::step&)>{}); }) {
+        auto& ex = fw.executor();
+        const model::llama_graph& built = fw.built();
         // Telescoped: the forward of the kinds so far, one more kind at a time (at the next
         // position, which the context has room for).
         ex.write(built.tokens, std::span<const int32_t>(&token, 1));
@@ -409,7 +413,8 @@ void print(const std::vector<result>& results, const std::string& backend, const
     std::printf("\nllmrt-bench-decode: greedy decoding at batch 1 after a %d-token prompt, f16 KV cache, %d tokens timed "
                 "after %d%s\n",
                 a.prompt, a.tokens, a.warmup, a.unfused ? ", unfused" : "");
-    std::printf("backend: %s\n\n", backend.c_str());
+    std::printf("backend: %s\n", backend.c_str());
+    std::printf("gpus:    %d%s\n\n", std::max(a.gpus, 1), a.gpus > 1 ? " (tensor parallel)" : "");
     std::printf("| model | weights | layers | weight MB/token | floor tokens/s (3.1 TB/s) | prompt tokens/s | tokens/s | "
                 "ms/token | of floor | steps |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
@@ -453,6 +458,7 @@ void write_json(const std::vector<result>& results, const std::string& backend, 
                     "  \"kv_type\": \"f16\",\n  \"batch\": 1,\n  \"tokens\": " + std::to_string(a.tokens) +
                     ",\n  \"warmup\": " + std::to_string(a.warmup) + ",\n  \"prompt\": " + std::to_string(a.prompt) +
                     ",\n  \"fused\": " + (a.unfused ? "false" : "true") +
+                    ",\n  \"gpus\": " + std::to_string(std::max(a.gpus, 1)) +
                     ",\n  \"read_bandwidth_bytes_per_s\": 3.1e12,\n  \"results\": [";
     for (std::size_t i = 0; i < results.size(); ++i) {
         const auto& r = results[i];
@@ -500,17 +506,37 @@ int main(int argc, char** argv) {
         for (auto& p : pending) models.push_back(p.get());
         std::printf("made or loaded %zu model(s) in %.1f s\n", models.size(), seconds_since(t0));
 
-        const std::string spec = a.backend.empty() ? llmrt_examples::backends_by_preference().front() : a.backend;
         std::vector<result> results;
         std::string description;
-        llmrt_examples::with_backend(spec, [&](auto& b, const std::string& d) {
-            description = d;
-            for (std::size_t i = 0; i < models.size(); ++i) {
-                results.push_back(decode(b, a.models[i], *models[i], a));
-                std::printf("%s: %.1f tokens/s (prepared in %.1f s)\n", a.models[i].name.c_str(),
-                            results.back().tokens_per_s, results.back().prepare_s);
-            }
-        });
+        auto report = [&](std::size_t i) {
+            std::printf("%s: %.1f tokens/s (prepared in %.1f s)\n", a.models[i].name.c_str(), results.back().tokens_per_s,
+                        results.back().prepare_s);
+        };
+        if (a.gpus != 0) {
+            llmrt_examples::with_gpus(a.gpus, a.backend, [&](auto make_backend, auto cancel, const std::string& d) {
+                using backend_type = typename decltype(make_backend(0))::element_type;
+                description = d;
+                for (std::size_t i = 0; i < models.size(); ++i) {
+                    const auto t1 = std::chrono::steady_clock::now();
+                    llmrt_bench::tensor_parallel_forward<backend_type> fw(a.gpus, make_backend, cancel, models[i]->weights, a.n_ctx,
+                                                                          !a.unfused);
+                    results.push_back(decode(fw, seconds_since(t1), a.models[i], *models[i], a));
+                    report(i);
+                }
+            });
+        } else {
+            const std::string spec = a.backend.empty() ? llmrt_examples::backends_by_preference().front() : a.backend;
+            llmrt_examples::with_backend(spec, [&](auto& b, const std::string& d) {
+                using backend_type = std::remove_reference_t<decltype(b)>;
+                description = d;
+                for (std::size_t i = 0; i < models.size(); ++i) {
+                    const auto t1 = std::chrono::steady_clock::now();
+                    llmrt_bench::single_forward<backend_type> fw(b, models[i]->weights, a.n_ctx, !a.unfused);
+                    results.push_back(decode(fw, seconds_since(t1), a.models[i], *models[i], a));
+                    report(i);
+                }
+            });
+        }
         print(results, description, a);
         if (!a.json.empty()) write_json(results, description, a);
         return 0;

@@ -11,10 +11,16 @@
 //               activations, one recorded command buffer per forward; present when the program
 //               links llmrt::vulkan
 //
+// --gpus N (with_gpus): the CUDA backend on devices 0..N-1, one rank each of a tensor-parallel
+// group whose collectives run over NCCL; present when nvcc compiles the program and CMake found
+// NCCL (the program links llmrt::nccl).
+//
 // The CUDA and Vulkan backends join here when they exist: a branch in with_backend and a name in
 // backends_by_preference, each behind its LLMRT_* build switch.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +30,7 @@
 #include <cuda_runtime.h>
 
 #include <llmrt/cuda/backend.cuh>
+#include <llmrt/cuda/nccl.cuh>
 #endif
 #if __has_include(<llmrt/vulkan/ops/embedded_spirv.hpp>)  // the program links llmrt::vulkan
 #define LLMRT_EXAMPLES_VULKAN 1
@@ -123,6 +130,55 @@ void with_backend(const std::string& spec, F&& f) {
                                                          "needs the Vulkan headers, glslangValidator and spirv-val)" + available);
     throw llmrt::error(llmrt::errc::invalid_argument,
                        "no backend called '" + spec + "' (llmrt's are cpu, cuda and vulkan)" + available);
+}
+
+// --gpus N: a tensor-parallel group over CUDA devices 0..N-1 (cuda::nccl_local_group), then
+// f(make_backend, cancel, description): make_backend(r) gives rank r's backend, cancel aborts the
+// group (for model::tensor_parallel_llama or comm::rank_threads). backend_spec, what --backend
+// said, must be empty or "cuda": the ranks take devices 0..N-1 in order.
+template <class F>
+void with_gpus(int32_t gpus, const std::string& backend_spec, F&& f) {
+    const std::string what = "--gpus " + std::to_string(gpus);
+    if (!backend_spec.empty() && backend_spec != "cuda")
+        throw llmrt::error(llmrt::errc::invalid_argument,
+                           what + " runs the CUDA backend on devices 0.." + std::to_string(gpus - 1) + "; --backend '" +
+                               backend_spec + "' is another (give --backend cuda, or no --backend)");
+#if defined(__CUDACC__) && defined(LLMRT_HAVE_NCCL)
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+    cudaGetLastError();
+    if (count < gpus)
+        throw llmrt::error(llmrt::errc::invalid_argument, what + " needs " + std::to_string(gpus) +
+                                                              " CUDA devices; this machine has " + std::to_string(count));
+    std::vector<llmrt::cuda::nccl_communicator> group = llmrt::cuda::nccl_local_group(gpus);
+    std::string names;
+    for (int32_t d = 0; d < gpus; ++d) {
+        cudaDeviceProp props{};
+        LLMRT_CUDA_CHECK(cudaGetDeviceProperties(&props, d));
+        names += (d ? ", " : "") + std::to_string(d) + ": " + props.name;
+    }
+    auto make_backend = [&group](int32_t r) {
+        llmrt::cuda::backend_options o;
+        o.device = group[std::size_t(r)].device();
+        o.nccl = &group[std::size_t(r)];
+        return std::make_unique<llmrt::cuda::backend>(o);
+    };
+    auto cancel = [&group] { llmrt::cuda::abort_nccl_group(group); };
+    f(make_backend, cancel,
+      "cuda, tensor parallel over " + std::to_string(gpus) + " GPUs (devices " + names +
+          "; one rank each, all_reduce and all_gather over NCCL, each forward replayed as a CUDA graph)");
+#else
+    (void)f;
+#if defined(__CUDACC__)
+    throw llmrt::error(llmrt::errc::missing_feature,
+                       what + ": this program was built without NCCL (cmake/find_nccl.cmake did not find it; set "
+                              "LLMRT_NCCL_ROOT, or pip install nvidia-nccl-cu13, and configure again)");
+#else
+    throw llmrt::error(llmrt::errc::missing_feature,
+                       what + ": this program was built without CUDA (CMake builds it when nvcc is found, or with "
+                              "-DLLMRT_CUDA=ON) and NCCL");
+#endif
+#endif
 }
 
 }  // namespace llmrt_examples

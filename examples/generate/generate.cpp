@@ -16,6 +16,9 @@
 //           --top-k N (40)   --top-p P (0.95)  --min-p P (0.05)  --seed N (1): the same text every run
 //           --tp N           tensor parallelism on the CPU backend: N ranks, one thread each, every
 //                            rank its slices of the weights (model/tensor_parallel.hpp); the same ids
+//           --gpus N         tensor parallelism on CUDA devices 0..N-1 (one rank each, collectives over
+//                            NCCL; needs a build with CUDA and NCCL): the same ids as one GPU
+// Both drive the ranks in lockstep through model/tensor_parallel_llama.hpp.
 // Shape options (--make-model and the no-argument demo):
 //           --type T (q4_K)  --vocab N (512)  --embd N (256)  --layers N (4)  --heads N (4)
 //           --kv-heads N (2) --ff N (768)     --ctx N (512)   --seed N (1)    --tied
@@ -25,11 +28,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <llmrt/comm/local.hpp>
 #include <llmrt/gguf/gguf.hpp>
 #include <llmrt/model/model.hpp>
+#include <llmrt/model/tensor_parallel_llama.hpp>
 #include <llmrt/sample/sampler_chain.hpp>
 #include <llmrt/text/detokenizer.hpp>
 
@@ -53,7 +58,8 @@ struct arguments {
     uint64_t seed = 1;  // the random model's (--make-model) and the sampler's
     float temperature = 0.0f, top_p = 0.95f, min_p = 0.05f;
     int32_t top_k = 40;
-    int32_t tp = 0;  // --tp N: N ranks of a tensor-parallel group on N threads (CPU backend)
+    int32_t tp = 0;    // --tp N: N ranks of a tensor-parallel group on N threads (CPU backend)
+    int32_t gpus = 0;  // --gpus N: N ranks on CUDA devices 0..N-1 over NCCL
 };
 
 arguments parse(int argc, char** argv) {
@@ -82,12 +88,16 @@ arguments parse(int argc, char** argv) {
         else if (o == "--min-p") a.min_p = float(cl.number_value());
         else if (o == "--tied") a.shape.tied_output = true;
         else if (o == "--tp") a.tp = cl.int_value();
+        else if (o == "--gpus") a.gpus = cl.int_value(1, 64);
         else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-generate [MODEL.gguf] [--backend NAME] [-p TEXT | --prompt-ids IDS] [-n N] [--ctx N] [--batch N]\n"
-                      "                      [--temp T] [--top-k N] [--top-p P] [--min-p P] [--seed N] [--tp N]\n"
+                      "                      [--temp T] [--top-k N] [--top-p P] [--min-p P] [--seed N] [--tp N | --gpus N]\n"
                       "       llmrt-generate --make-model OUT.gguf [--type T] [--vocab N] [--embd N] [--layers N]\n"
                       "                      [--heads N] [--kv-heads N] [--ff N] [--ctx N] [--seed N] [--tied]\n"
-                      "With no model, a small random llama is made in memory and run.");
+                      "With no model, a small random llama is made in memory and run.\n"
+                      "--tp N    tensor parallel over N CPU ranks, one thread each (--backend cpu, cpu:f32, cpu:ggml)\n"
+                      "--gpus N  tensor parallel over CUDA devices 0..N-1, one rank each, collectives over NCCL\n"
+                      "          (needs a build with CUDA and NCCL; --backend cuda or none)");
             std::exit(0);
         } else if (!o.empty() && o[0] != '-' && a.model_path.empty()) a.model_path = o;
         else cl.reject();
@@ -115,41 +125,54 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// tp: this thread's rank of a tensor-parallel group (ranks 0: none); only rank 0 prints, every
-// rank computes the same tokens.
-template <class Backend>
-void run(Backend& backend, const std::string& backend_description, std::shared_ptr<const llmrt::gguf::file> file,
-         const arguments& a, llmrt::model::tensor_parallel tp = {}) {
+// What a run needs before its model exists: the cache length and the prompt's ids.
+struct run_setup {
+    int32_t n_ctx = 0;
+    std::vector<int32_t> prompt;
+};
+
+run_setup setup(const llmrt::gguf::file& file, const arguments& a) {
     using namespace llmrt;
-    const bool speak = tp.rank == 0;
-    const model::llama_hparams file_hparams = model::load_llama_weights(*file).hparams;
+    run_setup s;
+    const model::llama_hparams file_hparams = model::load_llama_weights(file).hparams;
     // The model's context, capped: a cache for 128k positions is rarely what a demo wants.
-    const int32_t n_ctx = a.n_ctx != 0 ? a.n_ctx : std::min<int32_t>(file_hparams.n_ctx_train, 2048);
+    s.n_ctx = a.n_ctx != 0 ? a.n_ctx : std::min<int32_t>(file_hparams.n_ctx_train, 2048);
     // -p: the text through the file's own tokenizer (bos as the vocabulary says, special tokens
     // such as <|begin_of_text|> written in the text taken as those tokens).
-    std::vector<int32_t> prompt = a.prompt;
+    s.prompt = a.prompt;
     if (a.has_prompt_text) {
-        const sample::vocabulary v = model::read_vocabulary(file->metadata(), file_hparams.n_vocab);
-        prompt = model::tokenizer_of(file->metadata(), v).encode(a.prompt_text, {.parse_special = true});
-        check(!prompt.empty(), errc::invalid_argument, "-p: the prompt text gives no tokens");
+        const sample::vocabulary v = model::read_vocabulary(file.metadata(), file_hparams.n_vocab);
+        s.prompt = model::tokenizer_of(file.metadata(), v).encode(a.prompt_text, {.parse_special = true});
+        check(!s.prompt.empty(), errc::invalid_argument, "-p: the prompt text gives no tokens");
     }
     // The prompt and every new token but the last take a position: refuse before anything runs.
-    const int64_t positions = int64_t(prompt.size()) + std::max(a.n_new - 1, 0);
-    check(positions <= n_ctx, errc::invalid_argument, [&] {
-        return "the prompt (" + std::to_string(prompt.size()) + " tokens) and -n " + std::to_string(a.n_new) + " need " +
-               std::to_string(positions) + " positions; the cache holds " + std::to_string(n_ctx) + " (--ctx)";
+    const int64_t positions = int64_t(s.prompt.size()) + std::max(a.n_new - 1, 0);
+    check(positions <= s.n_ctx, errc::invalid_argument, [&] {
+        return "the prompt (" + std::to_string(s.prompt.size()) + " tokens) and -n " + std::to_string(a.n_new) + " need " +
+               std::to_string(positions) + " positions; the cache holds " + std::to_string(s.n_ctx) + " (--ctx)";
     });
-    model::llama_model<Backend> m(backend, file, {.n_ctx = n_ctx, .max_batch = a.max_batch, .kv_type = qtype::f32, .tp = tp});
+    return s;
+}
+
+llmrt::model::llama_options model_options(const run_setup& s, const arguments& a) {
+    return {.n_ctx = s.n_ctx, .max_batch = a.max_batch, .kv_type = llmrt::qtype::f32};
+}
+
+// Model: llama_model<Backend>, or tensor_parallel_llama<Backend> (its ranks in lockstep, rank 0's
+// logits and ids).
+template <class Model>
+void run(Model& m, const std::string& backend_description, const llmrt::gguf::file& file, const arguments& a,
+         const run_setup& s) {
+    using namespace llmrt;
+    const std::vector<int32_t>& prompt = s.prompt;
     const auto& h = m.hparams();
-    if (speak) std::printf("model:   %s\n         %.*s, %d layers, n_embd %d, %d heads (%d kv) of %d, n_ff %d, vocab %d, cache %d\n",
-                file->source().c_str(), int(h.arch->name.size()), h.arch->name.data(), h.n_layer, h.n_embd, h.n_head,
-                h.n_head_kv, h.head_dim(), h.n_ff, h.n_vocab, n_ctx);
-    if (speak) {
-        std::printf("backend: %s\n", backend_description.c_str());
-        std::printf("prompt:  ");
-        for (int32_t t : prompt) std::printf("%d ", t);
-        std::printf("\n");
-    }
+    std::printf("model:   %s\n         %.*s, %d layers, n_embd %d, %d heads (%d kv) of %d, n_ff %d, vocab %d, cache %d\n",
+                file.source().c_str(), int(h.arch->name.size()), h.arch->name.data(), h.n_layer, h.n_embd, h.n_head,
+                h.n_head_kv, h.head_dim(), h.n_ff, h.n_vocab, s.n_ctx);
+    std::printf("backend: %s\n", backend_description.c_str());
+    std::printf("prompt:  ");
+    for (int32_t t : prompt) std::printf("%d ", t);
+    std::printf("\n");
 
     // The prompt, then each new token: timed apart, as prompt processing and generation differ.
     // The text streams as tokens come (whole characters only); an end-of-generation token
@@ -183,7 +206,7 @@ void run(Backend& backend, const std::string& backend_description, std::shared_p
         out.push_back(next_after(prompt.back()));
     }
     const double prompt_seconds = seconds_since(start);
-    const bool has_text = speak && !m.vocab().token_text.empty();
+    const bool has_text = !m.vocab().token_text.empty();
     std::optional<text::detokenizer> words;
     if (has_text) words.emplace(m.vocab());
     text::utf8_stream stream;
@@ -203,7 +226,6 @@ void run(Backend& backend, const std::string& backend_description, std::shared_p
     if (has_text) std::printf("%s\"%s\n", printable(stream.flush()).c_str(),
                               !out.empty() && m.vocab().ends_generation(out.back()) ? " (end of generation)" : "");
 
-    if (!speak) return;
     std::printf("output:  ");
     for (int32_t t : out) std::printf("%d ", t);
     std::printf("\n");
@@ -236,24 +258,45 @@ int main(int argc, char** argv) {
             file = std::make_shared<const gguf::file>(gguf::file::open(a.model_path));
         }
         const std::string backend = a.backend.empty() ? llmrt_examples::backends_by_preference().front() : a.backend;
+        const run_setup s = setup(*file, a);
+        const model::llama_options options = model_options(s, a);
+        check(a.tp == 0 || a.gpus == 0, errc::invalid_argument,
+              "--tp (CPU ranks) and --gpus (CUDA ranks) are two ways to run tensor parallel; give one");
         if (a.tp != 0) {  // N CPU backends, each one rank of an in-process group on a thread of its own
             check(a.tp >= 1 && a.tp <= 64 && backend.substr(0, backend.find(':')) == "cpu", errc::invalid_argument, [&] {
                 return "--tp " + std::to_string(a.tp) + " with backend '" + backend +
                        "': tensor parallelism takes 1..64 ranks of the CPU backend (--backend cpu, cpu:f32, cpu:ggml)";
             });
             comm::local_group group(a.tp);
-            comm::run_ranks(group, [&](comm::communicator& c) {
-                cpu::backend_options o = llmrt_examples::cpu_options(backend);
-                o.communicator = &c;
-                cpu::backend b(o);
-                const std::string description = "cpu (" + std::string(cpu::to_string(o.quantized_activations)) +
-                                                " activations for quantized weights), tensor parallel over " +
-                                                std::to_string(a.tp) + " ranks on " + std::to_string(a.tp) + " threads";
-                run(b, description, file, a, {c.rank(), a.tp});
+            const cpu::backend_options o = llmrt_examples::cpu_options(backend);
+            model::tensor_parallel_llama<cpu::backend> m(
+                a.tp,
+                [&](int32_t r) {
+                    cpu::backend_options rank_options = o;
+                    rank_options.communicator = &group.rank(r);
+                    return std::make_unique<cpu::backend>(rank_options);
+                },
+                file, options, [&] { group.cancel(); });
+            run(m,
+                "cpu (" + std::string(cpu::to_string(o.quantized_activations)) +
+                    " activations for quantized weights), tensor parallel over " + std::to_string(a.tp) + " ranks on " +
+                    std::to_string(a.tp) + " threads",
+                *file, a, s);
+            return 0;
+        }
+        if (a.gpus != 0) {
+            llmrt_examples::with_gpus(a.gpus, a.backend, [&](auto make_backend, auto cancel, const std::string& description) {
+                using backend_type = typename decltype(make_backend(0))::element_type;
+                model::tensor_parallel_llama<backend_type> m(a.gpus, make_backend, file, options, cancel);
+                run(m, description, *file, a, s);
             });
             return 0;
         }
-        llmrt_examples::with_backend(backend, [&](auto& b, const std::string& description) { run(b, description, file, a); });
+        llmrt_examples::with_backend(backend, [&](auto& b, const std::string& description) {
+            using backend_type = std::remove_reference_t<decltype(b)>;
+            model::llama_model<backend_type> m(b, file, options);
+            run(m, description, *file, a, s);
+        });
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "llmrt-generate: %s\n", llmrt_examples::message_of(e));

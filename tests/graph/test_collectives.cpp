@@ -4,11 +4,14 @@
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <llmrt/comm/local.hpp>
+#include <llmrt/comm/rank_threads.hpp>
 #include <llmrt/cpu/backend.hpp>
 #include <llmrt/graph/executor.hpp>
 #include <llmrt/testing/generate.hpp>
@@ -228,4 +231,33 @@ TEST_CASE("a rank that fails before a collective aborts the group: the others st
                          doctest::Contains("rank 2 gave up"), llmrt::error);
     CHECK(aborted == 3);
     CHECK(group.aborted());
+}
+
+TEST_CASE("rank_threads: a rank that fails while the others wait in a collective cancels the group; later runs name the first error") {
+    comm::local_group group(3);
+    comm::rank_threads threads(3, [&] { group.cancel(); });
+    CHECK_THROWS_WITH_AS(threads.run([&](int32_t r) {
+        if (r == 1) throw error(errc::device_error, "rank 1 lost its device");
+        std::vector<float> x(8, 1.0f);
+        group.rank(r).all_reduce(x.data(), x.size());  // waits for rank 1 until the cancel
+    }),
+                         doctest::Contains("rank 1 lost its device"), llmrt::error);
+    CHECK(threads.failed());
+    CHECK_THROWS_WITH_AS(threads.run([](int32_t) {}),
+                         doctest::Contains("cancelled when rank 1 failed (rank 1 lost its device)"), llmrt::error);
+    int finished = 0;
+    threads.finish([&](int32_t) {
+        static std::mutex m;
+        const std::lock_guard<std::mutex> lock(m);
+        ++finished;
+    });
+    CHECK(finished == 3);
+}
+
+TEST_CASE("rank_threads: an exception that is not an llmrt::error reaches the caller as one, naming the rank") {
+    comm::rank_threads threads(2);
+    CHECK_THROWS_WITH_AS(threads.run([](int32_t r) {
+        if (r == 0) throw std::runtime_error("plain failure");
+    }),
+                         doctest::Contains("rank 0 of a tensor-parallel group failed: plain failure"), llmrt::error);
 }

@@ -1,20 +1,18 @@
 // The CUDA backend's collectives over NCCL (cuda/nccl.cuh): all_reduce and all_gather graphs on N
-// GPUs, one thread per rank, against the CPU backend's in-process group; and the tensor-parallel
-// llama on 2 GPUs against the single GPU. Cases that need more GPUs than the machine has skip,
-// passing with a message.
+// GPUs, one thread per rank, against the CPU backend's in-process group (the tensor-parallel
+// llama on several GPUs: test_model_tp_cuda.cu). Cases that need more GPUs than the machine has
+// skip, passing with a message.
 #include <doctest/doctest.h>
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <exception>
 #include <functional>
 #include <span>
-#include <string>
-#include <thread>
 #include <vector>
 
 #include <llmrt/comm/local.hpp>
+#include <llmrt/comm/rank_threads.hpp>
 #include <llmrt/cpu/backend.hpp>
 #include <llmrt/cuda/backend.cuh>
 #include <llmrt/cuda/nccl.cuh>
@@ -49,26 +47,13 @@ int device_count() {
         }                                                                                                      \
     } while (0)
 
-// fn(rank's communicator) on one thread per GPU of a group over devices 0 .. ranks − 1; the first
-// rank's error is rethrown once every thread has ended. (A rank that fails inside a collective
-// leaves the others waiting in NCCL: the checks happen at prepare, before any NCCL call.)
+// fn(rank's communicator) on one thread per GPU of a group over devices 0 .. ranks − 1
+// (comm/rank_threads.hpp); a rank that fails aborts the group, and its error is rethrown once
+// every thread's call has ended.
 void on_gpus(int32_t ranks, const std::function<void(const cuda::nccl_communicator&)>& fn) {
     std::vector<cuda::nccl_communicator> group = cuda::nccl_local_group(ranks);
-    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
-    {
-        std::vector<std::thread> threads;
-        for (int32_t r = 0; r < ranks; ++r)
-            threads.emplace_back([&, r] {
-                try {
-                    fn(group[std::size_t(r)]);
-                } catch (...) {
-                    errors[std::size_t(r)] = std::current_exception();
-                }
-            });
-        for (std::thread& t : threads) t.join();
-    }
-    for (const std::exception_ptr& e : errors)
-        if (e) std::rethrow_exception(e);
+    comm::rank_threads threads(ranks, [&] { cuda::abort_nccl_group(group); });
+    threads.run([&](int32_t r) { fn(group[std::size_t(r)]); });
 }
 
 cuda::backend_options rank_options(const cuda::nccl_communicator& c) {
@@ -201,69 +186,4 @@ TEST_CASE("nccl: collectives without a communicator of their size are refused at
         cuda::backend elsewhere(other);
         CHECK_THROWS_WITH_AS(graph::executor(elsewhere, two.g), doctest::Contains("is on device"), llmrt::error);
     });
-}
-
-namespace {
-
-using test::tp_shape;
-
-constexpr model::llama_options base_options{.n_ctx = 32, .max_batch = 8};
-
-// The prompt in chunks of max_batch, then three tokens one at a time: every logit of the way.
-template <class Model>
-std::vector<float> prompt_then_tokens(Model& m) {
-    std::vector<float> all(test::model_prompt.size() * std::size_t(m.vocab_size()));
-    m.eval(test::model_prompt, 0, all);
-    const auto more = test::one_by_one(m, {3, 99, 250});
-    all.insert(all.end(), more.begin(), more.end());
-    return all;
-}
-
-struct tp_result {
-    std::vector<float> logits;
-    std::vector<int32_t> ids;
-};
-
-template <class Model>
-tp_result logits_and_greedy(Model& m) {
-    tp_result r;
-    r.logits = prompt_then_tokens(m);
-    m.truncate(0);  // greedy from the start again
-    r.ids = model::generate_greedy(m, std::span<const int32_t>(test::model_prompt), 16);
-    return r;
-}
-
-}  // namespace
-
-TEST_CASE("nccl: the tensor-parallel llama on 2 GPUs gives the single GPU's greedy ids and logits within NMSE 1e-6") {
-    LLMRT_NEEDS_GPUS(2);
-    const int32_t ranks = 2;
-    for (const char* arch : {"llama", "qwen2"}) {
-        CAPTURE(arch);
-        model::llama_shape shape = tp_shape(arch);
-        if (std::string(arch) == "qwen2") shape.tied_output = true;
-        const auto file = test::model_file(shape, qtype::q8_0, 11);
-        tp_result expected;
-        {
-            cuda::backend single_backend;
-            model::llama_model<cuda::backend> single(single_backend, file, base_options);
-            expected = logits_and_greedy(single);
-        }
-        std::vector<tp_result> got(static_cast<std::size_t>(ranks));
-        on_gpus(ranks, [&](const cuda::nccl_communicator& c) {
-            cuda::backend b(rank_options(c));
-            model::llama_options o = base_options;
-            o.tp = {c.rank(), ranks};
-            model::llama_model<cuda::backend> m(b, file, o);
-            got[std::size_t(c.rank())] = logits_and_greedy(m);
-        });
-        for (const tp_result& g : got) {
-            REQUIRE(g.logits.size() == expected.logits.size());
-            CHECK(test::same_bits(g.logits, got[0].logits));  // every rank reads the same gathered logits
-            const double e = nmse(g.logits, expected.logits);
-            MESSAGE(arch << ", 2 GPUs: logits NMSE " << e);
-            CHECK(e < 1e-6);
-            CHECK(g.ids == expected.ids);
-        }
-    }
 }

@@ -24,14 +24,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "llmrt/comm/communicator.hpp"
+#include "llmrt/comm/rank_threads.hpp"
 #include "llmrt/core/error.hpp"
 
 namespace llmrt::comm {
@@ -159,29 +158,14 @@ private:
     bool aborted_ = false;
 };
 
-// Runs fn(communicator&) for every rank of `group` on a thread of its own and waits for all of
-// them. When one throws, the group is aborted (see above) and, after every thread has ended, the
-// error of the first rank that failed on its own (not from the abort) is rethrown.
+// Runs fn(communicator&) for every rank of `group` on a thread of its own (comm/rank_threads.hpp)
+// and waits for all of them. When one throws, the group is aborted (see above) and, after every
+// thread has ended, the error of the first rank that failed on its own (not from the abort) is
+// rethrown.
 template <class Fn>
 void run_ranks(local_group& group, Fn&& fn) {
-    std::vector<std::exception_ptr> errors(std::size_t(group.size()));
-    std::vector<uint8_t> own(std::size_t(group.size()), 0);  // failed before the group was aborted
-    std::vector<std::thread> threads;
-    for (int32_t r = 0; r < group.size(); ++r)
-        threads.emplace_back([&, r] {
-            try {
-                fn(group.rank(r));
-            } catch (...) {
-                own[std::size_t(r)] = !group.aborted();
-                errors[std::size_t(r)] = std::current_exception();
-                group.cancel();
-            }
-        });
-    for (std::thread& t : threads) t.join();
-    for (std::size_t r = 0; r < errors.size(); ++r)
-        if (errors[r] && own[r]) std::rethrow_exception(errors[r]);
-    for (const std::exception_ptr& e : errors)
-        if (e) std::rethrow_exception(e);
+    rank_threads threads(group.size(), [&group] { group.cancel(); });
+    threads.run([&](int32_t r) { fn(group.rank(r)); });
 }
 
 }  // namespace llmrt::comm

@@ -66,10 +66,12 @@ public:
     static nccl_communicator adopt(ncclComm_t comm) { return nccl_communicator(comm, true); }
 
     nccl_communicator(nccl_communicator&& o) noexcept
-        : comm_(std::exchange(o.comm_, nullptr)), owned_(o.owned_), rank_(o.rank_), size_(o.size_), device_(o.device_) {}
+        : comm_(std::exchange(o.comm_, nullptr)), owned_(o.owned_), aborted_(o.aborted_), rank_(o.rank_), size_(o.size_),
+          device_(o.device_) {}
     nccl_communicator& operator=(nccl_communicator&& o) noexcept {
         std::swap(comm_, o.comm_);
         std::swap(owned_, o.owned_);
+        std::swap(aborted_, o.aborted_);
         std::swap(rank_, o.rank_);
         std::swap(size_, o.size_);
         std::swap(device_, o.device_);
@@ -78,8 +80,35 @@ public:
     nccl_communicator(const nccl_communicator&) = delete;
     nccl_communicator& operator=(const nccl_communicator&) = delete;
     ~nccl_communicator() {
-        if (comm_ && owned_) ncclCommDestroy(comm_);
+        if (!comm_ || !owned_) return;
+        if (aborted_) ncclCommAbort(comm_);  // revoked: its peers may be gone, so no collective goodbye
+        else ncclCommDestroy(comm_);
     }
+
+    // Stops this rank's NCCL work in flight: a kernel waiting for a peer that will never come
+    // returns, so the stream it holds up moves on. For a group whose rank failed (comm/rank_threads.hpp
+    // calls it through abort_nccl_group, from the failed rank's thread, while the others may wait
+    // in NCCL). With NCCL 2.28 or newer it is ncclCommRevoke, which keeps the communicator's
+    // resources: ncclCommAbort (and ncclCommDestroy) wait until every CUDA graph that captured
+    // the communicator's calls is gone, and those belong to programs that live on, so calling
+    // them here would hang (seen on 2 H200s, NCCL 2.28.3: the waiting rank woke, ncclCommAbort
+    // never returned); the destructor then frees it with ncclCommAbort (a borrowed one is the
+    // caller's to free). The revoke has not yet run on several GPUs (tests/nccl/test_model_tp_cuda.cu
+    // keeps its case behind --no-skip until it has). Older NCCL has no revoke: abort()
+    // calls ncclCommAbort, which frees the communicator at once if no captured graph holds it,
+    // and waits otherwise. After it nothing may use the communicator again, so the group's
+    // backends and programs may only be destroyed. Once only; never throws.
+    void abort() noexcept {
+        if (!comm_ || aborted_) return;
+        aborted_ = true;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+        ncclCommRevoke(comm_, NCCL_REVOKE_DEFAULT);
+#else
+        ncclCommAbort(comm_);
+        owned_ = false;  // freed
+#endif
+    }
+    bool aborted() const noexcept { return aborted_; }
 
     int32_t rank() const noexcept { return rank_; }  // 0 .. size() − 1
     int32_t size() const noexcept { return size_; }  // ranks in the group
@@ -116,6 +145,7 @@ private:
 
     ncclComm_t comm_ = nullptr;
     bool owned_ = false;
+    bool aborted_ = false;
     int32_t rank_ = 0;
     int32_t size_ = 1;
     int device_ = 0;
@@ -159,6 +189,12 @@ inline std::vector<nccl_communicator> nccl_local_group(int ranks) {
     std::vector<int> devices(std::size_t(ranks), 0);
     for (int i = 0; i < ranks; ++i) devices[std::size_t(i)] = i;
     return nccl_local_group(devices);
+}
+
+// Aborts every communicator of a group (nccl_communicator::abort): what a failed rank calls so
+// that the others stop waiting for it (comm::rank_threads' cancel).
+inline void abort_nccl_group(std::vector<nccl_communicator>& group) noexcept {
+    for (nccl_communicator& c : group) c.abort();
 }
 
 }  // namespace llmrt::cuda

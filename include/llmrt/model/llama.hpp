@@ -141,16 +141,39 @@ public:
     // The argmax of each row of the last forward call's logits.
     std::span<const int32_t> greedy() const { return std::span<const int32_t>(next_).first(std::size_t(n_last_)); }
 
-    // Appends tokens at `position` (which must equal cache_length()) in calls of up to max_batch
-    // tokens; logits_out is tokens.size() x vocab_size() floats, or empty when not needed.
-    void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits_out) {
+    // What forward (eval) would refuse, raised without running anything: for a caller that must
+    // know before it starts the call on several ranks (tensor_parallel_llama.hpp).
+    void check_forward(std::span<const int32_t> tokens, std::span<const int32_t> positions) const {
+        const auto n = int64_t(tokens.size());
+        check(n >= 1 && n <= options_.max_batch && positions.size() == tokens.size(), errc::invalid_argument, [&] {
+            return "llama_model::forward: " + std::to_string(n) + " tokens and " + std::to_string(positions.size()) +
+                   " positions; need 1.." + std::to_string(options_.max_batch) + " tokens with one position each";
+        });
+        check(positions[0] >= 0 && positions[0] <= n_past_ && positions[0] + n <= options_.n_ctx, errc::invalid_argument, [&] {
+            return "llama_model::forward: positions " + std::to_string(positions[0]) + ".." +
+                   std::to_string(positions[0] + n - 1) + " must start at or below the cache length " +
+                   std::to_string(n_past_) + " and end below the context length " + std::to_string(options_.n_ctx);
+        });
+        for (int64_t i = 1; i < n; ++i)
+            check(positions[std::size_t(i)] == positions[0] + i, errc::invalid_argument, [&] {
+                return "llama_model::forward: position " + std::to_string(positions[std::size_t(i)]) + " of token " +
+                       std::to_string(i) + " does not follow " + std::to_string(positions[std::size_t(i - 1)]);
+            });
+        for (int32_t t : tokens)
+            check(t >= 0 && t < vocab_size(), errc::invalid_argument, [&] {
+                return "llama_model::forward: token " + std::to_string(t) + " is outside the vocabulary of " +
+                       std::to_string(vocab_size());
+            });
+    }
+
+    void check_eval(std::span<const int32_t> tokens, int32_t position, std::size_t logits_size) const {
+        const std::size_t v = std::size_t(vocab_size());
         check(position == n_past_, errc::invalid_argument, [&] {
             return "llama_model::eval: position " + std::to_string(position) + " is not the cache length " +
                    std::to_string(n_past_);
         });
-        const std::size_t v = std::size_t(vocab_size());
-        check(logits_out.empty() || logits_out.size() == tokens.size() * v, errc::invalid_argument, [&] {
-            return "llama_model::eval: logits_out holds " + std::to_string(logits_out.size()) + " floats, need 0 or " +
+        check(logits_size == 0 || logits_size == tokens.size() * v, errc::invalid_argument, [&] {
+            return "llama_model::eval: logits_out holds " + std::to_string(logits_size) + " floats, need 0 or " +
                    std::to_string(tokens.size() * v);
         });
         // Everything forward would refuse in a later chunk is refused here, before the first chunk
@@ -165,6 +188,13 @@ public:
                 return "llama_model::eval: token " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
                        " is outside the vocabulary of " + std::to_string(vocab_size());
             });
+    }
+
+    // Appends tokens at `position` (which must equal cache_length()) in calls of up to max_batch
+    // tokens; logits_out is tokens.size() x vocab_size() floats, or empty when not needed.
+    void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits_out) {
+        check_eval(tokens, position, logits_out.size());
+        const std::size_t v = std::size_t(vocab_size());
         std::array<int32_t, 64> pos_chunk{};
         for (std::size_t done = 0; done < tokens.size();) {
             const std::size_t n = std::min({tokens.size() - done, std::size_t(options_.max_batch), pos_chunk.size()});
@@ -229,26 +259,8 @@ private:
     // Checks the tokens and positions, writes them and runs the graph; the cache then ends after
     // them. Returns the number of tokens.
     int64_t run(std::span<const int32_t> tokens, std::span<const int32_t> positions) {
+        check_forward(tokens, positions);
         const auto n = int64_t(tokens.size());
-        check(n >= 1 && n <= options_.max_batch && positions.size() == tokens.size(), errc::invalid_argument, [&] {
-            return "llama_model::forward: " + std::to_string(n) + " tokens and " + std::to_string(positions.size()) +
-                   " positions; need 1.." + std::to_string(options_.max_batch) + " tokens with one position each";
-        });
-        check(positions[0] >= 0 && positions[0] <= n_past_ && positions[0] + n <= options_.n_ctx, errc::invalid_argument, [&] {
-            return "llama_model::forward: positions " + std::to_string(positions[0]) + ".." +
-                   std::to_string(positions[0] + n - 1) + " must start at or below the cache length " +
-                   std::to_string(n_past_) + " and end below the context length " + std::to_string(options_.n_ctx);
-        });
-        for (int64_t i = 1; i < n; ++i)
-            check(positions[std::size_t(i)] == positions[0] + i, errc::invalid_argument, [&] {
-                return "llama_model::forward: position " + std::to_string(positions[std::size_t(i)]) + " of token " +
-                       std::to_string(i) + " does not follow " + std::to_string(positions[std::size_t(i - 1)]);
-            });
-        for (int32_t t : tokens)
-            check(t >= 0 && t < vocab_size(), errc::invalid_argument, [&] {
-                return "llama_model::forward: token " + std::to_string(t) + " is outside the vocabulary of " +
-                       std::to_string(vocab_size());
-            });
         exec_.write(built_.tokens, tokens);
         exec_.write(built_.positions, positions);
         n_past_ = positions[0];  // from here the cache is being rewritten

@@ -1,0 +1,78 @@
+// model::tensor_parallel_llama on CPU ranks (comm::local_group): the ranks' models driven in
+// lockstep from the caller's thread, against the single model, and what a failing rank or a bad
+// argument does to the caller. (The same class on several GPUs: tests/nccl/test_model_tp_cuda.cu.)
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include <llmrt/comm/local.hpp>
+#include <llmrt/cpu/backend.hpp>
+#include <llmrt/model/model.hpp>
+#include <llmrt/model/tensor_parallel_llama.hpp>
+
+#include "model_fixtures.hpp"
+
+using namespace llmrt;
+
+namespace {
+
+constexpr model::llama_options base_options{.n_ctx = 32, .max_batch = 8};
+
+cpu::backend_options float_options(comm::communicator* c = nullptr) {
+    cpu::backend_options o;
+    o.quantized_activations = cpu::activation_format::f32;
+    o.communicator = c;
+    return o;
+}
+
+// A group of `ranks` CPU ranks and the model over it; the group outlives the model.
+struct on_cpu_ranks {
+    comm::local_group group;
+    model::tensor_parallel_llama<cpu::backend> m;
+
+    on_cpu_ranks(int32_t ranks, const std::shared_ptr<const gguf::file>& file)
+        : group(ranks),
+          m(
+              ranks, [this](int32_t r) { return std::make_unique<cpu::backend>(float_options(&group.rank(r))); }, file,
+              base_options, [this] { group.cancel(); }) {}
+};
+
+}  // namespace
+
+TEST_CASE("tensor_parallel_llama on 2 and 4 CPU ranks gives the single model's greedy ids, every rank the same logits") {
+    const auto file = test::model_file(test::tp_shape("llama"), qtype::q8_0, 11);
+    cpu::backend single_backend(float_options());
+    model::llama_model<cpu::backend> single(single_backend, file, base_options);
+    const auto expected = model::generate_greedy(single, std::span<const int32_t>(test::model_prompt), 16);
+    for (int32_t ranks : {2, 4}) {
+        CAPTURE(ranks);
+        on_cpu_ranks tp(ranks, file);
+        CHECK(model::generate_greedy(tp.m, std::span<const int32_t>(test::model_prompt), 16) == expected);
+        const int32_t token = 7, position = tp.m.cache_length();
+        tp.m.forward(std::span<const int32_t>(&token, 1), std::span<const int32_t>(&position, 1));
+        for (int32_t r = 1; r < ranks; ++r) CHECK(test::same_bits(tp.m.logits(r), tp.m.logits(0)));
+    }
+}
+
+TEST_CASE("a bad token given to tensor_parallel_llama is an llmrt::error on the caller that leaves the model usable") {
+    const auto file = test::model_file(test::tp_shape("llama"), qtype::q8_0, 11);
+    on_cpu_ranks tp(2, file);
+    const int32_t bad = 100000, position = 0;
+    CHECK_THROWS_WITH_AS(tp.m.forward(std::span<const int32_t>(&bad, 1), std::span<const int32_t>(&position, 1)),
+                         doctest::Contains("outside the vocabulary"), llmrt::error);
+    CHECK_THROWS_WITH_AS(tp.m.truncate(3), doctest::Contains("outside 0..cache length 0"), llmrt::error);
+    CHECK(model::generate_greedy(tp.m, std::span<const int32_t>(test::model_prompt), 4).size() == 4);
+}
+
+TEST_CASE("a rank whose backend cannot be made fails tensor_parallel_llama with that rank's llmrt::error") {
+    const auto file = test::model_file(test::tp_shape("llama"), qtype::q8_0, 11);
+    comm::local_group group(2);
+    auto make = [&](int32_t r) -> std::unique_ptr<cpu::backend> {
+        if (r == 1) throw error(errc::device_error, "rank 1 has no device");
+        return std::make_unique<cpu::backend>(float_options(&group.rank(r)));
+    };
+    CHECK_THROWS_WITH_AS(model::tensor_parallel_llama<cpu::backend>(2, make, file, base_options, [&] { group.cancel(); }),
+                         doctest::Contains("rank 1 has no device"), llmrt::error);
+}
