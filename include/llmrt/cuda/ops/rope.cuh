@@ -177,37 +177,28 @@ struct rope_cache_args {
     float q_eps = 0.0f, k_eps = 0.0f;
 };
 
-// A head of x normed into shared memory by the block's threads (blockDim.x of them):
-// head = x · 1/sqrt(Σx²/hd + eps) ⊙ w, ops/norm.cuh's formula (Σ in double, then float).
+// A head of x normed into shared memory by the block's threads (blockDim.x <= 1024 of them, any
+// count: no warp shuffles): head = x · 1/sqrt(Σx²/hd + eps) ⊙ w, ops/norm.cuh's formula (Σ in
+// double, then float), the threads' partial sums added in thread order by thread 0.
 __device__ inline const float* norm_head(const float* x, const float* w, float eps, int hd, float* head) {
-    __shared__ double warp_sums[32];
+    __shared__ double partial[1024];
     __shared__ float scale_of_head;
-    const int t = int(threadIdx.x), lane = t & 31, warp = t >> 5, warps = (int(blockDim.x) + 31) / 32;
+    const int t = int(threadIdx.x), threads = int(blockDim.x);
     double sum = 0.0;
-    for (int e = t; e < hd; e += int(blockDim.x)) sum += double(x[e]) * double(x[e]);
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-    if (lane == 0) warp_sums[warp] = sum;
+    for (int e = t; e < hd; e += threads) sum += double(x[e]) * double(x[e]);
+    partial[t] = sum;
     __syncthreads();
     if (t == 0) {
-        double total = warp_sums[0];
-        for (int j = 1; j < warps; ++j) total += warp_sums[j];
+        double total = partial[0];
+        for (int j = 1; j < threads; ++j) total += partial[j];
         const float mean = float(total / double(hd));
         scale_of_head = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, eps)));
     }
     __syncthreads();
     const float scale = scale_of_head;
-    for (int e = t; e < hd; e += int(blockDim.x)) head[e] = __fmul_rn(__fmul_rn(x[e], scale), w[e]);
+    for (int e = t; e < hd; e += threads) head[e] = __fmul_rn(__fmul_rn(x[e], scale), w[e]);
     __syncthreads();
     return head;
-}
-
-template <class KV>
-__device__ __forceinline__ void store_cache(void* cache, int64_t at, float v) {
-    if constexpr (sizeof(KV) == 2)
-        static_cast<uint16_t*>(cache)[at] = fp32_to_fp16(v);
-    else
-        static_cast<float*>(cache)[at] = v;
 }
 
 // Grid (n_head + 2 · n_head_kv, cols), head_dim / 2 threads: block x < n_head rotates a head of
