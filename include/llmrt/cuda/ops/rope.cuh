@@ -201,6 +201,14 @@ __device__ inline const float* norm_head(const float* x, const float* w, float e
     return head;
 }
 
+template <class KV>
+__device__ __forceinline__ void store_cache(void* cache, int64_t at, float v) {
+    if constexpr (sizeof(KV) == 2)
+        static_cast<uint16_t*>(cache)[at] = fp32_to_fp16(v);
+    else
+        static_cast<float*>(cache)[at] = v;
+}
+
 // Grid (n_head + 2 · n_head_kv, cols), head_dim / 2 threads: block x < n_head rotates a head of
 // q; the next n_head_kv rotate a head of k into the K cache's column pos; the last n_head_kv copy
 // a head of v into the V cache. Each value has the bits rope and set_rows give it. With per-head
