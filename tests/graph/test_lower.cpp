@@ -21,8 +21,9 @@ using graph::step_kind;
 
 namespace {
 
-std::shared_ptr<const gguf::file> small_llama_file(qtype type, int32_t n_layer) {
+std::shared_ptr<const gguf::file> small_llama_file(qtype type, int32_t n_layer, const std::string& architecture) {
     model::llama_shape s;
+    s.architecture = architecture;
     s.n_vocab = 300;
     s.n_embd = 256;
     s.n_ff = 512;
@@ -39,8 +40,8 @@ struct small_llama {
     model::llama_weights weights;
     model::llama_graph built;
 
-    explicit small_llama(qtype type, int32_t max_batch = 4, int32_t n_layer = 2)
-        : file(small_llama_file(type, n_layer)), weights(model::load_llama_weights(*file)),
+    explicit small_llama(qtype type, int32_t max_batch = 4, int32_t n_layer = 2, const std::string& architecture = "llama")
+        : file(small_llama_file(type, n_layer, architecture)), weights(model::load_llama_weights(*file)),
           built(model::build_llama_graph(weights, 64, max_batch, qtype::f16)) {}
 };
 
@@ -397,25 +398,10 @@ TEST_CASE("the router's softmax and its top_k are one step, and the down's exper
 }
 
 TEST_CASE("a matvec step adds each product's bias, never writing the mul_mat, and stacks the sums for the rope_cache") {
-    model::llama_shape s;
-    s.architecture = "qwen2";  // Q/K/V biases
-    s.n_vocab = 300;
-    s.n_embd = 256;
-    s.n_ff = 512;
-    s.n_layer = 1;
-    s.n_head = 4;
-    s.n_head_kv = 2;
-    s.vocabulary = false;
-    const auto file = gguf::file::from_bytes(model::make_random_llama(s, qtype::q8_0, 7).to_bytes());
-    const auto weights = model::load_llama_weights(file);
-    const auto built = model::build_llama_graph(weights, 64, 2, qtype::f16);
-    const auto& g = built.g;
-    auto named = [&](const char* n) {
-        for (std::size_t i = 0; i < g.size(); ++i)
-            if (g.nodes()[i].name == n) return std::size_t(i);
-        FAIL("no node " << n);
-        return std::size_t(0);
-    };
+    small_llama m(qtype::q8_0, 2, 1, "qwen2");
+    const auto& g = m.built.g;
+    const auto& built = m.built;
+    auto named = [&](const char* n) { return std::size_t(g.find(n).id); };
     cpu::backend cpu_backend;
     for (bool biases : {true, false}) {
         CAPTURE(biases);
@@ -432,25 +418,10 @@ TEST_CASE("a matvec step adds each product's bias, never writing the mul_mat, an
 }
 
 TEST_CASE("q, k and v are stacked for per-head q/k norms as for the rope_cache, and the norms read the stack") {
-    model::llama_shape s;
-    s.architecture = "qwen3";  // per-head RMS norms on q and k
-    s.n_vocab = 300;
-    s.n_embd = 256;
-    s.n_ff = 512;
-    s.n_layer = 1;
-    s.n_head = 4;
-    s.n_head_kv = 2;
-    s.vocabulary = false;
-    const auto file = gguf::file::from_bytes(model::make_random_llama(s, qtype::q8_0, 7).to_bytes());
-    const auto weights = model::load_llama_weights(file);
-    const auto built = model::build_llama_graph(weights, 64, 3, qtype::f16);
-    const auto& g = built.g;
-    auto named = [&](const char* n) {
-        for (std::size_t i = 0; i < g.size(); ++i)
-            if (g.nodes()[i].name == n) return std::size_t(i);
-        FAIL("no node " << n);
-        return std::size_t(0);
-    };
+    small_llama m(qtype::q8_0, 3, 1, "qwen3");
+    const auto& g = m.built.g;
+    const auto& built = m.built;
+    auto named = [&](const char* n) { return std::size_t(g.find(n).id); };
     cpu::backend cpu_backend;
     for (bool grouped : {true, false}) {
         CAPTURE(grouped);
@@ -481,25 +452,10 @@ TEST_CASE("q, k and v are stacked for per-head q/k norms as for the rope_cache, 
 }
 
 TEST_CASE("the per-head q and k norms are computed in the rope_cache step, never written, with the bits of their own steps") {
-    model::llama_shape s;
-    s.architecture = "qwen3";
-    s.n_vocab = 300;
-    s.n_embd = 256;
-    s.n_ff = 512;
-    s.n_layer = 2;
-    s.n_head = 4;
-    s.n_head_kv = 2;
-    s.vocabulary = false;
-    const auto file = gguf::file::from_bytes(model::make_random_llama(s, qtype::q8_0, 9).to_bytes());
-    const auto weights = model::load_llama_weights(file);
-    const auto built = model::build_llama_graph(weights, 64, 3, qtype::f16);
-    const auto& g = built.g;
-    auto named = [&](const char* n) {
-        for (std::size_t i = 0; i < g.size(); ++i)
-            if (g.nodes()[i].name == n) return int32_t(i);
-        FAIL("no node " << n);
-        return int32_t(0);
-    };
+    small_llama m(qtype::q8_0, 3, 2, "qwen3");
+    const auto& g = m.built.g;
+    const auto& built = m.built;
+    auto named = [&](const char* n) { return int32_t(g.find(n).id); };
     cpu::backend cpu_backend;
     const auto p = graph::make_plan(g, cpu_sizes(g, cpu_backend), {}, graph::lower_options{});
     const graph::step& rc = p.steps[std::size_t(p.step_of[std::size_t(named("blk.0.q_rope"))])];

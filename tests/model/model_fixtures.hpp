@@ -282,4 +282,23 @@ inline model::llama_shape tp_shape(const std::string& architecture) {
     return s;
 }
 
+// The tensor-parallel tests' models: llama, qwen2 with biases and a tied output, qwen3 with
+// per-head q/k norms (head_dim 32).
+struct tp_case {
+    std::string label;
+    model::llama_shape shape;
+};
+
+inline std::vector<tp_case> tp_cases() {
+    std::vector<tp_case> v;
+    v.push_back({"llama", tp_shape("llama")});
+    model::llama_shape qwen2 = tp_shape("qwen2");  // q/k/v biases, tied output
+    qwen2.tied_output = true;
+    v.push_back({"qwen2, biases, tied output", qwen2});
+    model::llama_shape qwen3 = tp_shape("qwen3");  // per-head q/k norms, head_dim 32
+    qwen3.head_dim = 32;
+    v.push_back({"qwen3, head_dim 32", qwen3});
+    return v;
+}
+
 }  // namespace llmrt::test

@@ -18,24 +18,9 @@ using namespace llmrt;
 
 namespace {
 
+using test::tp_case;
+using test::tp_cases;
 using test::tp_shape;
-
-struct tp_case {
-    std::string label;
-    model::llama_shape shape;
-};
-
-std::vector<tp_case> tp_cases() {
-    std::vector<tp_case> v;
-    v.push_back({"llama", tp_shape("llama")});
-    model::llama_shape qwen2 = tp_shape("qwen2");  // q/k/v biases, tied output
-    qwen2.tied_output = true;
-    v.push_back({"qwen2, biases, tied output", qwen2});
-    model::llama_shape qwen3 = tp_shape("qwen3");  // per-head q/k norms, head_dim 32
-    qwen3.head_dim = 32;
-    v.push_back({"qwen3, head_dim 32", qwen3});
-    return v;
-}
 
 // Float activations: quantized weights meet the activations as they are.
 cpu::backend_options float_options(comm::communicator* c = nullptr) {

@@ -24,6 +24,7 @@
 
 #include "../graph/collective_fixtures.hpp"
 #include "../model/model_fixtures.hpp"
+#include "gpus.hpp"
 
 #ifndef LLMRT_HAVE_NCCL
 #error "tests/nccl builds only with llmrt::nccl"
@@ -33,20 +34,7 @@ using namespace llmrt;
 
 namespace {
 
-int device_count() {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
-    cudaGetLastError();
-    return count;
-}
-
-#define LLMRT_NEEDS_GPUS(n)                                                                                    \
-    do {                                                                                                       \
-        if (device_count() < (n)) {                                                                            \
-            MESSAGE("skipped: needs " << (n) << " CUDA devices, cudaGetDeviceCount says " << device_count()); \
-            return;                                                                                            \
-        }                                                                                                      \
-    } while (0)
+using test::device_count;
 
 // The group sizes to try: 2, and 4 where the machine has 4 GPUs.
 std::vector<int32_t> gpu_counts() {
@@ -55,24 +43,9 @@ std::vector<int32_t> gpu_counts() {
     return v;
 }
 
+using test::tp_case;
+using test::tp_cases;
 using test::tp_shape;
-
-struct tp_case {
-    std::string label;
-    model::llama_shape shape;
-};
-
-std::vector<tp_case> tp_cases() {
-    std::vector<tp_case> v;
-    v.push_back({"llama", tp_shape("llama")});
-    model::llama_shape qwen2 = tp_shape("qwen2");  // q/k/v biases, tied output
-    qwen2.tied_output = true;
-    v.push_back({"qwen2, biases, tied output", qwen2});
-    model::llama_shape qwen3 = tp_shape("qwen3");  // per-head q/k norms, head_dim 32
-    qwen3.head_dim = 32;
-    v.push_back({"qwen3, head_dim 32", qwen3});
-    return v;
-}
 
 constexpr model::llama_options base_options{.n_ctx = 32, .max_batch = 8};
 

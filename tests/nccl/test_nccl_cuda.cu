@@ -23,6 +23,7 @@
 
 #include "../graph/collective_fixtures.hpp"
 #include "../model/model_fixtures.hpp"
+#include "gpus.hpp"
 
 #ifndef LLMRT_HAVE_NCCL
 #error "tests/nccl builds only with llmrt::nccl"
@@ -32,20 +33,7 @@ using namespace llmrt;
 
 namespace {
 
-int device_count() {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
-    cudaGetLastError();
-    return count;
-}
-
-#define LLMRT_NEEDS_GPUS(n)                                                                                    \
-    do {                                                                                                       \
-        if (device_count() < (n)) {                                                                            \
-            MESSAGE("skipped: needs " << (n) << " CUDA devices, cudaGetDeviceCount says " << device_count()); \
-            return;                                                                                            \
-        }                                                                                                      \
-    } while (0)
+using test::device_count;
 
 // fn(rank's communicator) on one thread per GPU of a group over devices 0 .. ranks − 1
 // (comm/rank_threads.hpp); a rank that fails aborts the group, and its error is rethrown once
