@@ -400,7 +400,6 @@ TEST_CASE("the router's softmax and its top_k are one step, and the down's exper
 TEST_CASE("a matvec step adds each product's bias, never writing the mul_mat, and stacks the sums for the rope_cache") {
     small_llama m(qtype::q8_0, 2, 1, "qwen2");
     const auto& g = m.built.g;
-    const auto& built = m.built;
     auto named = [&](const char* n) { return std::size_t(g.find(n).id); };
     cpu::backend cpu_backend;
     for (bool biases : {true, false}) {
