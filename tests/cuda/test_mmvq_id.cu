@@ -1,0 +1,156 @@
+// mmvq_id_prepared's fused forms on the device, for every weight type, rows not a multiple of the
+// 16-row tile, an invalid id among the valid ones, Y poisoned first: two products' experts side
+// by side in one launch with their biases (an experts step's gate and up), and the epilogue that
+// adds a token's weighted slots (the experts' down with its weighted_sum). Each result against
+// the unfused launches it replaces: mmvq_id per product, add_id's float add, weighted_sum's
+// order of float operations, bit for bit.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "llmrt/cuda/mmvq.cuh"
+#include "support.cuh"
+
+using namespace llmrt_cuda_test;
+namespace cuda = llmrt::cuda;
+using llmrt::testing::distribution;
+
+namespace {
+
+constexpr int64_t rows = 33, n_experts = 5, n_tokens = 3, n_used = 2;
+const std::vector<int32_t> ids = {4, 0, 2, 2, 1, n_experts};  // the last one is invalid
+
+// The records of x (n_tokens columns of k) as mmvq_id quantizes them.
+struct prepared_x {
+    device_buffer d_x, scratch;
+    cuda::prepared_activations records;
+    prepared_x(const std::vector<float>& x, int64_t k, int64_t x_cols)
+        : d_x(x.size() * sizeof(float)),
+          scratch(cuda::mmvq_id_scratch_bytes(cuda::input_columns{nullptr, k, x_cols, 0, n_tokens})) {
+        d_x.upload(x);
+        const cuda::input_columns xv{d_x.as<const float>(), k, x_cols, 0, n_tokens};
+        records = cuda::quantize_id_activations(xv, scratch.ptr, scratch.bytes, nullptr);
+    }
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("two products side by side with biases give each slot its expert's product plus its bias", B,
+                          two_products_side_by_side) {
+    LLMRT_CUDA_TEST_NEEDS_DEVICE();
+    const int64_t k = test_ks<B>()[1], row_bytes = int64_t(llmrt::row_size(B::id, k));
+    // Gate's experts, then up's: 2 · n_experts matrices, as the CUDA backend uploads them.
+    const std::vector<uint8_t> w = random_blocks<B>(2 * n_experts * rows * (k / B::block_size), 81);
+    const std::vector<float> bias = llmrt::testing::generate(distribution::gaussian, 2 * n_experts * rows, 82);
+    const std::vector<float> x = llmrt::testing::generate(distribution::heavy_tailed, n_tokens * k, 83);
+    device_buffer d_w(w.size()), d_ids(ids.size() * sizeof(int32_t)), d_bias(bias.size() * sizeof(float));
+    d_w.upload(w);
+    d_ids.upload(ids);
+    d_bias.upload(bias);
+    prepared_x px(x, k, 1);
+    const cuda::expert_ids_view iv{d_ids.as<const int32_t>(), n_tokens, n_used};
+
+    cuda::qmatrix_view both;
+    both.type = B::id;
+    both.data = d_w.ptr;
+    both.rows = rows;
+    both.k = k;
+    both.batch2 = 2 * n_experts;
+    const int64_t count = n_tokens * 2 * n_used * rows;
+    device_buffer d_y(std::size_t(count) * sizeof(float));
+    const cuda::output_columns yv{d_y.as<float>(), rows, 2 * n_used, 0, n_tokens};
+    llmrt::testing::poison_device(yv.data, count);
+    cuda::mmvq_id_prepared(both, px.records, iv, yv, nullptr, {}, 2, d_bias.as<const float>());
+    check_cuda(cudaDeviceSynchronize(), "mmvq_id_prepared");
+    const std::vector<float> y = d_y.download<float>(std::size_t(count));
+    REQUIRE(llmrt::testing::unwritten(y.data(), count).empty());
+
+    // Each product alone (mmvq_id on its half of the experts), then add_id's float add.
+    for (int64_t half = 0; half < 2; ++half) {
+        CAPTURE(half);
+        cuda::qmatrix_view one = both;
+        one.data = static_cast<const uint8_t*>(d_w.ptr) + half * n_experts * rows * row_bytes;
+        one.batch2 = n_experts;
+        device_buffer d_alone(std::size_t(n_tokens * n_used * rows) * sizeof(float));
+        const cuda::output_columns av{d_alone.as<float>(), rows, n_used, 0, n_tokens};
+        cuda::mmvq_id_prepared(one, px.records, iv, av, nullptr);
+        const std::vector<float> alone = d_alone.download<float>(std::size_t(n_tokens * n_used * rows));
+        for (int64_t t = 0; t < n_tokens; ++t)
+            for (int64_t s = 0; s < n_used; ++s) {
+                const int32_t id = ids[std::size_t(t * n_used + s)];
+                const float* got = y.data() + (t * 2 * n_used + half * n_used + s) * rows;
+                for (int64_t r = 0; r < rows; ++r) {
+                    CAPTURE(t);
+                    CAPTURE(s);
+                    CAPTURE(r);
+                    if (id >= n_experts) {
+                        CHECK(std::isnan(got[r]));
+                        continue;
+                    }
+                    const float want = alone[std::size_t((t * n_used + s) * rows + r)] + bias[std::size_t((half * n_experts + id) * rows + r)];
+                    CHECK(bits_equal(&got[r], &want, 1));
+                }
+            }
+    }
+}
+TEST_CASE_TEMPLATE_APPLY(two_products_side_by_side, llmrt_cuda_test::weight_type_tuple);
+
+TEST_CASE_TEMPLATE_DEFINE("the weighted-sum epilogue adds each token's slots in slot order, and leaves its counters at zero", B,
+                          weighted_sum_epilogue) {
+    LLMRT_CUDA_TEST_NEEDS_DEVICE();
+    const int64_t k = test_ks<B>()[1];
+    const std::vector<uint8_t> w = random_blocks<B>(n_experts * rows * (k / B::block_size), 91);
+    const std::vector<float> x = llmrt::testing::generate(distribution::heavy_tailed, n_tokens * n_used * k, 92);
+    const std::vector<float> weights = llmrt::testing::generate(distribution::gaussian, n_tokens * n_used, 93);
+    device_buffer d_w(w.size()), d_ids(ids.size() * sizeof(int32_t)), d_weights(weights.size() * sizeof(float));
+    d_w.upload(w);
+    d_ids.upload(ids);
+    d_weights.upload(weights);
+    prepared_x px(x, k, n_used);  // one column per slot, as the down projection reads
+    const cuda::expert_ids_view iv{d_ids.as<const int32_t>(), n_tokens, n_used};
+    cuda::qmatrix_view experts;
+    experts.type = B::id;
+    experts.data = d_w.ptr;
+    experts.rows = rows;
+    experts.k = k;
+    experts.batch2 = n_experts;
+    device_buffer d_y(std::size_t(n_tokens * n_used * rows) * sizeof(float)), d_out(std::size_t(n_tokens * rows) * sizeof(float));
+    const int64_t tiles = (rows + 15) / 16;
+    device_buffer d_counters(std::size_t(tiles * n_tokens) * sizeof(int32_t));
+    check_cuda(cudaMemset(d_counters.ptr, 0, d_counters.bytes), "cudaMemset");
+    const cuda::output_columns yv{d_y.as<float>(), rows, n_used, 0, n_tokens};
+    cuda::mmvq_epilogue e;
+    e.kind = cuda::mmvq_finish::weighted_sum;
+    e.weights = d_weights.as<const float>();
+    e.out = d_out.as<float>();
+    e.out_stride = rows;
+    e.slots = int32_t(n_used);
+    e.counters = d_counters.as<int32_t>();
+    for (int run = 0; run < 2; ++run) {  // the second run finds the counters the first left
+        CAPTURE(run);
+        llmrt::testing::poison_device(yv.data, n_tokens * n_used * rows);
+        llmrt::testing::poison_device(d_out.as<float>(), n_tokens * rows);
+        cuda::mmvq_id_prepared(experts, px.records, iv, yv, nullptr, {}, 1, nullptr, e);
+        check_cuda(cudaDeviceSynchronize(), "mmvq_id_prepared");
+        const std::vector<float> y = d_y.download<float>(std::size_t(n_tokens * n_used * rows));
+        const std::vector<float> out = d_out.download<float>(std::size_t(n_tokens * rows));
+        REQUIRE(llmrt::testing::unwritten(out.data(), int64_t(out.size())).empty());
+        for (int64_t t = 0; t < n_tokens; ++t)
+            for (int64_t r = 0; r < rows; ++r) {
+                // weighted_sum's order: ((w₀y₀ + w₁y₁) + ...), each product rounded to float
+                float want = weights[std::size_t(t * n_used)] * y[std::size_t(t * n_used * rows + r)];
+                for (int64_t s = 1; s < n_used; ++s)
+                    want = want + weights[std::size_t(t * n_used + s)] * y[std::size_t((t * n_used + s) * rows + r)];
+                const float got = out[std::size_t(t * rows + r)];
+                CAPTURE(t);
+                CAPTURE(r);
+                if (std::isnan(want)) CHECK(std::isnan(got));  // the token with the invalid id
+                else CHECK(bits_equal(&got, &want, 1));
+            }
+        const std::vector<int32_t> counters = d_counters.download<int32_t>(std::size_t(tiles * n_tokens));
+        for (int32_t c : counters) CHECK(c == 0);
+    }
+}
+TEST_CASE_TEMPLATE_APPLY(weighted_sum_epilogue, llmrt_cuda_test::weight_type_tuple);
