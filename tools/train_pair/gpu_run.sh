@@ -187,7 +187,7 @@ for name, path in (("tiny", d / "tiny" / "tiny-train.json"), ("target", d / "tar
         continue
     r = json.loads(path.read_text())
     print(f"{name}: {r['steps']} steps, {r['tokens'] / 1e6:.1f}M tokens ({r['epochs']:.1f} epochs) in {r['seconds']:.0f} s, "
-          f"{r['tokens_per_s']:,} tokens/s on {r['device']}, compiled {r['compiled']}, peak {r['peak_gib']} GiB; "
+          f"{r['tokens_per_s']:,} tokens/s ({r.get('tokens_per_s_last', 0):,} at the end) on {r['device']}, compiled {r['compiled']}, peak {r['peak_gib']} GiB; "
           f"held-out loss code/prose final {r['final_loss']['code']:.3f}/{r['final_loss']['prose']:.3f}, exported "
           f"(step {r['exported_step']}) {r['exported_loss']['code']:.3f}/{r['exported_loss']['prose']:.3f}; llmrt greedy "
           f"agrees on {r.get('llmrt_agree', '?')}/16" + (f", layout check {r['layout_agree']}/16" if "layout_agree" in r else ""))

@@ -268,12 +268,12 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--config", choices=[k for k in CONFIGS if k != "tiny"])
     p.add_argument("--tiny", "--dry-run", action="store_true",
-                   help="2 steps of the tiny config (random tokens unless --data): a smoke test in seconds")
+                   help="the tiny config, 2 steps unless --steps (random tokens unless --data): a smoke test in seconds")
     p.add_argument("--data", help="make_corpus.py's folder (train.bin, val_code.bin, val_prose.bin)")
     p.add_argument("--vocab", required=True, help="the vocabulary GGUF the corpus was tokenized with")
     p.add_argument("--out", required=True, help="folder for CONFIG-f16.gguf and CONFIG-train.json")
     p.add_argument("--minutes", type=float, help="train for this long (the schedule follows elapsed time)")
-    p.add_argument("--steps", type=int, default=2000, help="steps when --minutes is not given (default 2000)")
+    p.add_argument("--steps", type=int, help="steps when --minutes is not given (default 2000; --tiny: 2)")
     p.add_argument("--epochs", type=float, help="stop after this many passes over train.bin if that comes first")
     p.add_argument("--lr", type=float)
     p.add_argument("--batch-size", type=int, help="windows per optimizer step")
@@ -286,13 +286,14 @@ def main():
     p.add_argument("--llmrt-generate", help="the llmrt-generate program: check the exported file's greedy output")
     a = p.parse_args()
     if a.tiny:
-        name, a.steps, a.minutes, a.epochs = "tiny", 2, None, None
+        name, a.steps, a.minutes, a.epochs = "tiny", a.steps or 2, None, None
     elif a.config:
         name = a.config
         if not a.data:
             p.error("--data is needed (make_corpus.py's folder); --tiny runs without it")
     else:
         p.error("give --config target|draft, or --tiny")
+    a.steps = a.steps or 2000
     for k, v in DEFAULTS[name].items():
         if getattr(a, k) is None:
             setattr(a, k, v)
@@ -358,6 +359,7 @@ def main():
         return loss.detach()
 
     start, step, tokens = time.time(), 0, 0
+    rate = {"time": start, "tokens": 0, "last": 0.0}
     while True:
         elapsed = time.time() - start
         progress = elapsed / (a.minutes * 60) if a.minutes else step / a.steps
@@ -383,9 +385,14 @@ def main():
         step += 1
         tokens += a.batch_size * a.seq_len
         if step % 20 == 0 or step <= 2:
+            # tokens/s since the last line: the run's mean includes the compile and the evaluations
+            loss_now = float(loss_sum)  # waits for the GPU, so the clock below sees the work done
+            now = time.time()
+            rate["last"] = (tokens - rate["tokens"]) / (now - rate["time"])
+            rate.update(time=now, tokens=tokens)
             mem = f"  {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB peak" if device == "cuda" else ""
-            print(f"step {step:6d}  loss {float(loss_sum):.4f}  lr {lr:.2e}  {tokens / (time.time() - start):,.0f} "
-                  f"tokens/s  epoch {tokens / len(train):.2f}{mem}", flush=True)
+            print(f"step {step:6d}  loss {loss_now:.4f}  lr {lr:.2e}  {rate['last']:,.0f} tokens/s  "
+                  f"epoch {tokens / len(train):.2f}{mem}", flush=True)
         if a.eval_every and step % a.eval_every == 0:
             evaluate(step)
     seconds = time.time() - start
@@ -402,7 +409,7 @@ def main():
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)", flush=True)
     record = dict(config=name, shape=dataclasses.asdict(cfg), device=device if device == "cpu" else
                   torch.cuda.get_device_name(), steps=step, tokens=tokens, epochs=tokens / len(train),
-                  seconds=round(seconds, 1), tokens_per_s=round(tokens / seconds), batch_size=a.batch_size,
+                  seconds=round(seconds, 1), tokens_per_s=round(tokens / seconds), tokens_per_s_last=round(rate["last"]), batch_size=a.batch_size,
                   micro_batch=a.micro_batch, seq_len=a.seq_len, lr=a.lr, compiled=step_fn is not loss_of,
                   final_loss=final, exported_step=best["step"], exported_loss=best["losses"], file=path.name,
                   peak_gib=round(torch.cuda.max_memory_allocated() / 2**30, 1) if device == "cuda" else None)
