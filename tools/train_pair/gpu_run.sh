@@ -8,7 +8,7 @@
 # this order): build corpus tiny target draft quantize check summary. A step whose outputs exist
 # is skipped, so the pipeline can run in pieces under a 10-minute limit per command, e.g.
 #
-#   bash tools/train_pair/gpu_run.sh /tmp/pair build corpus tiny    # build ~?, corpus ~2 min, tiny ~1 min
+#   bash tools/train_pair/gpu_run.sh /tmp/pair build corpus tiny    # build (CUDA: not timed yet), corpus, tiny ~1-2 min each
 #   bash tools/train_pair/gpu_run.sh /tmp/pair target               # at most PAIR_TARGET_MINUTES + ~1
 #   bash tools/train_pair/gpu_run.sh /tmp/pair draft quantize check summary
 #
