@@ -79,19 +79,30 @@ def docstrings_of(source):
     return out
 
 
-def prose_documents(site_dirs):
+def file_docstrings(path):
+    """A .py file's docstrings as one document (None when it is not UTF-8)."""
+    source = read_text(Path(path))
+    return None if source is None else "\n\n".join(docstrings_of(source))
+
+
+def prose_documents(site_dirs, pool, chunk=512):
+    """METADATA long descriptions and per-file docstrings, in a fixed order. Parsing every installed
+    .py file is the slow part (minutes for a big site-packages on one core), so `pool` (processes)
+    parses `chunk` files at a time; chunks keep --max-mb from parsing files it will not use."""
     parser = email.parser.Parser()
     for site in site_dirs:
         for meta in sorted(Path(site).glob("*.dist-info/METADATA")):
             text = read_text(meta)
-            yield str(meta), None if text is None else parser.parsestr(text).get_payload()
-        for root, dirs, files in os.walk(site):
+            payload = None if text is None else parser.parsestr(text).get_payload()
+            yield str(meta), payload if isinstance(payload, str) else None  # a multipart one: skipped
+        files = []
+        for root, dirs, names in os.walk(site):
             dirs[:] = sorted(d for d in dirs if d not in ("__pycache__",) and not d.endswith(".dist-info"))
-            for f in sorted(files):
-                if f.endswith(".py"):
-                    p = Path(root) / f
-                    source = read_text(p)
-                    yield str(p) + ":docstrings", None if source is None else "\n\n".join(docstrings_of(source))
+            files += [str(Path(root) / f) for f in sorted(names) if f.endswith(".py")]
+        for i in range(0, len(files), chunk):
+            part = files[i:i + chunk]
+            for path, text in zip(part, pool.map(file_docstrings, part, chunksize=16)):
+                yield path + ":docstrings", text
 
 
 def tokenize_batch(tokenizer, vocab, texts):
@@ -124,7 +135,8 @@ def main():
     site_dirs = sorted({paths["purelib"], paths["platlib"]})
     skipped = {"not utf-8": 0, f"under {MIN_CHARS} characters": 0, "holds '<|'": 0}
     docs = []  # (kind, path, text)
-    for kind, source in (("code", code_documents(paths["stdlib"])), ("prose", prose_documents(site_dirs))):
+    parsers = concurrent.futures.ProcessPoolExecutor(max_workers=max(1, a.jobs))
+    for kind, source in (("code", code_documents(paths["stdlib"])), ("prose", prose_documents(site_dirs, parsers))):
         total = 0
         for path, text in source:
             if text is None:
@@ -138,6 +150,7 @@ def main():
                 total += len(text.encode("utf-8"))
                 if a.max_mb and total >= a.max_mb * 1e6:
                     break
+    parsers.shutdown(cancel_futures=True)  # a --max-mb stop leaves parses nobody reads
     if not docs:
         raise SystemExit("no documents found")
     # Shuffled by a hash of the path: code and prose interleave in train.bin, the same on every run.
