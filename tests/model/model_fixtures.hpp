@@ -282,6 +282,17 @@ inline model::llama_shape tp_shape(const std::string& architecture) {
     return s;
 }
 
+// The prompt in chunks of max_batch, then three tokens one at a time: every logit of the way
+// (the tensor-parallel tests hold these against one rank's or one GPU's).
+template <class Model>
+std::vector<float> prompt_then_tokens(Model& m) {
+    std::vector<float> all(model_prompt.size() * std::size_t(m.vocab_size()));
+    m.eval(model_prompt, 0, all);
+    const auto more = one_by_one(m, {3, 99, 250});
+    all.insert(all.end(), more.begin(), more.end());
+    return all;
+}
+
 // The tensor-parallel tests' models: llama, qwen2 with biases and a tied output, qwen3 with
 // per-head q/k norms (head_dim 32).
 struct tp_case {

@@ -32,15 +32,7 @@ cpu::backend_options float_options(comm::communicator* c = nullptr) {
 
 constexpr model::llama_options base_options{.n_ctx = 32, .max_batch = 8};
 
-// The prompt in chunks of max_batch, then three tokens one at a time: every logit of the way.
-template <class Model>
-std::vector<float> prompt_then_tokens(Model& m) {
-    std::vector<float> all(test::model_prompt.size() * std::size_t(m.vocab_size()));
-    m.eval(test::model_prompt, 0, all);
-    const auto more = test::one_by_one(m, {3, 99, 250});
-    all.insert(all.end(), more.begin(), more.end());
-    return all;
-}
+using test::prompt_then_tokens;
 
 // What every rank of a tensor-parallel run of `fn` returned, rank by rank.
 template <class Fn>

@@ -67,16 +67,7 @@ struct on_gpus {
               file, base_options, [this] { cuda::abort_nccl_group(group); }) {}
 };
 
-// The prompt in chunks of max_batch, then three tokens one at a time: every logit of the way.
-// With ranks, every rank's logits of the last call are also checked against rank 0's.
-template <class Model>
-std::vector<float> prompt_then_tokens(Model& m) {
-    std::vector<float> all(test::model_prompt.size() * std::size_t(m.vocab_size()));
-    m.eval(test::model_prompt, 0, all);
-    const auto more = test::one_by_one(m, {3, 99, 250});
-    all.insert(all.end(), more.begin(), more.end());
-    return all;
-}
+using test::prompt_then_tokens;
 
 double nmse(std::span<const float> out, std::span<const float> ref) {
     return testing::nmse(out.data(), ref.data(), int64_t(ref.size()));
