@@ -163,7 +163,7 @@ void with_gpus(int32_t gpus, const std::string& backend_spec, F&& f) {
         o.nccl = &group[std::size_t(r)];
         return std::make_unique<llmrt::cuda::backend>(o);
     };
-    auto cancel = [&group] { llmrt::cuda::abort_nccl_group(group); };
+    auto cancel = [&group] { llmrt::cuda::cancel_nccl_group(group); };
     f(make_backend, cancel,
       "cuda, tensor parallel over " + std::to_string(gpus) + " GPUs (devices " + names +
           "; one rank each, all_reduce and all_gather over NCCL, each forward replayed as a CUDA graph)");

@@ -64,7 +64,7 @@ struct on_gpus {
                   o.nccl = &group[std::size_t(r)];
                   return std::make_unique<cuda::backend>(o);
               },
-              file, base_options, [this] { cuda::abort_nccl_group(group); }) {}
+              file, base_options, [this] { cuda::cancel_nccl_group(group); }) {}
 };
 
 using test::prompt_then_tokens;
@@ -134,10 +134,10 @@ TEST_CASE("a bad token given to the tensor-parallel llama is an llmrt::error on 
 }
 
 // Rank 1 throws before its forward; rank 0's forward waits in ncclAllReduce for it until the
-// failed rank aborts the group (cuda::abort_nccl_group), and the caller gets rank 1's error.
-// Skipped unless asked for (--no-skip): on 2 H200s with NCCL 2.28.3, abort() as ncclCommAbort
+// failed rank aborts the group (cuda::cancel_nccl_group), and the caller gets rank 1's error.
+// Skipped unless asked for (--no-skip): on 2 H200s with NCCL 2.28.3, cancel() as ncclCommAbort
 // woke rank 0 but never returned itself (it waits for the CUDA graphs that captured the
-// communicator, which live until the ranks are finished), so the test hung; abort() is now
+// communicator, which live until the ranks are finished), so the test hung; cancel() is now
 // ncclCommRevoke (NCCL >= 2.28), which has not yet run here.
 TEST_CASE("a rank that fails while the other waits in NCCL gives the caller its llmrt::error, not a hang" * doctest::skip()) {
     LLMRT_NEEDS_GPUS(2);
@@ -146,7 +146,7 @@ TEST_CASE("a rank that fails while the other waits in NCCL gives the caller its 
     {
         std::vector<std::unique_ptr<cuda::backend>> backends(2);
         std::vector<std::unique_ptr<graph::executor<cuda::backend>>> executors(2);
-        comm::rank_threads threads(2, [&] { cuda::abort_nccl_group(group); });
+        comm::rank_threads threads(2, [&] { cuda::cancel_nccl_group(group); });
         test::reduce_net net(64, 2);
         threads.run([&](int32_t r) {
             cuda::backend_options o;

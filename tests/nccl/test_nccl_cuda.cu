@@ -40,7 +40,7 @@ using test::device_count;
 // every thread's call has ended.
 void on_gpus(int32_t ranks, const std::function<void(const cuda::nccl_communicator&)>& fn) {
     std::vector<cuda::nccl_communicator> group = cuda::nccl_local_group(ranks);
-    comm::rank_threads threads(ranks, [&] { cuda::abort_nccl_group(group); });
+    comm::rank_threads threads(ranks, [&] { cuda::cancel_nccl_group(group); });
     threads.run([&](int32_t r) { fn(group[std::size_t(r)]); });
 }
 

@@ -11,7 +11,7 @@
 // drives llama models with it; comm::run_ranks (comm/local.hpp) runs one function on each rank.
 //
 // A rank that throws would leave the others waiting in a collective for it. The first rank to
-// throw calls `cancel` (comm::local_group::cancel, or cuda::abort_nccl_group: what wakes a rank
+// throw calls `cancel` (comm::local_group::cancel, or cuda::cancel_nccl_group: what wakes a rank
 // waiting in the group's collectives), run waits for every rank's call to end, and rethrows that
 // first rank's error on the caller's thread: an llmrt::error as it was, any other exception as an
 // llmrt::error naming the rank (std::bad_alloc as out_of_memory). The later errors of the other

@@ -242,8 +242,8 @@ private:
             const int32_t id = st.nodes[i];
             const graph::node& nd = node(id);
             if (nd.op != graph::op::mul_mat_id) continue;
-            const bool biased = i + 1 < st.nodes.size() && node(st.nodes[i + 1]).op == graph::op::add_id;
-            const int32_t out = biased ? st.nodes[i + 1] : id;
+            const int32_t out = graph::product_result(*graph_, st, i);
+            const bool biased = out != id;
             const graph::node& w = node(nd.src[0]);
             const int64_t cols = nd.batched ? n : nd.ne1, n_used = node(nd.src[2]).ne0, rows = w.ne1 / nd.n_expert;
             const auto* ids = static_cast<const int32_t*>(address(nd.src[2]));
@@ -279,10 +279,7 @@ private:
         // long; its input may be a stacked product (columns further apart).
         const int64_t len = nd.group > 0 ? nd.group : nd.ne0, groups = cols * (nd.ne0 / len);
         const int64_t stride = st.sum >= 0 ? nd.ne0 : plan_->col_stride[std::size_t(nd.src[0])];
-        if (stride == nd.ne0)
-            rms_norm(x, normed, len, groups, nd.eps);
-        else
-            for (int64_t c = 0; c < cols; ++c) rms_norm(x + c * stride, normed + c * nd.ne0, len, nd.ne0 / len, nd.eps);
+        for (int64_t c = 0; c < cols; ++c) rms_norm(x + c * stride, normed + c * nd.ne0, len, nd.ne0 / len, nd.eps);
         if (st.product >= 0) mul(normed, floats(node(st.product).src[1]), y, len, groups, true);
         finish(s, result, cols);
     }
@@ -295,8 +292,8 @@ private:
             const int32_t id = st.nodes[i];
             const graph::node& nd = node(id);
             if (nd.op != graph::op::mul_mat) continue;
-            const bool biased = i + 1 < st.nodes.size() && node(st.nodes[i + 1]).op == graph::op::add;
-            const int32_t out = biased ? st.nodes[i + 1] : id;
+            const int32_t out = graph::product_result(*graph_, st, i);
+            const bool biased = out != id;
             const graph::node& w = node(nd.src[0]);
             const int64_t cols = nd.batched ? n : nd.ne1, stride = plan_->col_stride[std::size_t(out)];
             const matvec_shape shape{w.ne1, w.ne0, cols, 0, stride};

@@ -87,18 +87,18 @@ public:
 
     // Stops this rank's NCCL work in flight: a kernel waiting for a peer that will never come
     // returns, so the stream it holds up moves on. For a group whose rank failed (comm/rank_threads.hpp
-    // calls it through abort_nccl_group, from the failed rank's thread, while the others may wait
+    // calls it through cancel_nccl_group, from the failed rank's thread, while the others may wait
     // in NCCL). With NCCL 2.28 or newer it is ncclCommRevoke, which keeps the communicator's
     // resources: ncclCommAbort (and ncclCommDestroy) wait until every CUDA graph that captured
     // the communicator's calls is gone, and those belong to programs that live on, so calling
     // them here would hang (seen on 2 H200s, NCCL 2.28.3: the waiting rank woke, ncclCommAbort
     // never returned); the destructor then frees it with ncclCommAbort (a borrowed one is the
     // caller's to free). The revoke has not yet run on several GPUs (tests/nccl/test_model_tp_cuda.cu
-    // keeps its case behind --no-skip until it has). Older NCCL has no revoke: abort()
+    // keeps its case behind --no-skip until it has). Older NCCL has no revoke: cancel()
     // calls ncclCommAbort, which frees the communicator at once if no captured graph holds it,
     // and waits otherwise. After it nothing may use the communicator again, so the group's
     // backends and programs may only be destroyed. Once only; never throws.
-    void abort() noexcept {
+    void cancel() noexcept {
         if (!comm_ || aborted_) return;
         aborted_ = true;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
@@ -191,10 +191,10 @@ inline std::vector<nccl_communicator> nccl_local_group(int ranks) {
     return nccl_local_group(devices);
 }
 
-// Aborts every communicator of a group (nccl_communicator::abort): what a failed rank calls so
+// Cancels every communicator of a group (nccl_communicator::cancel): what a failed rank calls so
 // that the others stop waiting for it (comm::rank_threads' cancel).
-inline void abort_nccl_group(std::vector<nccl_communicator>& group) noexcept {
-    for (nccl_communicator& c : group) c.abort();
+inline void cancel_nccl_group(std::vector<nccl_communicator>& group) noexcept {
+    for (nccl_communicator& c : group) c.cancel();
 }
 
 }  // namespace llmrt::cuda

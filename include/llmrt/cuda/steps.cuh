@@ -194,19 +194,15 @@ void matvec(const context& cx, const resolved& r, int64_t n) {
             pr.y.col_stride = y.stride;
             products.push_back(pr);
         };
-        // A product is a mul_mat, or the add of its bias after it (graph/lower.hpp).
-        auto product_of = [&](std::size_t i) {
-            return i + 1 < st.nodes.size() && cx.node(st.nodes[i + 1]).op == graph::op::add ? st.nodes[i + 1] : st.nodes[i];
-        };
         if (r.concatenated) {
-            product(cx.node(cx.node(st.nodes[0]).src[0]), r.concatenated, st.rows_total, product_of(0),
+            product(cx.node(cx.node(st.nodes[0]).src[0]), r.concatenated, st.rows_total, graph::product_result(*cx.g, st, 0),
                     reinterpret_cast<const float*>(r.concatenated_bias));
         } else {
             for (std::size_t i = 0; i < st.nodes.size(); ++i) {
                 const graph::node& mm = cx.node(st.nodes[i]);
                 if (mm.op != graph::op::mul_mat) continue;
                 const graph::node& wn = cx.node(mm.src[0]);
-                const int32_t out = product_of(i);
+                const int32_t out = graph::product_result(*cx.g, st, i);
                 product(wn, cx.at(mm.src[0]), wn.ne1, out, out != st.nodes[i] ? cx.f(cx.node(out).src[1]) : nullptr);
             }
         }
@@ -348,13 +344,12 @@ void experts(const context& cx, const resolved& r, int64_t n) {
     // The products: each mul_mat_id, or the add_id of its bias after it.
     mmvq_epilogue epilogue;
     auto launch = [&](const void* weights, int64_t batches, int32_t out, int64_t halves, const float* bias) {
-        const graph::node& w = cx.node(first.src[0]);
-        check(is_in<Types>(w.type), errc::unsupported_type, [&] {
-            return std::string("cuda backend: experts of type ") + name(w.type) + ": this backend takes the block types " +
+        check(is_in<Types>(w0.type), errc::unsupported_type, [&] {
+            return std::string("cuda backend: experts of type ") + name(w0.type) + ": this backend takes the block types " +
                    llmrt::detail::type_names(Types{});
         });
         qmatrix_view e;
-        e.type = w.type;
+        e.type = w0.type;
         e.data = weights;
         e.rows = rows;
         e.k = k;
@@ -367,11 +362,8 @@ void experts(const context& cx, const resolved& r, int64_t n) {
         y.stride2 = cx.p->col_stride[std::size_t(out)];
         mmvq_id_prepared(e, xp, ids, y, cx.stream, cx.launch, int32_t(halves), bias, epilogue);
     };
-    auto product_of = [&](std::size_t i) {
-        return i + 1 < st.nodes.size() && cx.node(st.nodes[i + 1]).op == graph::op::add_id ? st.nodes[i + 1] : st.nodes[i];
-    };
     if (r.concatenated) {
-        launch(r.concatenated, 2 * first.n_expert, product_of(0), 2, reinterpret_cast<const float*>(r.concatenated_bias));
+        launch(r.concatenated, 2 * first.n_expert, graph::product_result(*cx.g, st, 0), 2, reinterpret_cast<const float*>(r.concatenated_bias));
         return;
     }
     if (r.carried) {  // the weighted_sum of the one product's slots (graph/lower.hpp)
@@ -389,7 +381,7 @@ void experts(const context& cx, const resolved& r, int64_t n) {
     for (std::size_t i = 0; i < st.nodes.size(); ++i) {
         const graph::node& mm = cx.node(st.nodes[i]);
         if (mm.op != graph::op::mul_mat_id) continue;
-        const int32_t out = product_of(i);
+        const int32_t out = graph::product_result(*cx.g, st, i);
         check(cx.node(mm.src[0]).type == w0.type && cx.node(mm.src[0]).ne0 == k && cx.node(mm.src[0]).ne1 == w0.ne1,
               errc::invalid_argument, "cuda backend: an experts step's products have experts of one type and shape");
         launch(cx.at(mm.src[0]), mm.n_expert, out, 1, out != st.nodes[i] ? cx.f(cx.node(out).src[1]) : nullptr);

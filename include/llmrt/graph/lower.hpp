@@ -104,13 +104,21 @@ private:
             if (r != t && !(nd(r).op == op::expert_weights && nd(r).src[0] == id && nd(r).src[1] == t)) return -1;
         return t;
     }
-    // The add_id that adds a bias to mul_mat_id `id`'s result with the same ids, when it is the
-    // result's only reader (-1: none).
-    int32_t bias_of(int32_t id) const {
+    // The node that adds a bias to product `id`'s result, when it is the result's only reader
+    // (-1: none): for a mul_mat an add of a one-column f32 weight as long as the product, for a
+    // mul_mat_id an add_id of a weight with the same ids.
+    int32_t bias_after(int32_t id) const {
         if (readers_.output[std::size_t(id)] || readers_[id].size() != 1) return -1;
         const int32_t r = readers_[id][0];
         const node& a = nd(r);
-        return a.op == op::add_id && a.src[0] == id && a.src[2] == nd(id).src[2] && nd(a.src[1]).op == op::weight ? r : -1;
+        if (a.src[0] != id || a.src[1] == id) return -1;
+        const node& b = nd(a.src[1]);
+        if (nd(id).op == op::mul_mat_id)
+            return a.op == op::add_id && a.src[2] == nd(id).src[2] && b.op == op::weight ? r : -1;
+        return a.op == op::add && b.op == op::weight && b.type == qtype::f32 && b.ne1 == 1 && !b.batched &&
+                       b.ne0 == nd(id).ne0
+                   ? r
+                   : -1;
     }
 
     // Whether every node the step reads from outside itself has been computed.
@@ -270,7 +278,7 @@ private:
                 nd(id).n_expert != nd(first).n_expert)
                 continue;
             s.nodes.push_back(id);
-            const int32_t bias = bias_of(id);
+            const int32_t bias = bias_after(id);
             if (bias >= 0) s.nodes.push_back(bias);
             products.push_back(bias >= 0 ? bias : id);
         }
@@ -294,7 +302,7 @@ private:
         for (int32_t id : order_)
             if (!emitted_[std::size_t(id)] && quantized_mul_mat(id) && nd(id).src[1] == s.x) {
                 s.nodes.push_back(id);
-                const int32_t bias = o_.matvec_biases ? matvec_bias_of(id) : -1;
+                const int32_t bias = o_.matvec_biases ? bias_after(id) : -1;
                 if (bias >= 0) s.nodes.push_back(bias);
                 products.push_back(bias >= 0 ? bias : id);
             }
@@ -311,17 +319,6 @@ private:
             }
         }
         return s;
-    }
-
-    // The add of a one-column bias weight to mul_mat `id`'s result, when it is the result's only
-    // reader (-1: none).
-    int32_t matvec_bias_of(int32_t id) const {
-        if (readers_.output[std::size_t(id)] || readers_[id].size() != 1) return -1;
-        const int32_t r = readers_[id][0];
-        const node& a = nd(r);
-        if (a.op != op::add || a.src[0] != id || a.src[1] == id) return -1;
-        const node& b = nd(a.src[1]);
-        return b.op == op::weight && b.type == qtype::f32 && b.ne1 == 1 && !b.batched && b.ne0 == nd(id).ne0 ? r : -1;
     }
 
     // The steps that may read stacked products: the swiglu node, a grouped norm (per-head q/k
@@ -514,6 +511,15 @@ private:
 };
 
 }  // namespace detail
+
+// The result of the product at s.nodes[i] (a mul_mat of a matvec step, a mul_mat_id of an
+// experts step): the add or add_id of its bias right after it, where the step adds one, else
+// the product itself.
+inline int32_t product_result(const graph& g, const step& s, std::size_t i) {
+    if (i + 1 >= s.nodes.size()) return s.nodes[i];
+    const node& next = g.nodes()[std::size_t(s.nodes[i + 1])];
+    return (next.op == op::add || next.op == op::add_id) && next.src[0] == s.nodes[i] ? s.nodes[i + 1] : s.nodes[i];
+}
 
 // Steps for the planned nodes of g in `order` (a topological order, leaves first).
 inline lowered lower(const graph& g, const std::vector<int32_t>& order, const lower_options& options = {}) {

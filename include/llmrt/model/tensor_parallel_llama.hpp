@@ -12,7 +12,7 @@
 //   auto group = cuda::nccl_local_group(2);                           // GPUs 0 and 1
 //   model::tensor_parallel_llama<cuda::backend> m(2, [&](int32_t r) {
 //       return std::make_unique<cuda::backend>(cuda::backend_options{.device = group[r].device(), .nccl = &group[r]});
-//   }, file, {.n_ctx = 512}, [&] { cuda::abort_nccl_group(group); });
+//   }, file, {.n_ctx = 512}, [&] { cuda::cancel_nccl_group(group); });
 //   auto ids = model::generate_greedy(m, prompt, 32);
 //
 // The group (its communicators) must outlive the model. make_backend(r) runs on rank r's thread,
@@ -23,7 +23,7 @@
 // gets the first rank's llmrt::error, not a hang. A cancelled model refuses every later call.
 // Arguments a rank would refuse are checked on the caller's thread before any rank runs. How
 // sure the wake-up is depends on `cancel`: comm::local_group::cancel always wakes its ranks;
-// cuda::abort_nccl_group is NCCL's revoke or abort, not yet seen to work end to end on several
+// cuda::cancel_nccl_group is NCCL's revoke or abort, not yet seen to work end to end on several
 // GPUs (cuda/nccl.cuh says what was seen).
 #pragma once
 
