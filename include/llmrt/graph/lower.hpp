@@ -111,14 +111,12 @@ private:
         if (readers_.output[std::size_t(id)] || readers_[id].size() != 1) return -1;
         const int32_t r = readers_[id][0];
         const node& a = nd(r);
-        if (a.src[0] != id || a.src[1] == id) return -1;
+        // The op is checked first: a unary reader has no src[1] (-1) to look at.
+        const op want = nd(id).op == op::mul_mat_id ? op::add_id : op::add;
+        if (a.op != want || a.src[0] != id || a.src[1] < 0 || a.src[1] == id) return -1;
         const node& b = nd(a.src[1]);
-        if (nd(id).op == op::mul_mat_id)
-            return a.op == op::add_id && a.src[2] == nd(id).src[2] && b.op == op::weight ? r : -1;
-        return a.op == op::add && b.op == op::weight && b.type == qtype::f32 && b.ne1 == 1 && !b.batched &&
-                       b.ne0 == nd(id).ne0
-                   ? r
-                   : -1;
+        if (want == op::add_id) return a.src[2] == nd(id).src[2] && b.op == op::weight ? r : -1;
+        return b.op == op::weight && b.type == qtype::f32 && b.ne1 == 1 && !b.batched && b.ne0 == nd(id).ne0 ? r : -1;
     }
 
     // Whether every node the step reads from outside itself has been computed.
