@@ -280,12 +280,12 @@ const std::vector<graph::step_kind> breakdown_order{graph::step_kind::matvec, gr
 
 const char* kind_label(graph::step_kind k) {
     switch (k) {
-        case graph::step_kind::matvec: return "mat-vec (mmvq, with the rope_cache and swiglu steps it carries)";
+        case graph::step_kind::matvec: return "mat-vec (mmvq, with the swiglu and norm steps it carries)";
         case graph::step_kind::norm: return "add + rms_norm + records";
         case graph::step_kind::rope_cache: return "rope + KV cache write";
         case graph::step_kind::attention: return "attention";
         case graph::step_kind::swiglu: return "swiglu + records";
-        case graph::step_kind::experts: return "experts (mmvq_id: gate and up side by side, down)";
+        case graph::step_kind::experts: return "experts (mmvq_id: gate and up with the swiglu, down with the weighted sum and next norm)";
         case graph::step_kind::op: return "other ops (embedding, argmax, unfused)";
     }
     return "?";

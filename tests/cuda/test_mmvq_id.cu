@@ -1,16 +1,20 @@
 // mmvq_id_prepared's fused forms on the device, for every weight type, rows not a multiple of the
 // 16-row tile, an invalid id among the valid ones, Y poisoned first: two products' experts side
 // by side in one launch with their biases (an experts step's gate and up), and the epilogue that
-// adds a token's weighted slots (the experts' down with its weighted_sum). Each result against
-// the unfused launches it replaces: mmvq_id per product, add_id's float add, weighted_sum's
-// order of float operations, bit for bit.
+// adds a token's weighted slots (the experts' down with its weighted_sum; and with the norm step
+// after it chained), and the one that finishes the swiglu of gate and up side by side (the experts'
+// gate/up carrying it). Each result against the unfused launches it replaces: mmvq_id per product,
+// add_id's float add, swiglu_round, weighted_sum's order of float operations, add_rms_norm_mul,
+// bit for bit.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "llmrt/cuda/mmvq.cuh"
+#include "llmrt/cuda/ops/norm.cuh"
 #include "support.cuh"
 
 using namespace llmrt_cuda_test;
@@ -154,3 +158,147 @@ TEST_CASE_TEMPLATE_DEFINE("the weighted-sum epilogue adds each token's slots in 
     }
 }
 TEST_CASE_TEMPLATE_APPLY(weighted_sum_epilogue, llmrt_cuda_test::weight_type_tuple);
+
+TEST_CASE_TEMPLATE_DEFINE("the swiglu-slots epilogue gives each slot the swiglu step's values and records, and leaves its counters at zero",
+                          B, swiglu_slots_epilogue) {
+    LLMRT_CUDA_TEST_NEEDS_DEVICE();
+    // Whole 32-row blocks (the epilogue's unit), an odd number of them: 3 blocks of 6 row tiles.
+    constexpr int64_t slot_rows = 96;
+    const int64_t k = test_ks<B>()[1];
+    const std::vector<uint8_t> w = random_blocks<B>(2 * n_experts * slot_rows * (k / B::block_size), 101);
+    const std::vector<float> bias = llmrt::testing::generate(distribution::gaussian, 2 * n_experts * slot_rows, 102);
+    const std::vector<float> x = llmrt::testing::generate(distribution::heavy_tailed, n_tokens * k, 103);
+    device_buffer d_w(w.size()), d_ids(ids.size() * sizeof(int32_t)), d_bias(bias.size() * sizeof(float));
+    d_w.upload(w);
+    d_ids.upload(ids);
+    d_bias.upload(bias);
+    prepared_x px(x, k, 1);
+    const cuda::expert_ids_view iv{d_ids.as<const int32_t>(), n_tokens, n_used};
+    cuda::qmatrix_view both;
+    both.type = B::id;
+    both.data = d_w.ptr;
+    both.rows = slot_rows;
+    both.k = k;
+    both.batch2 = 2 * n_experts;
+    const int64_t stack = 2 * n_used * slot_rows, h_len = n_used * slot_rows;  // a token's column of each
+    const std::size_t record_bytes = std::size_t(cuda::activation_batch_bytes(slot_rows, 1) * n_tokens * n_used);
+    device_buffer d_y(std::size_t(n_tokens * stack) * sizeof(float)), d_h(std::size_t(n_tokens * h_len) * sizeof(float)),
+        d_records(record_bytes), d_want_h(d_h.bytes), d_want_records(record_bytes),
+        d_counters(std::size_t(n_tokens * h_len / 32) * sizeof(int32_t));
+    check_cuda(cudaMemset(d_counters.ptr, 0, d_counters.bytes), "cudaMemset");
+    const cuda::output_columns yv{d_y.as<float>(), slot_rows, 2 * n_used, 0, n_tokens};
+    for (const bool oai : {false, true}) {
+        const cuda::ops::gated_activation act{oai, oai ? 1.702f : 0.0f, oai ? 7.0f : 0.0f};
+        cuda::mmvq_epilogue e;
+        e.kind = cuda::mmvq_finish::swiglu_slots;
+        e.half = int32_t(slot_rows);
+        e.slots = int32_t(n_used);
+        e.h = d_h.as<float>();
+        e.out_stride = h_len;
+        e.records = static_cast<uint8_t*>(d_records.ptr);
+        e.counters = d_counters.as<int32_t>();
+        e.oai = oai ? 1 : 0;
+        e.alpha = act.alpha;
+        e.limit = act.limit;
+        for (int run = 0; run < 2; ++run) {  // the second run finds the counters the first left
+            CAPTURE(oai);
+            CAPTURE(run);
+            llmrt::testing::poison_device(yv.data, n_tokens * stack);
+            llmrt::testing::poison_device(e.h, n_tokens * h_len);
+            check_cuda(cudaMemset(d_records.ptr, 0xA5, record_bytes), "cudaMemset");
+            cuda::mmvq_id_prepared(both, px.records, iv, yv, nullptr, {}, 2, d_bias.as<const float>(), e);
+            check_cuda(cudaDeviceSynchronize(), "mmvq_id_prepared");
+            // The swiglu step on the stack the launch stored: gate's slots, then up's, per token.
+            cuda::ops::swiglu_round(d_y.as<const float>(), stack, d_y.as<const float>() + h_len, stack, d_want_h.as<float>(),
+                                    d_want_records.ptr, h_len, n_tokens, nullptr, {}, act, 1);
+            check_cuda(cudaDeviceSynchronize(), "swiglu_round");
+            const std::vector<float> h = d_h.download<float>(std::size_t(n_tokens * h_len));
+            const std::vector<float> want_h = d_want_h.download<float>(std::size_t(n_tokens * h_len));
+            REQUIRE(llmrt::testing::unwritten(h.data(), int64_t(h.size())).empty());
+            CHECK(bits_equal(h.data(), want_h.data(), h.size()));
+            const std::vector<uint8_t> records = d_records.download<uint8_t>(record_bytes);
+            const std::vector<uint8_t> want_records = d_want_records.download<uint8_t>(record_bytes);
+            CHECK(records == want_records);
+            const std::vector<int32_t> counters = d_counters.download<int32_t>(std::size_t(n_tokens * h_len / 32));
+            for (int32_t c : counters) CHECK(c == 0);
+        }
+    }
+}
+TEST_CASE_TEMPLATE_APPLY(swiglu_slots_epilogue, llmrt_cuda_test::weight_type_tuple);
+
+TEST_CASE_TEMPLATE_DEFINE("the weighted-sum epilogue with the norm after it chained gives the bits of weighted_sum, then the norm step",
+                          B, weighted_sum_norm_epilogue) {
+    LLMRT_CUDA_TEST_NEEDS_DEVICE();
+    constexpr int64_t out_rows = 96;  // the norm's columns: whole 32-value blocks
+    const int64_t k = test_ks<B>()[1];
+    const std::vector<int32_t> valid_ids = {4, 0, 2, 2, 1, 3};
+    const std::vector<uint8_t> w = random_blocks<B>(n_experts * out_rows * (k / B::block_size), 121);
+    const std::vector<float> x = llmrt::testing::generate(distribution::heavy_tailed, n_tokens * n_used * k, 122);
+    const std::vector<float> weights = llmrt::testing::generate(distribution::gaussian, n_tokens * n_used, 123);
+    const std::vector<float> residual = llmrt::testing::generate(distribution::gaussian, n_tokens * out_rows, 124);
+    const std::vector<float> norm_w = llmrt::testing::generate(distribution::gaussian, out_rows, 125);
+    device_buffer d_w(w.size()), d_ids(valid_ids.size() * sizeof(int32_t)), d_weights(weights.size() * sizeof(float)),
+        d_residual(residual.size() * sizeof(float)), d_norm_w(norm_w.size() * sizeof(float));
+    d_w.upload(w);
+    d_ids.upload(valid_ids);
+    d_weights.upload(weights);
+    d_residual.upload(residual);
+    d_norm_w.upload(norm_w);
+    prepared_x px(x, k, n_used);
+    const cuda::expert_ids_view iv{d_ids.as<const int32_t>(), n_tokens, n_used};
+    cuda::qmatrix_view experts;
+    experts.type = B::id;
+    experts.data = d_w.ptr;
+    experts.rows = out_rows;
+    experts.k = k;
+    experts.batch2 = n_experts;
+    const auto n = std::size_t(n_tokens * out_rows);
+    const std::size_t record_bytes = std::size_t(cuda::activation_batch_bytes(out_rows, 1) * n_tokens);
+    device_buffer d_y(std::size_t(n_tokens * n_used * out_rows) * sizeof(float)), d_out(n * sizeof(float)),
+        d_sum(n * sizeof(float)), d_norm(n * sizeof(float)), d_product(n * sizeof(float)), d_sum_ref(n * sizeof(float)),
+        d_norm_ref(n * sizeof(float)), d_product_ref(n * sizeof(float)), d_records(record_bytes), d_records_ref(record_bytes);
+    const int64_t tiles = (out_rows + 15) / 16;
+    device_buffer d_counters(std::size_t((tiles + 1) * n_tokens) * sizeof(int32_t));
+    check_cuda(cudaMemset(d_counters.ptr, 0, d_counters.bytes), "cudaMemset");
+    const cuda::output_columns yv{d_y.as<float>(), out_rows, n_used, 0, n_tokens};
+    cuda::mmvq_epilogue e;
+    e.kind = cuda::mmvq_finish::weighted_sum;
+    e.weights = d_weights.as<const float>();
+    e.out = d_out.as<float>();
+    e.out_stride = out_rows;
+    e.slots = int32_t(n_used);
+    e.counters = d_counters.as<int32_t>();
+    e.length = int32_t(out_rows);
+    e.addend = d_residual.as<const float>();
+    e.addend_stride = out_rows;
+    e.sum = d_sum.as<float>();
+    e.norm = d_norm.as<float>();
+    e.product = d_product.as<float>();
+    e.weight = d_norm_w.as<const float>();
+    e.eps = 1e-6f;
+    e.records = static_cast<uint8_t*>(d_records.ptr);
+    e.chunk_cols = 8;  // the next matvec's chunks of 8 tokens
+    e.cols = n_tokens;
+    for (int run = 0; run < 2; ++run) {  // the second run finds the counters the first left
+        CAPTURE(run);
+        for (float* p : {d_out.as<float>(), d_sum.as<float>(), d_norm.as<float>(), d_product.as<float>()})
+            llmrt::testing::poison_device(p, int64_t(n));
+        check_cuda(cudaMemset(d_records.ptr, 0xA5, record_bytes), "cudaMemset");
+        cuda::mmvq_id_prepared(experts, px.records, iv, yv, nullptr, {}, 1, nullptr, e);
+        check_cuda(cudaDeviceSynchronize(), "mmvq_id_prepared");
+        // The norm step on its own, on the weighted sums the launch stored.
+        cuda::ops::add_rms_norm_mul(d_residual.as<const float>(), d_out.as<const float>(), d_sum_ref.as<float>(),
+                                    d_norm_ref.as<float>(), d_norm_w.as<const float>(), d_product_ref.as<float>(), out_rows,
+                                    n_tokens, e.eps, nullptr, {}, d_records_ref.ptr, true, 8);
+        check_cuda(cudaDeviceSynchronize(), "add_rms_norm_mul");
+        for (const auto& [got, want] : {std::pair{&d_sum, &d_sum_ref}, std::pair{&d_norm, &d_norm_ref},
+                                         std::pair{&d_product, &d_product_ref}}) {
+            const std::vector<float> g = got->template download<float>(n), r = want->template download<float>(n);
+            REQUIRE(llmrt::testing::unwritten(g.data(), int64_t(n)).empty());
+            CHECK(bits_equal(g.data(), r.data(), n));
+        }
+        CHECK(d_records.download<uint8_t>(record_bytes) == d_records_ref.download<uint8_t>(record_bytes));
+        for (int32_t c : d_counters.download<int32_t>(std::size_t((tiles + 1) * n_tokens))) CHECK(c == 0);
+    }
+}
+TEST_CASE_TEMPLATE_APPLY(weighted_sum_norm_epilogue, llmrt_cuda_test::weight_type_tuple);

@@ -24,6 +24,11 @@ namespace {
 std::shared_ptr<const gguf::file> small_llama_file(qtype type, int32_t n_layer, const std::string& architecture) {
     model::llama_shape s;
     s.architecture = architecture;
+    if (architecture == "qwen3moe") {  // 8 experts of 96 rows, top 2
+        s.n_expert = 8;
+        s.n_expert_used = 2;
+        s.n_ff_exp = 96;
+    }
     s.n_vocab = 300;
     s.n_embd = 256;
     s.n_ff = 512;
@@ -92,7 +97,15 @@ TEST_CASE("a llama layer lowers to norm, matvec, rope_cache, attention, matvec, 
     CHECK(p.steps[7].carries == 8);
     CHECK(p.steps[8].carried_by == 7);
     CHECK(qkv.carries == -1);  // Q/K/V does not carry the rope_cache
-    CHECK(p.steps[5].carries == -1);  // the output projection has one product: nothing stacked
+    // A product that only the next norm's residual add reads carries that norm: the output
+    // projection the feed-forward's norm, the down projection the final norm.
+    CHECK(p.steps[5].carries == 6);
+    CHECK(p.steps[6].carried_by == 5);
+    CHECK(p.steps[9].carries == 10);
+    CHECK(p.steps[10].carried_by == 9);
+    // Written by the carrier: each residual sum lives from its product's step on.
+    CHECK(p.first_step[std::size_t(named("blk.0.attn_residual"))] == 5);
+    CHECK(p.first_step[std::size_t(named("blk.0.ffn_residual"))] == 9);
     // Written by the carrier: the swiglu's records are placed (and live) from the gate/up step on.
     CHECK(p.first_step[std::size_t(named("blk.0.ffn_swiglu"))] == 7);
     // What is never written: the norms before their products, the products only mat-vecs read,
@@ -107,11 +120,46 @@ TEST_CASE("a llama layer lowers to norm, matvec, rope_cache, attention, matvec, 
     CHECK(p.offset[std::size_t(named("blk.0.k"))] == p.offset[std::size_t(named("blk.0.q"))] + 256 * 4);
 }
 
+TEST_CASE("a qwen3moe layer's products carry the norms after them, the down's through its weighted_sum, and the router joins its top_k") {
+    small_llama m(qtype::q8_0, 4, 2, "qwen3moe");
+    cpu::backend cpu_backend;
+    const auto p = graph::make_plan(m.built.g, cpu_sizes(m.built.g, cpu_backend), {}, graph::lower_options{});
+    INFO(spelled(p));
+    const auto& g = m.built.g;
+    auto step_of = [&](const std::string& n) { return p.step_of[std::size_t(g.find(n).id)]; };
+    for (const std::string l : {"blk.0.", "blk.1."}) {
+        CAPTURE(l);
+        // The output projection carries the feed-forward's norm.
+        const int32_t ffn_norm = step_of(l + "attn_residual");
+        REQUIRE(ffn_norm > 0);
+        CHECK(p.steps[std::size_t(ffn_norm)].kind == step_kind::norm);
+        CHECK(p.steps[std::size_t(ffn_norm)].carried_by == ffn_norm - 1);
+        CHECK(p.steps[std::size_t(ffn_norm - 1)].kind == step_kind::matvec);
+        // The router's mul_mat, the softmax and the top_k: one step.
+        const int32_t top_k = step_of(l + "ffn_moe_topk");
+        CHECK(step_of(l + "ffn_moe_probs") == top_k);
+        CHECK(p.steps[std::size_t(top_k)].nodes.size() == 3);
+        // Gate/up carries the swiglu; the down carries the weighted_sum, which carries the next norm.
+        const int32_t swiglu = step_of(l + "ffn_moe_swiglu");
+        CHECK(p.steps[std::size_t(swiglu)].carried_by == swiglu - 1);
+        const int32_t sum = step_of(l + "ffn_out"), down = step_of(l + "ffn_moe_down");
+        CHECK(p.steps[std::size_t(down)].kind == step_kind::experts);
+        CHECK(p.steps[std::size_t(sum)].carried_by == down);
+        const int32_t next_norm = step_of(l + "ffn_residual");
+        CHECK(p.steps[std::size_t(next_norm)].kind == step_kind::norm);
+        CHECK(p.steps[std::size_t(next_norm)].carried_by == sum);
+        CHECK(p.steps[std::size_t(sum)].carries == next_norm);
+        // Written by the chain's first carrier, the down's experts step.
+        CHECK(p.first_step[std::size_t(g.find(l + "ffn_residual").id)] == down);
+    }
+}
+
 TEST_CASE("without carrying no matvec step carries another, and the steps are the same") {
     small_llama m(qtype::q4_K, 4, 1);
     cpu::backend cpu_backend;
     graph::lower_options o;
     o.carry_swiglu = false;
+    o.carry_norm = false;
     const auto with = graph::make_plan(m.built.g, cpu_sizes(m.built.g, cpu_backend), {}, graph::lower_options{});
     const auto without = graph::make_plan(m.built.g, cpu_sizes(m.built.g, cpu_backend), {}, o);
     CHECK(kinds(with) == kinds(without));
@@ -329,6 +377,35 @@ TEST_CASE("gate and up mul_mat_ids of one x and ids are one experts step stacked
     CHECK(p.where[std::size_t(net.act.id)] == graph::storage::fused);
 }
 
+TEST_CASE("a stacked gate/up experts step carries the swiglu right after it, whose records keep bytes of their own") {
+    test::moe_net net(qtype::q8_0, 64, 96, 8, 2, 3);
+    cpu::backend cpu_backend;
+    for (bool carry : {true, false}) {
+        CAPTURE(carry);
+        graph::lower_options o;
+        o.carry_swiglu = carry;
+        const auto p = graph::make_plan(net.g, cpu_sizes(net.g, cpu_backend), {}, o);
+        const auto s = std::size_t(p.step_of[std::size_t(net.gate_out.id)]);
+        const auto act = std::size_t(p.step_of[std::size_t(net.act.id)]);
+        REQUIRE(p.steps[s].kind == step_kind::experts);
+        CHECK(act == s + 1);
+        CHECK(p.steps[s].carries == (carry ? int32_t(act) : -1));
+        CHECK(p.steps[act].carried_by == (carry ? int32_t(s) : -1));
+        // The swiglu still rounds for the down, from wherever it runs.
+        CHECK(p.steps[act].rounds == net.act.id);
+        CHECK(p.steps[act].rounded_for == p.step_of[std::size_t(net.down_out.id)]);
+        // Its records share no bytes with the stack they are made from; carried, they are written by
+        // the launch that reads x's records (the step's scratch, h being an input): none with those
+        // either. (Not carried, the swiglu runs after the experts step, whose scratch is then dead.)
+        auto apart = [](std::size_t a, std::size_t an, std::size_t b, std::size_t bn) { return a + an <= b || b + bn <= a; };
+        const std::size_t records = p.rounded_offset[act], records_bytes = p.rounded_bytes[act];
+        REQUIRE(records_bytes > 0);
+        const auto gate = std::size_t(net.gate_out.id), up = std::size_t(net.up_out.id);
+        CHECK(apart(records, records_bytes, p.offset[gate], p.bytes[gate] + p.bytes[up]));
+        if (carry) CHECK(apart(records, records_bytes, p.scratch_offset[s], p.scratch_bytes[s]));
+    }
+}
+
 TEST_CASE("an experts step adds each product's bias, never writing the mul_mat_id before it, and takes swiglu_oai's stack") {
     const int64_t n_embd = 64, n_ff = 32, n_expert = 4, k = 2;
     std::vector<float> router = testing::gaussian(n_embd * n_expert, 3, 0.3f), bias_g = testing::gaussian(n_ff * n_expert, 4, 0.1f),
@@ -360,7 +437,11 @@ TEST_CASE("an experts step adds each product's bias, never writing the mul_mat_i
     CHECK(norm.rounded_for == int32_t(s));
     CHECK(st.rounded_by == p.step_of[std::size_t(normed.id)]);
     CHECK(p.where[std::size_t(normed.id)] == graph::storage::arena);
-    CHECK(p.steps[std::size_t(p.step_of[std::size_t(g.outputs()[0].id)])].kind == step_kind::swiglu);
+    const auto act = std::size_t(p.step_of[std::size_t(g.outputs()[0].id)]);
+    CHECK(p.steps[act].kind == step_kind::swiglu);
+    // The bias adds are the stack's products: the step carries the swiglu_oai that reads them.
+    CHECK(p.steps[s].carries == int32_t(act));
+    CHECK(p.steps[act].carried_by == int32_t(s));
 }
 
 TEST_CASE("without the experts fusion every mul_mat_id and swiglu_oai is an op step, as backends that opt out get") {
@@ -375,7 +456,7 @@ TEST_CASE("without the experts fusion every mul_mat_id and swiglu_oai is an op s
     CHECK(p.steps[std::size_t(p.step_of[std::size_t(net.act.id)])].rounds < 0);
 }
 
-TEST_CASE("the router's softmax and its top_k are one step, and the down's experts step carries the weighted_sum") {
+TEST_CASE("the router's float mul_mat, its softmax and its top_k are one step, and the down's experts step carries the weighted_sum") {
     test::moe_net net(qtype::q8_0, 64, 96, 8, 2, 3);
     cpu::backend cpu_backend;
     for (bool experts : {true, false}) {
@@ -385,7 +466,9 @@ TEST_CASE("the router's softmax and its top_k are one step, and the down's exper
         const auto p = graph::make_plan(net.g, cpu_sizes(net.g, cpu_backend), {}, o);
         const auto top_k = std::size_t(p.step_of[std::size_t(net.ids.id)]);
         CHECK((p.step_of[std::size_t(net.probs.id)] == int32_t(top_k)) == experts);
-        if (experts) CHECK(p.steps[top_k].nodes == std::vector<int32_t>{net.probs.id, net.ids.id});
+        const int32_t logits = net.g.nodes()[std::size_t(net.probs.id)].src[0];
+        if (experts) CHECK(p.steps[top_k].nodes == std::vector<int32_t>{logits, net.probs.id, net.ids.id});
+        CHECK(p.where[std::size_t(logits)] == graph::storage::arena);  // the router's logits stay written
         CHECK(p.where[std::size_t(net.probs.id)] == graph::storage::arena);  // expert_weights reads them
         const auto down = std::size_t(p.step_of[std::size_t(net.down_out.id)]);
         const auto sum = std::size_t(p.step_of[std::size_t(net.out.id)]);

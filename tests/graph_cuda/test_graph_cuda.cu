@@ -353,6 +353,13 @@ TEST_CASE("a mixture-of-experts block (top_k, expert_weights, mul_mat_id, weight
             const int64_t n_embd = block_size(t) == 256 ? 256 : 64, n_ff = block_size(t) == 256 ? 256 : 96;
             test::moe_net net(t, n_embd, n_ff, 8, k, 9);
             pair_of_executors e(net.g);
+            // The fused forms run: the router with its softmax and top_k (router_top_k), gate and up
+            // side by side finishing the swiglu in their epilogue, the down adding the weighted slots.
+            const graph::plan& plan = e.gpu.get_plan();
+            const auto step_of = [&](graph::tensor t_) { return plan.step_of[std::size_t(t_.id)]; };
+            CHECK(plan.steps[std::size_t(step_of(net.ids))].nodes.size() == 3);
+            CHECK(plan.steps[std::size_t(step_of(net.gate_out))].carries == step_of(net.act));
+            CHECK(plan.steps[std::size_t(step_of(net.down_out))].carries == step_of(net.out));
             for (int64_t tokens : {int64_t(1), int64_t(9)}) {
                 CAPTURE(tokens);
                 const std::vector<std::byte> poison(std::size_t(n_ff * 8 * 9 * 4), std::byte{0xff});  // NaN, id -1
@@ -364,6 +371,21 @@ TEST_CASE("a mixture-of-experts block (top_k, expert_weights, mul_mat_id, weight
                 for (float v : floats_of(e.gpu, net.out, std::size_t(n_embd * tokens))) CHECK(std::isfinite(v));
             }
         }
+}
+
+TEST_CASE("a router of more than 256 experts runs as its mul_mat, then its softmax and top_k, agreeing with the CPU backend") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    test::moe_net net(qtype::q8_0, 64, 32, 300, 4, 3);  // past router_top_k's 256 experts held in registers
+    pair_of_executors e(net.g);
+    for (int64_t tokens : {int64_t(1), int64_t(3)}) {
+        CAPTURE(tokens);
+        const std::vector<std::byte> poison(std::size_t(32 * 300 * 3 * 4), std::byte{0xff});
+        for (graph::tensor o : {net.ids, net.weights, net.down_out, net.out})
+            e.gpu.write_bytes(o, 0, poison.data(), graph::tensor_bytes(net.g[o]));
+        e.write(net.h, gaussian(std::size_t(64 * 3), 52));
+        e.run(tokens);
+        e.check_nodes(tokens, [](graph::op) { return mmvq_nmse_bound; });
+    }
 }
 
 TEST_CASE("top_k takes ties in index order and expert_weights and weighted_sum give the CPU backend's bits") {

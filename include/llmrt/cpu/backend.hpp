@@ -201,7 +201,7 @@ private:
     void run_step(std::size_t s, int64_t n) const {
         const graph::step& st = plan_->steps[s];
         switch (st.kind) {
-            case graph::step_kind::op:  // one node, or a softmax and the top_k of it
+            case graph::step_kind::op:  // one node, or [a router,] a softmax and the top_k of it
                 for (int32_t id : st.nodes) run_node(id, n, scratch(s), plan_->scratch_bytes[s]);
                 return;
             case graph::step_kind::norm: run_norm(s, n); return;

@@ -310,7 +310,10 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
             if (row < p.rows) y[c * p.y_col_stride + row] = __int_as_float(0x7fc00000);
         }
         if (p.epilogue.kind == mmvq_finish::weighted_sum)  // the slot still arrives (NaN rows)
-            finish_weighted_sum(p.epilogue, p.y + int64_t(blockIdx.z) * p.y_stride3, p.y_stride2, p.rows, row0, warp, lane);
+            finish_weighted_sum(p.epilogue, p.y + int64_t(blockIdx.z) * p.y_stride3, p.y_stride2, p.rows, row0, warp, lane,
+                                split, reinterpret_cast<double*>(smem));
+        if (p.epilogue.kind == mmvq_finish::swiglu_slots)
+            finish_swiglu_slots(p.epilogue, p.y + int64_t(blockIdx.z) * p.y_stride3, p.y_stride2, row0, warp, lane);
         return;
     }
 
@@ -614,8 +617,13 @@ __global__ void __launch_bounds__(32 * MaxSplit, detail::mmvq_min_ctas_per_sm<B,
         y[c * p.y_col_stride + row0 + r] = v;
     }
     if (p.epilogue.kind == mmvq_finish::swiglu_round) finish_swiglu<NCols>(p.epilogue, row0, warp, lane, split);
+    if (p.epilogue.kind == mmvq_finish::norm_tail)
+        finish_norm<NCols>(p.epilogue, p.y, p.y_col_stride, warp, lane, split, reinterpret_cast<double*>(smem));
     if (p.epilogue.kind == mmvq_finish::weighted_sum)
-        finish_weighted_sum(p.epilogue, p.y + int64_t(blockIdx.z) * p.y_stride3, p.y_stride2, p.rows, row0, warp, lane);
+        finish_weighted_sum(p.epilogue, p.y + int64_t(blockIdx.z) * p.y_stride3, p.y_stride2, p.rows, row0, warp, lane,
+                            split, reinterpret_cast<double*>(smem));
+    if (p.epilogue.kind == mmvq_finish::swiglu_slots)
+        finish_swiglu_slots(p.epilogue, p.y + int64_t(blockIdx.z) * p.y_stride3, p.y_stride2, row0, warp, lane);
 }
 
 namespace detail {
@@ -1457,7 +1465,10 @@ inline void check_mmvq_id_shapes(const qmatrix_view& experts, const prepared_act
 // An id outside [0, n_experts) gives a column of NaN (ids live on the device: they cannot be
 // checked on the host without waiting for them).
 //   epilogue  store, or weighted_sum (halves 1; mmvq_epilogue.cuh): e.slots = n_used, the
-//             weights and out of every token, gridDim.x · n_tokens counters at zero
+//             weights and out of every token, gridDim.x · n_tokens counters at zero (and
+//             n_tokens more with the norm after it chained: e.length = rows, c0 = 0); or
+//             swiglu_slots (halves 2, rows a multiple of 32): e.half = rows, e.slots = n_used,
+//             n_tokens · n_used · rows / 32 counters at zero, h and/or records
 inline void mmvq_id_prepared(const qmatrix_view& experts, const prepared_activations& x, const expert_ids_view& ids,
                              const output_columns& y, cudaStream_t stream, const launch_options& options = {},
                              int32_t halves = 1, const float* bias = nullptr, const mmvq_epilogue& epilogue = {}) {
@@ -1467,10 +1478,17 @@ inline void mmvq_id_prepared(const qmatrix_view& experts, const prepared_activat
     detail::check_mmvq_id_shapes(experts, x, ids, y, halves, op, shapes);
     check(epilogue.kind == mmvq_finish::store ||
               (epilogue.kind == mmvq_finish::weighted_sum && halves == 1 && epilogue.slots == ids.n_used &&
-               epilogue.weights && epilogue.out && epilogue.counters && epilogue.out_stride >= experts.rows),
+               epilogue.weights && epilogue.out && epilogue.counters && epilogue.out_stride >= experts.rows &&
+               (epilogue.length == 0 ||
+                (epilogue.length == experts.rows && experts.rows % 32 == 0 && experts.rows <= mmvq_norm_tail_max_length &&
+                 epilogue.addend && epilogue.sum && epilogue.c0 == 0 && epilogue.cols >= ids.n_tokens))) ||
+              (epilogue.kind == mmvq_finish::swiglu_slots && halves == 2 && epilogue.slots == ids.n_used &&
+               epilogue.half == experts.rows && experts.rows % 32 == 0 && epilogue.counters &&
+               (epilogue.h || epilogue.records) && (!epilogue.h || epilogue.out_stride >= ids.n_used * experts.rows)),
           errc::invalid_argument, [&] {
               return std::string(op) + ": " + shapes +
-                     ": the epilogue must store, or add the weighted slots of one product (weights, out, counters)";
+                     ": the epilogue must store, add the weighted slots of one product (weights, out, counters), or "
+                     "finish the swiglu of gate and up side by side (rows a multiple of 32, counters, h or records)";
           });
     dispatch<weight_types>(experts.type, op, [&](auto tag) {
         using B = typename decltype(tag)::type;

@@ -4,14 +4,16 @@
 //
 //   op          one node: the kernel of its op (include/llmrt/cuda/ops/); a top_k that carries its
 //               expert_weights writes both from one launch, and the carried step launches nothing;
-//               a top_k step that holds the softmax before it computes that too
+//               a top_k step that holds the softmax before it computes that too, and one that
+//               also holds the router's float mul_mat is one router_top_k launch
 //   norm        add_rms_norm_mul, writing the kept results and the Q8_1 records of the last one
 //   matvec      the records (from the producer, or quantized here), then one mmvq launch per
 //               chunk of 8 columns when the products' weights lie side by side (stacked steps
 //               whose weights the program uploaded as one matrix), else one per product, the
 //               launches after the first reading the records at once (activation_order::shared);
 //               gate/up carrying the swiglu finishes it in the launches' epilogue
-//               (mmvq_epilogue.cuh), and the carried step launches nothing
+//               (mmvq_epilogue.cuh), and the carried step launches nothing; a product carrying
+//               the norm step after it finishes that in the epilogue too (columns up to 8192)
 //   rope_cache  rope_cache: q rotated, k rotated into the K cache, v into the V cache (each head of q
 //               or k first normed where the step holds the per-head norms)
 //   attention   split_attention (or the one-block-per-head kernel, then the records)
@@ -19,8 +21,10 @@
 //               step
 //   experts     the records (from the producer, or quantized here), then mmvq_id_prepared: one
 //               launch over gate's and up's experts side by side (and their biases) where the
-//               program uploaded them so, else one per product with its bias; a carried
-//               weighted_sum is added in the launch's epilogue (mmvq_epilogue.cuh)
+//               program uploaded them so, else one per product with its bias; a carried swiglu
+//               is finished in the side-by-side launch's epilogue (apart: its own launch after
+//               them), a carried weighted_sum in the launch's epilogue (mmvq_epilogue.cuh), and the
+//               norm step that weighted_sum carries in turn
 //
 // The collectives (op steps) are NCCL calls on the stream, captured with the kernels:
 // all_reduce one ncclAllReduce from x into y; all_gather a copy of this rank's slice into its slot
@@ -152,6 +156,36 @@ inline mmvq_epilogue carried_epilogue(const context& cx, const resolved& r, int6
     return e;
 }
 
+// Whether a carried norm step finishes in its carrier's epilogue (else it runs on its own after
+// the carrier's launches): columns of whole 32-value blocks, at most mmvq_norm_tail_max_length.
+inline bool norm_in_epilogue(const context& cx, const resolved& norm_step) {
+    const graph::node& nd = cx.node(norm_step.st->node);
+    return nd.ne0 % 32 == 0 && nd.ne0 <= mmvq_norm_tail_max_length;
+}
+
+// The norm_tail fields of e for the carried norm step ns (its residual add takes `product`), for
+// the columns from c0 on of cols.
+inline void set_carried_norm(mmvq_epilogue& e, const context& cx, const resolved& ns, int32_t product, int64_t c0,
+                             int64_t cols) {
+    const graph::step& st = *ns.st;
+    const graph::node& nd = cx.node(st.node);
+    const graph::node& sum = cx.node(st.sum);
+    const int32_t addend = sum.src[0] == product ? sum.src[1] : sum.src[0];
+    const int64_t len = nd.ne0;
+    e.length = int32_t(len);
+    e.addend = cx.f(addend) + c0 * len;  // the norm step's columns are dense (ops::add_rms_norm_mul)
+    e.addend_stride = len;
+    e.sum = cx.f(st.sum) + c0 * len;
+    e.norm = cx.kept(st.node) ? cx.f(st.node) + c0 * len : nullptr;
+    e.weight = st.product >= 0 ? cx.f(cx.node(st.product).src[1]) : nullptr;
+    e.product = st.product >= 0 && cx.kept(st.product) ? cx.f(st.product) + c0 * len : nullptr;
+    e.eps = nd.eps;
+    e.records = reinterpret_cast<uint8_t*>(ns.rounded);
+    e.chunk_cols = ns.rounded_chunk_cols;
+    e.c0 = c0;
+    e.cols = cols;
+}
+
 template <class Types>
 void matvec(const context& cx, const resolved& r, int64_t n) {
     const graph::step& st = *r.st;
@@ -162,6 +196,7 @@ void matvec(const context& cx, const resolved& r, int64_t n) {
     check(r.rounded_in || cx.records_bytes >= ops::rounded_records_bytes(k, cols), errc::invalid_argument,
           "cuda backend: matvec step without room for its records");
     std::vector<mmvq_product> products;
+    const bool carries_norm = r.carried && r.carried->st->kind == graph::step_kind::norm;
     for (int64_t c0 = 0; c0 < cols; c0 += 8) {
         const int64_t w = cols - c0 < 8 ? cols - c0 : 8;
         const void* slot = static_cast<const uint8_t*>(records) + std::size_t(c0 / 8) * slot_bytes;
@@ -180,7 +215,17 @@ void matvec(const context& cx, const resolved& r, int64_t n) {
         int64_t row_offset = 0;  // of the next product in the stack
         auto product = [&](const graph::node& wn, const void* wdata, int64_t rows, int32_t out, const float* bias) {
             mmvq_product pr;
-            if (r.carried) pr.epilogue = carried_epilogue(cx, r, c0, row_offset);
+            if (carries_norm) {
+                if (norm_in_epilogue(cx, *r.carried)) {
+                    check(cx.counter_bytes >= sizeof(int32_t), errc::invalid_argument,
+                          "cuda backend: a matvec step carrying a norm without room for its counter");
+                    pr.epilogue.kind = mmvq_finish::norm_tail;
+                    pr.epilogue.counters = cx.counters;
+                    set_carried_norm(pr.epilogue, cx, *r.carried, out, c0, cols);
+                }
+            } else if (r.carried) {
+                pr.epilogue = carried_epilogue(cx, r, c0, row_offset);
+            }
             pr.bias = bias;
             row_offset += rows;
             pr.w.type = wn.type;
@@ -213,6 +258,7 @@ void matvec(const context& cx, const resolved& r, int64_t n) {
             });
         mmvq_prepared_many(products, xp, cx.stream, cx.launch);
     }
+    if (carries_norm && !norm_in_epilogue(cx, *r.carried)) norm(cx, *r.carried, n);
 }
 
 // A rope node's frequency factors on the device, or null.
@@ -257,9 +303,13 @@ inline std::size_t attention_scratch_bytes(const graph::graph& g, const graph::n
 // argmax's. One buffer serves every node: each kernel leaves its counters at zero.
 inline std::size_t counter_bytes(const graph::graph& g, const graph::node& nd) {
     if (nd.op == graph::op::argmax) return ops::argmax_counter_bytes(nd.ne1);
-    if (nd.op == graph::op::swiglu) return std::size_t(nd.ne0 / 32) * sizeof(int32_t);  // a carrier's epilogue
-    if (nd.op == graph::op::weighted_sum)  // an experts step's epilogue: one per token and row tile
-        return std::size_t((nd.ne0 + detail::mmvq_tile_rows - 1) / detail::mmvq_tile_rows * nd.ne1) * sizeof(int32_t);
+    if (nd.op == graph::op::top_k) return std::size_t(nd.ne1) * sizeof(int32_t);  // router_top_k's, one per column
+    // A carrier's epilogue: the dense matvec's, one per block of 32 values of a column; the
+    // experts', one per block of every token's column (its slots one after another).
+    if (nd.op == graph::op::swiglu || nd.op == graph::op::swiglu_oai)
+        return std::size_t(nd.ne0 / 32 * nd.ne1) * sizeof(int32_t);
+    if (nd.op == graph::op::weighted_sum)  // an experts step's epilogue: one per token and row tile, then one per token
+        return std::size_t(((nd.ne0 + detail::mmvq_tile_rows - 1) / detail::mmvq_tile_rows + 1) * nd.ne1) * sizeof(int32_t);
     if (nd.op != graph::op::attention || !ops::split_attention_supports(nd.attention, g.nodes()[std::size_t(nd.src[1])].type))
         return 0;
     return ops::split_attention_counter_bytes(nd.attention, nd.ne1);
@@ -362,14 +412,44 @@ void experts(const context& cx, const resolved& r, int64_t n) {
         y.stride2 = cx.p->col_stride[std::size_t(out)];
         mmvq_id_prepared(e, xp, ids, y, cx.stream, cx.launch, int32_t(halves), bias, epilogue);
     };
+    const bool carries_swiglu = r.carried && r.carried->st->kind == graph::step_kind::swiglu;
     if (r.concatenated) {
+        if (carries_swiglu) {  // finished in the launch's epilogue (mmvq_epilogue.cuh)
+            const int32_t sw = r.carried->st->node;
+            const graph::node& act = cx.node(sw);
+            check(cx.counter_bytes >= std::size_t(cols * n_used * rows / 32) * sizeof(int32_t), errc::invalid_argument,
+                  "cuda backend: an experts step carrying swiglu without room for its counters");
+            epilogue.kind = mmvq_finish::swiglu_slots;
+            epilogue.half = int32_t(rows);
+            epilogue.slots = int32_t(n_used);
+            epilogue.h = cx.f_or_null(sw);
+            epilogue.out_stride = cx.p->col_stride[std::size_t(sw)];
+            epilogue.records = reinterpret_cast<uint8_t*>(r.carried->rounded);
+            epilogue.counters = cx.counters;
+            epilogue.oai = act.op == graph::op::swiglu_oai ? 1 : 0;
+            epilogue.alpha = act.alpha;
+            epilogue.limit = act.limit;
+        }
         launch(r.concatenated, 2 * first.n_expert, graph::product_result(*cx.g, st, 0), 2, reinterpret_cast<const float*>(r.concatenated_bias));
         return;
     }
-    if (r.carried) {  // the weighted_sum of the one product's slots (graph/lower.hpp)
+    if (carries_swiglu) {  // gate and up apart (not uploaded side by side): the swiglu's own launch after them
+        for (std::size_t i = 0; i < st.nodes.size(); ++i) {
+            const graph::node& mm = cx.node(st.nodes[i]);
+            if (mm.op != graph::op::mul_mat_id) continue;
+            const int32_t out = graph::product_result(*cx.g, st, i);
+            launch(cx.at(mm.src[0]), mm.n_expert, out, 1, out != st.nodes[i] ? cx.f(cx.node(out).src[1]) : nullptr);
+        }
+        swiglu(cx, *r.carried, n);
+        return;
+    }
+    // The weighted_sum of the one product's slots, and the norm step it may carry in turn (graph/lower.hpp).
+    const resolved* chained_norm = r.carried ? r.carried->carried : nullptr;
+    if (r.carried) {
         const int32_t ws = r.carried->st->node;
         const int64_t tiles = (rows + detail::mmvq_tile_rows - 1) / detail::mmvq_tile_rows;
-        check(cx.counter_bytes >= std::size_t(tiles * cols) * sizeof(int32_t), errc::invalid_argument,
+        const bool norm_too = chained_norm && norm_in_epilogue(cx, *chained_norm);
+        check(cx.counter_bytes >= std::size_t(tiles * cols + (norm_too ? cols : 0)) * sizeof(int32_t), errc::invalid_argument,
               "cuda backend: an experts step carrying weighted_sum without room for its counters");
         epilogue.kind = mmvq_finish::weighted_sum;
         epilogue.weights = cx.f(cx.node(ws).src[1]);
@@ -377,6 +457,7 @@ void experts(const context& cx, const resolved& r, int64_t n) {
         epilogue.out_stride = cx.p->col_stride[std::size_t(ws)];
         epilogue.slots = int32_t(n_used);
         epilogue.counters = cx.counters;
+        if (norm_too) set_carried_norm(epilogue, cx, *chained_norm, ws, 0, cols);
     }
     for (std::size_t i = 0; i < st.nodes.size(); ++i) {
         const graph::node& mm = cx.node(st.nodes[i]);
@@ -386,6 +467,7 @@ void experts(const context& cx, const resolved& r, int64_t n) {
               errc::invalid_argument, "cuda backend: an experts step's products have experts of one type and shape");
         launch(cx.at(mm.src[0]), mm.n_expert, out, 1, out != st.nodes[i] ? cx.f(cx.node(out).src[1]) : nullptr);
     }
+    if (chained_norm && !norm_in_epilogue(cx, *chained_norm)) norm(cx, *chained_norm, n);
 }
 
 // all_reduce or all_gather of cols columns (basic_program::check_collective checked the group,
@@ -483,12 +565,27 @@ void node(const context& cx, const resolved& r, int64_t n) {
             ops::argmax(a, reinterpret_cast<int32_t*>(cx.at(id)), src(0).ne0, cols, r.scratch, r.scratch_bytes, cx.counters,
                         cx.counter_bytes, stream, lo);
             return;
-        case graph::op::top_k: {  // with the softmax before it and the expert_weights it carries (graph/lower.hpp)
+        case graph::op::top_k: {  // with the softmax and router before it, the expert_weights it carries (graph/lower.hpp)
             const int32_t w = r.carried ? r.carried->st->node : -1;
-            const bool softmax = r.st->nodes.size() == 2;  // the step's first node: the softmax x is
-            ops::top_k(a, reinterpret_cast<int32_t*>(cx.at(id)), src(0).ne0, nd.ne0, cols, stream, lo,
-                       w >= 0 ? cx.f(w) : nullptr, w >= 0 ? cx.node(w).norm : graph::expert_norm::none,
-                       softmax ? cx.f(cx.node(r.st->nodes[0]).src[0]) : nullptr);
+            float* weights = w >= 0 ? cx.f(w) : nullptr;
+            const graph::expert_norm norm = w >= 0 ? cx.node(w).norm : graph::expert_norm::none;
+            auto* picks = reinterpret_cast<int32_t*>(cx.at(id));
+            // The step's nodes: [the router's float mul_mat,] [the softmax x is,] the top_k.
+            const std::size_t held = r.st->nodes.size();
+            if (held == 3) {
+                const graph::node& mm = cx.node(r.st->nodes[0]);
+                const graph::node& router = cx.node(mm.src[0]);
+                const float* x = cx.f(mm.src[1]);
+                float* logits = cx.f(r.st->nodes[0]);
+                if (ops::router_top_k_supports(router.type, router.ne1) && cx.counter_bytes >= std::size_t(cols) * sizeof(int32_t)) {
+                    ops::router_top_k(router.type, cx.at(mm.src[0]), router.ne1, router.ne0, x, logits, const_cast<float*>(a),
+                                      picks, weights, nd.ne0, cols, norm, cx.counters, stream, lo);
+                    return;
+                }
+                ops::mul_mat_float(router.type, cx.at(mm.src[0]), router.ne1, router.ne0, x, logits, cols, stream, lo);
+            }
+            ops::top_k(a, picks, src(0).ne0, nd.ne0, cols, stream, lo, weights, norm,
+                       held >= 2 ? cx.f(cx.node(r.st->nodes[held - 2]).src[0]) : nullptr);
             return;
         }
         case graph::op::expert_weights:

@@ -104,6 +104,16 @@ private:
             if (r != t && !(nd(r).op == op::expert_weights && nd(r).src[0] == id && nd(r).src[1] == t)) return -1;
         return t;
     }
+    // The softmax that a router's float mul_mat `id` alone feeds, where that softmax and its top_k
+    // form one step (top_k_of_softmax): the router then joins the step (-1: none).
+    int32_t router_softmax(int32_t id) const {
+        const node& n = nd(id);
+        if (n.op != op::mul_mat || nd(n.src[0]).op != op::weight || !float_matrix_type(nd(n.src[0]).type) ||
+            readers_[id].size() != 1)
+            return -1;
+        const int32_t sm = readers_[id][0];
+        return nd(sm).op == op::softmax && nd(sm).src[0] == id && top_k_of_softmax(sm) >= 0 ? sm : -1;
+    }
     // The node that adds a bias to product `id`'s result, when it is the result's only reader
     // (-1: none): for a mul_mat an add of a one-column f32 weight as long as the product, for a
     // mul_mat_id an add_id of a weight with the same ids.
@@ -185,11 +195,14 @@ private:
             // product's weight one group long), else an op step, as its product is.
             if (n.op == op::rms_norm && (n.group == 0 || o_.grouped_norms)) return norm_step(id, -1);
         }
-        if (o_.experts && o_.carry_expert_weights && n.op == op::softmax) {
-            const int32_t t = top_k_of_softmax(id);
-            if (t >= 0) {  // the router's probabilities and their top k: one op step, top_k its node
+        if (o_.experts && o_.carry_expert_weights && (n.op == op::softmax || n.op == op::mul_mat)) {
+            // The router's probabilities and their top k: one op step, top_k its node; with the
+            // router's float mul_mat before them where the softmax alone reads it.
+            const int32_t sm = n.op == op::softmax ? id : router_softmax(id);
+            const int32_t t = sm >= 0 ? top_k_of_softmax(sm) : -1;
+            if (t >= 0) {
                 step s = single(step_kind::op, t);
-                s.nodes = {id, t};
+                s.nodes = sm == id ? std::vector<int32_t>{id, t} : std::vector<int32_t>{id, sm, t};
                 return s;
             }
         }
@@ -439,16 +452,53 @@ private:
             }
         if (o_.experts)
             for (std::size_t i = 0; i < out_.steps.size(); ++i) link_weighted_sum(i);
+        if (o_.carry_norm)
+            for (std::size_t i = 0; i + 1 < out_.steps.size(); ++i) link_norm(i);
         if (!o_.carry_swiglu) return;
         for (std::size_t i = 0; i + 1 < out_.steps.size(); ++i) {
             step& s = out_.steps[i];
             step& next = out_.steps[i + 1];
-            if (s.kind != step_kind::matvec || !s.stacked || next.kind != step_kind::swiglu) continue;
+            if ((s.kind != step_kind::matvec && s.kind != step_kind::experts) || !s.stacked || next.kind != step_kind::swiglu)
+                continue;
             const node& sw = nd(next.node);
-            if (s.nodes != std::vector<int32_t>{sw.src[0], sw.src[1]} || sw.ne0 % 32 != 0) continue;
+            if (stacked_results(s) != std::vector<int32_t>{sw.src[0], sw.src[1]} || sw.ne0 % 32 != 0) continue;
             s.carries = int32_t(i + 1);
             next.carried_by = int32_t(i);
         }
+    }
+
+    // A matvec step of one product, or the weighted_sum an experts step carries, carries the norm
+    // step right after it whose residual add takes the product (its only reader) as one addend:
+    // the launch's last CTA (of each token, for the weighted_sum) finishes the norm.
+    void link_norm(std::size_t i) {
+        step& s = out_.steps[i];
+        step& next = out_.steps[i + 1];
+        const bool matvec = s.kind == step_kind::matvec && !s.stacked;
+        const bool weighted = s.kind == step_kind::op && nd(s.node).op == op::weighted_sum && s.carried_by >= 0 &&
+                              out_.steps[std::size_t(s.carried_by)].kind == step_kind::experts;
+        if ((!matvec && !weighted) || s.carries >= 0 || next.kind != step_kind::norm || next.sum < 0 || next.carried_by >= 0)
+            return;
+        const std::vector<int32_t> results = matvec ? stacked_results(s) : std::vector<int32_t>{s.node};
+        if (results.size() != 1) return;
+        const int32_t product = results[0];
+        const node& sum = nd(next.sum);
+        if (readers_.output[std::size_t(product)] || readers_[product] != std::vector<int32_t>{next.sum} ||
+            (sum.src[0] == product) == (sum.src[1] == product) || !same_shape(nd(product), sum))
+            return;
+        s.carries = int32_t(i + 1);
+        next.carried_by = int32_t(i);
+    }
+
+    // The results of a stacked step's products in order: each mul_mat or mul_mat_id, or the add or
+    // add_id of its bias that the step computes after it.
+    std::vector<int32_t> stacked_results(const step& s) const {
+        std::vector<int32_t> results;
+        for (int32_t id : s.nodes)
+            if (nd(id).op == op::mul_mat || nd(id).op == op::mul_mat_id)
+                results.push_back(id);
+            else if (!results.empty() && nd(id).src[0] == results.back())
+                results.back() = id;
+        return results;
     }
 
     // An experts step of one product (no stack) carries the weighted_sum that alone reads it,

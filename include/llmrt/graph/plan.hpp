@@ -236,9 +236,15 @@ inline plan make_plan(const graph& g, const plan_sizes& sizes, plan_options opti
             default: p.where[i] = low.internal[i] ? storage::fused : storage::arena; break;
         }
     }
-    for (const step& s : p.steps)  // a carried step's results are written by its carrier
-        if (s.carried_by >= 0)
-            for (int32_t id : s.nodes) p.first_step[std::size_t(id)] = s.carried_by;
+    // A carried step's results are written by its carrier (the first of a chain: a carried step
+    // may carry another, as an experts step's weighted_sum the norm after it).
+    auto writer = [&](int32_t si) {
+        while (p.steps[std::size_t(si)].carried_by >= 0) si = p.steps[std::size_t(si)].carried_by;
+        return si;
+    };
+    for (std::size_t si = 0; si < p.steps.size(); ++si)
+        if (p.steps[si].carried_by >= 0)
+            for (int32_t id : p.steps[si].nodes) p.first_step[std::size_t(id)] = writer(int32_t(si));
     for (tensor t : g.outputs()) p.last_step[std::size_t(t.id)] = steps;
     for (int32_t id : p.order)
         if (nodes[std::size_t(id)].op == op::input) p.last_step[std::size_t(id)] = steps;
@@ -298,8 +304,10 @@ inline plan make_plan(const graph& g, const plan_sizes& sizes, plan_options opti
     for (int32_t si = 0; si < steps; ++si) {
         const step& s = p.steps[std::size_t(si)];
         const auto ss = std::size_t(si);
-        if (s.carried_by < 0) place_outputs(si);
-        if (s.carries >= 0) place_outputs(s.carries);
+        if (s.carried_by < 0) {
+            place_outputs(si);
+            for (int32_t c = s.carries; c >= 0; c = p.steps[std::size_t(c)].carries) place_outputs(c);
+        }
         std::size_t scratch = 0;
         for (int32_t id : s.nodes) scratch = std::max(scratch, sizes.scratch(nodes[std::size_t(id)]));
         if (scratch > 0) {

@@ -4,7 +4,8 @@
 //
 //   op          one node as it is; or, where the backend takes the experts steps, a router's softmax
 //               and the top_k of it (node: the top_k), when only the top_k and the expert_weights
-//               of its picks read the probabilities
+//               of its picks read the probabilities, led by the router's float mul_mat when the
+//               softmax alone reads its logits
 //   norm        [s = a + b] -> n = rms_norm(s or x) -> [p = n ⊙ w]      (w: a one-column weight;
 //               a grouped rms_norm (no add) with w one group long where the backend takes it,
 //               else it stays an op step, as does a w of any other length)
@@ -46,11 +47,16 @@
 //                the same for an experts step's two products (an add_id's result where the bias
 //                is folded in, its mul_mat_id then internal) read by one swiglu step: a token's
 //                column is gate's n_used slots, then up's
-//   carries      a stacked gate/up matvec step whose swiglu is the very next step, of a length
-//                that is whole Q8_1 blocks (gate and up rows 32g .. 32g + 31 make block g of the
-//                result): a backend may finish the swiglu in the mat-vec kernel's epilogue, where
-//                the sums are; the plan places the carried step's results with the matvec step's,
-//                so they never share bytes with what the matvec step reads; and an op step
+//   carries      a stacked gate/up matvec or experts step whose swiglu is the very next step, of
+//                a length that is whole Q8_1 blocks (gate and up rows 32g .. 32g + 31 make block g
+//                of the result, of each slot for experts): a backend may finish the swiglu in the
+//                mat-vec kernel's epilogue, where the sums are; the plan places the carried step's
+//                results with the carrier's, so they never share bytes with what the carrier reads;
+//                a matvec step of one product (not stacked), or the weighted_sum step an experts
+//                step carries, whose result only the very next step, a norm step, reads, as the
+//                addend of its residual add: the launch's last CTA (of each token) adds, norms and
+//                rounds there (an output projection before the next norm; a carried step's
+//                results are written by the first carrier of the chain); and an op step
 //                top_k carries a later op step expert_weights of the values it ranked, with the
 //                ids it picked: both inputs exist when the picks are made, and the chosen values
 //                are in hand there; and an experts step of one product (the experts' down) carries
@@ -92,15 +98,16 @@ struct lower_options {
     bool fused_ops = true;        // attention and swiglu as steps of their own kind (rounding, stacks)
     bool round_in_producer = true;  // norm, attention and swiglu steps write x's Q8_1 rounding for the matvec step
     bool stack_products = true;   // matvec products read by one later step are stacked
-    bool carry_swiglu = true;     // the gate/up matvec step carries the swiglu after it (see above)
+    bool carry_swiglu = true;     // the gate/up matvec or experts step carries the swiglu after it (see above)
     bool carry_expert_weights = true;  // a top_k step carries the expert_weights of its picks (see above)
     bool grouped_norms = true;    // a grouped rms_norm (and its product with a group-long weight) as a norm step
     bool experts = true;          // experts steps, their roundings, and swiglu_oai as a swiglu step
     bool matvec_biases = true;    // a matvec step adds each product's one-column bias (see above)
     bool rope_norms = true;       // a rope_cache step takes the per-head q/k norms before its ropes
+    bool carry_norm = true;       // a matvec step of one product carries the norm step that adds it (see above)
 
     static lower_options unfused() {
-        return {false, false, false, false, false, false, false, false, false, false, false, false};
+        return {false, false, false, false, false, false, false, false, false, false, false, false, false};
     }
 };
 

@@ -543,6 +543,7 @@ public:
         o.stack_products = false;
         o.carry_swiglu = false;
         o.carry_expert_weights = false;
+        o.carry_norm = false;
         o.grouped_norms = false;
         o.experts = false;
         o.matvec_biases = false;

@@ -1,6 +1,8 @@
 // The mixture-of-experts ops on the device, with the CPU reference's formulas and orders
 // (cpu/ops.hpp, cpu/mul_mat.hpp):
 //
+//   router_top_k    the router's float mat-vec (mul_mat_float's blocks) whose last block of a
+//                   column runs its top_k (below) with the softmax and the expert_weights
 //   top_k           one warp per column: k scans, pick j the first index of the largest value
 //                   after pick j − 1 in (value descending, index ascending) order; with the
 //                   expert_weights of the same values when the step carries them, and the
@@ -26,6 +28,7 @@
 
 #include "llmrt/cuda/mmvq.cuh"
 #include "llmrt/cuda/ops/common.cuh"
+#include "llmrt/cuda/ops/mul_mat.cuh"
 #include "llmrt/cuda/ops/norm.cuh"
 #include "llmrt/graph/node.hpp"
 
@@ -70,7 +73,7 @@ __device__ inline void softmax_held(const float* x, float* y, float (&held)[PerL
     float max = -INFINITY;
 #pragma unroll
     for (int r = 0; r < PerLane; ++r) {
-        held[r] = lane + 32 * r < n ? x[lane + 32 * r] : 0.0f;
+        held[r] = lane + 32 * r < n ? __ldcg(x + lane + 32 * r) : 0.0f;  // x may come from other blocks of this launch
         if (lane + 32 * r < n) max = fmaxf(max, held[r]);
     }
 #pragma unroll
@@ -104,19 +107,15 @@ __device__ inline void softmax_held(const float* x, float* y, float (&held)[PerL
 // once for the k scans; PerLane = 0: every scan reads the column again.
 // logits (when not null; PerLane > 0): x = softmax(logits) first, computed into the registers
 // and written by the column's warp (softmax_held), which then ranks it.
-template <int Warps, int PerLane>
-__global__ void __launch_bounds__(32 * Warps) top_k_kernel(const float* x, int32_t* y, float* w, int64_t n, int64_t k,
-                                                           int64_t cols, graph::expert_norm norm, const float* logits) {
-    enter_kernel();
-    const int64_t c = int64_t(blockIdx.x) * Warps + (threadIdx.x >> 5);
-    const int lane = int(threadIdx.x) & 31;
-    if (c >= cols) return;
-    x += c * n;
-    y += c * k;
+// The top_k of one column by one warp: x, y, w (null: none) and logits (null: none) at the
+// column's own values.
+template <int PerLane>
+__device__ inline void top_k_column(const float* x, int32_t* y, float* w, int64_t n, int64_t k, graph::expert_norm norm,
+                                    const float* logits, int lane) {
     [[maybe_unused]] float held[PerLane > 0 ? PerLane : 1] = {};
     if constexpr (PerLane > 0) {
         if (logits) {
-            softmax_held<PerLane>(logits + c * n, const_cast<float*>(x), held, n, lane);
+            softmax_held<PerLane>(logits, const_cast<float*>(x), held, n, lane);
         } else {
 #pragma unroll
             for (int r = 0; r < PerLane; ++r) held[r] = lane + 32 * r < n ? x[lane + 32 * r] : 0.0f;
@@ -167,10 +166,54 @@ __global__ void __launch_bounds__(32 * Warps) top_k_kernel(const float* x, int32
         prev_v = best_v;  // x[best]: the value the scan carried with the index
         if (lane == 0) {
             y[j] = int32_t(best);
-            if (w) w[c * k + j] = prev_v;
+            if (w) w[j] = prev_v;
         }
     }
-    if (w && lane == 0) weigh_experts(w + c * k, k, norm);
+    if (w && lane == 0) weigh_experts(w, k, norm);
+}
+
+template <int Warps, int PerLane>
+__global__ void __launch_bounds__(32 * Warps) top_k_kernel(const float* x, int32_t* y, float* w, int64_t n, int64_t k,
+                                                           int64_t cols, graph::expert_norm norm, const float* logits) {
+    enter_kernel();
+    const int64_t c = int64_t(blockIdx.x) * Warps + (threadIdx.x >> 5);
+    const int lane = int(threadIdx.x) & 31;
+    if (c >= cols) return;
+    top_k_column<PerLane>(x + c * n, y + c * k, w ? w + c * k : nullptr, n, k, norm, logits ? logits + c * n : nullptr, lane);
+}
+
+// The router and its top k in one launch: mul_mat_float's blocks over the experts' logits of
+// column blockIdx.y; the block that finishes a column last (an integer counter per column, left
+// at zero) runs top_k_column on it with its warp 0: the softmax, the picks and their weights.
+struct router_top_k_args {
+    const void* w;        // the router: n rows of k_in floats (f32, f16 or bf16)
+    const float* x;       // cols columns of k_in
+    float* logits;        // cols columns of n
+    float* probs;         // softmax(logits)
+    int32_t* ids;         // cols columns of k
+    float* weights;       // expert_weights of the picks (null: none)
+    int32_t* counters;    // cols, zero
+    int64_t n, k_in, k;
+    graph::expert_norm norm;
+};
+
+template <class B, int PerLane>
+__global__ void __launch_bounds__(32 * mul_mat_warps) router_top_k_kernel(const router_top_k_args a) {
+    enter_kernel();
+    __shared__ int last;
+    mul_mat_float_rows<B>(static_cast<const B*>(a.w), a.x, a.logits, a.n, a.k_in);
+    __threadfence();  // the block's logits are visible before its arrival is
+    __syncthreads();
+    const int64_t c = blockIdx.y;
+    if (threadIdx.x == 0) {
+        last = atomicAdd(a.counters + c, 1) == int(gridDim.x) - 1;
+        if (last) a.counters[c] = 0;  // every block of this column has counted: ready for the next launch
+    }
+    __syncthreads();
+    if (!last || threadIdx.x >= 32) return;
+    __threadfence();  // the other blocks' logits are read after their arrivals
+    top_k_column<PerLane>(a.probs + c * a.n, a.ids + c * a.k, a.weights ? a.weights + c * a.k : nullptr, a.n, a.k, a.norm,
+                          a.logits + c * a.n, int(threadIdx.x));
 }
 
 template <int Threads>
@@ -239,6 +282,37 @@ inline void top_k(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols
         run(detail::top_k_kernel<detail::top_k_warps, 8>);
     else
         run(detail::top_k_kernel<detail::top_k_warps, 0>);
+}
+
+// Whether router_top_k takes a router of this type and n experts (the column in registers).
+inline bool router_top_k_supports(qtype type, int64_t n) {
+    return (type == qtype::f32 || type == qtype::f16 || type == qtype::bf16) && n >= 1 && n <= 256;
+}
+
+// logits = W · x (mul_mat_float's bits), then probs = softmax(logits), ids = top_k(probs, k) and,
+// when weights is not null, expert_weights(probs, ids, norm): what mul_mat_float and top_k (with
+// its logits) give, from one launch. W: n rows of k_in (router_top_k_supports); counters: cols
+// int32 at zero, left at zero.
+inline void router_top_k(qtype type, const void* w, int64_t n, int64_t k_in, const float* x, float* logits, float* probs,
+                         int32_t* ids, float* weights, int64_t k, int64_t cols, graph::expert_norm norm, int32_t* counters,
+                         cudaStream_t stream, const launch_options& o = {}) {
+    const char* op = "cuda::ops::router_top_k";
+    check(router_top_k_supports(type, n) && k >= 1 && k <= n && k_in >= 1, errc::shape_mismatch, [&] {
+        return std::string(op) + ": a router of " + name(type) + " with " + std::to_string(n) + " experts, k = " +
+               std::to_string(k) + " (a float type, 1..256 experts, 1 <= k <= n)";
+    });
+    check(counters != nullptr, errc::invalid_argument, [&] { return std::string(op) + ": no counters"; });
+    if (cols == 0) return;
+    detail::check_columns(cols, op);
+    const detail::router_top_k_args a{w, x, logits, probs, ids, weights, counters, n, k_in, k, norm};
+    const dim3 grid(detail::blocks_for(n, detail::mul_mat_rows_per_block, op), unsigned(cols));
+    dispatch<float_weight_types>(type, op, [&](auto tag) {
+        using B = typename decltype(tag)::type;
+        if (n <= 128)
+            detail::launch(op, detail::router_top_k_kernel<B, 4>, grid, dim3(32 * detail::mul_mat_warps), 0, stream, o, a);
+        else
+            detail::launch(op, detail::router_top_k_kernel<B, 8>, grid, dim3(32 * detail::mul_mat_warps), 0, stream, o, a);
+    });
 }
 
 // p: cols columns of n probabilities; ids: cols × k int32 (an id outside [0, n) gives NaN);

@@ -43,12 +43,11 @@ constexpr int mul_mat_warps = 8;
 constexpr int mul_mat_row_warps = 4;  // warps per (row, column): a router's 128 rows still fill 64 blocks
 constexpr int mul_mat_rows_per_block = mul_mat_warps / mul_mat_row_warps;
 
+// The block's rows of column blockIdx.y (a block of mul_mat_warps warps; every thread calls it).
 // Warp p of a row's four takes the elements p·32 + lane + 128·i; each warp's butterfly sum, then
 // the four warps' sums in warp order.
 template <class B>
-__global__ void __launch_bounds__(32 * mul_mat_warps)
-    mul_mat_float_kernel(const B* w, const float* x, float* y, int64_t rows, int64_t k) {
-    enter_kernel();
+__device__ __forceinline__ void mul_mat_float_rows(const B* w, const float* x, float* y, int64_t rows, int64_t k) {
     __shared__ float partial[mul_mat_warps];
     const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x) & 31;
     const int part = warp % mul_mat_row_warps;
@@ -73,6 +72,13 @@ __global__ void __launch_bounds__(32 * mul_mat_warps)
 #pragma unroll
     for (int p = 1; p < mul_mat_row_warps; ++p) sum = __fadd_rn(sum, partial[warp + p]);
     y[int64_t(blockIdx.y) * rows + row] = sum;
+}
+
+template <class B>
+__global__ void __launch_bounds__(32 * mul_mat_warps)
+    mul_mat_float_kernel(const B* w, const float* x, float* y, int64_t rows, int64_t k) {
+    enter_kernel();
+    mul_mat_float_rows<B>(w, x, y, rows, k);
 }
 
 // Calls f(std::integral_constant<int, n>{}) for the runtime n in 1..mmvq_max_cols.
