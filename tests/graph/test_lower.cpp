@@ -24,11 +24,12 @@ namespace {
 std::shared_ptr<const gguf::file> small_llama_file(qtype type, int32_t n_layer, const std::string& architecture) {
     model::llama_shape s;
     s.architecture = architecture;
-    if (architecture == "qwen3moe") {  // 8 experts of 96 rows, top 2
+    if (architecture == "qwen3moe" || architecture == "gpt-oss") {  // 8 experts of 96 rows, top 2
         s.n_expert = 8;
         s.n_expert_used = 2;
         s.n_ff_exp = 96;
     }
+    if (architecture == "gpt-oss") s.sliding_window = 3;
     s.n_vocab = 300;
     s.n_embd = 256;
     s.n_ff = 512;
@@ -152,6 +153,28 @@ TEST_CASE("a qwen3moe layer's products carry the norms after them, the down's th
         // Written by the chain's first carrier, the down's experts step.
         CHECK(p.first_step[std::size_t(g.find(l + "ffn_residual").id)] == down);
     }
+}
+
+TEST_CASE("a gpt-oss router, the add of its bias and the top_k of the biased logits are one step, which carries the weights") {
+    small_llama m(qtype::q8_0, 4, 2, "gpt-oss");
+    cpu::backend cpu_backend;
+    const auto p = graph::make_plan(m.built.g, cpu_sizes(m.built.g, cpu_backend), {}, graph::lower_options{});
+    INFO(spelled(p));
+    const auto& g = m.built.g;
+    auto id = [&](const std::string& n) { return g.find(n).id; };
+    for (const std::string l : {"blk.0.", "blk.1."}) {
+        CAPTURE(l);
+        const auto top_k = std::size_t(p.step_of[std::size_t(id(l + "ffn_moe_topk"))]);
+        CHECK(p.steps[top_k].nodes ==
+              std::vector<int32_t>{id(l + "ffn_moe_logits"), id(l + "ffn_moe_logits_bias"), id(l + "ffn_moe_topk")});
+        CHECK(p.steps[top_k].carries == p.step_of[std::size_t(id(l + "ffn_moe_weights"))]);
+        // Both logits stay written: the expert_weights reads the biased ones.
+        CHECK(p.where[std::size_t(id(l + "ffn_moe_logits_bias"))] == graph::storage::arena);
+    }
+    graph::lower_options o;
+    o.experts = false;
+    const auto apart = graph::make_plan(m.built.g, cpu_sizes(m.built.g, cpu_backend), {}, o);
+    CHECK(apart.steps[std::size_t(apart.step_of[std::size_t(id("blk.0.ffn_moe_topk"))])].nodes.size() == 1);
 }
 
 TEST_CASE("without carrying no matvec step carries another, and the steps are the same") {

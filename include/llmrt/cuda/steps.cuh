@@ -5,7 +5,7 @@
 //   op          one node: the kernel of its op (include/llmrt/cuda/ops/); a top_k that carries its
 //               expert_weights writes both from one launch, and the carried step launches nothing;
 //               a top_k step that holds the softmax before it computes that too, and one that
-//               also holds the router's float mul_mat is one router_top_k launch
+//               also holds the router's float mul_mat (and its bias) is one router_top_k launch
 //   norm        add_rms_norm_mul, writing the kept results and the Q8_1 records of the last one
 //   matvec      the records (from the producer, or quantized here), then one mmvq launch per
 //               chunk of 8 columns when the products' weights lie side by side (stacked steps
@@ -299,11 +299,13 @@ inline std::size_t attention_scratch_bytes(const graph::graph& g, const graph::n
     return ops::attention_scratch_bytes(cache.ne1, p.n_head, nd.ne1) + tensor_bytes(nd);
 }
 
-// The counters a node's kernel keeps between launches (0: none): split attention's, and a long
-// argmax's. One buffer serves every node: each kernel leaves its counters at zero.
+// The counters a node's kernel keeps between launches (0: none): split attention's, a long
+// argmax's, and the epilogues' of the steps a launch finishes (swiglu, weighted_sum, top_k,
+// rms_norm). One buffer serves every node: each kernel leaves its counters at zero.
 inline std::size_t counter_bytes(const graph::graph& g, const graph::node& nd) {
     if (nd.op == graph::op::argmax) return ops::argmax_counter_bytes(nd.ne1);
     if (nd.op == graph::op::top_k) return std::size_t(nd.ne1) * sizeof(int32_t);  // router_top_k's, one per column
+    if (nd.op == graph::op::rms_norm) return sizeof(int32_t);  // a matvec carrying its norm step: one per launch
     // A carrier's epilogue: the dense matvec's, one per block of 32 values of a column; the
     // experts', one per block of every token's column (its slots one after another).
     if (nd.op == graph::op::swiglu || nd.op == graph::op::swiglu_oai)
@@ -565,27 +567,45 @@ void node(const context& cx, const resolved& r, int64_t n) {
             ops::argmax(a, reinterpret_cast<int32_t*>(cx.at(id)), src(0).ne0, cols, r.scratch, r.scratch_bytes, cx.counters,
                         cx.counter_bytes, stream, lo);
             return;
-        case graph::op::top_k: {  // with the softmax and router before it, the expert_weights it carries (graph/lower.hpp)
+        case graph::op::top_k: {  // with the router, its bias and softmax before it, the expert_weights it carries (graph/lower.hpp)
             const int32_t w = r.carried ? r.carried->st->node : -1;
             float* weights = w >= 0 ? cx.f(w) : nullptr;
             const graph::expert_norm norm = w >= 0 ? cx.node(w).norm : graph::expert_norm::none;
             auto* picks = reinterpret_cast<int32_t*>(cx.at(id));
-            // The step's nodes: [the router's float mul_mat,] [the softmax x is,] the top_k.
-            const std::size_t held = r.st->nodes.size();
-            if (held == 3) {
-                const graph::node& mm = cx.node(r.st->nodes[0]);
-                const graph::node& router = cx.node(mm.src[0]);
-                const float* x = cx.f(mm.src[1]);
-                float* logits = cx.f(r.st->nodes[0]);
+            // The step's nodes before the top_k: [the router's float mul_mat [, its bias's add]] [, the softmax].
+            int32_t mm = -1, bias_add = -1, softmax = -1;
+            for (int32_t held : r.st->nodes) {
+                const graph::op o = cx.node(held).op;
+                if (o == graph::op::mul_mat) mm = held;
+                else if (o == graph::op::add) bias_add = held;
+                else if (o == graph::op::softmax) softmax = held;
+            }
+            if (mm >= 0) {
+                const graph::node& router = cx.node(cx.node(mm).src[0]);
+                ops::router_picks rp;
+                rp.type = router.type;
+                rp.w = cx.at(cx.node(mm).src[0]);
+                rp.n = router.ne1;
+                rp.k_in = router.ne0;
+                rp.k = nd.ne0;
+                rp.x = cx.f(cx.node(mm).src[1]);
+                rp.logits = cx.f(mm);
+                rp.bias = bias_add >= 0 ? cx.f(cx.node(bias_add).src[1]) : nullptr;
+                rp.biased = bias_add >= 0 ? cx.f(bias_add) : nullptr;
+                rp.softmax = softmax >= 0;
+                rp.probs = softmax >= 0 ? cx.f(softmax) : nullptr;
+                rp.ids = picks;
+                rp.weights = weights;
+                rp.norm = norm;
                 if (ops::router_top_k_supports(router.type, router.ne1) && cx.counter_bytes >= std::size_t(cols) * sizeof(int32_t)) {
-                    ops::router_top_k(router.type, cx.at(mm.src[0]), router.ne1, router.ne0, x, logits, const_cast<float*>(a),
-                                      picks, weights, nd.ne0, cols, norm, cx.counters, stream, lo);
+                    ops::router_top_k(rp, cols, cx.counters, stream, lo);
                     return;
                 }
-                ops::mul_mat_float(router.type, cx.at(mm.src[0]), router.ne1, router.ne0, x, logits, cols, stream, lo);
+                ops::mul_mat_float(router.type, rp.w, rp.n, rp.k_in, rp.x, rp.logits, cols, stream, lo);
+                if (rp.bias) ops::add(rp.logits, rp.bias, rp.biased, rp.n, cols, true, stream, lo);
             }
             ops::top_k(a, picks, src(0).ne0, nd.ne0, cols, stream, lo, weights, norm,
-                       held >= 2 ? cx.f(cx.node(r.st->nodes[held - 2]).src[0]) : nullptr);
+                       softmax >= 0 ? cx.f(cx.node(softmax).src[0]) : nullptr);
             return;
         }
         case graph::op::expert_weights:

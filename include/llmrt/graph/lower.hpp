@@ -104,15 +104,24 @@ private:
             if (r != t && !(nd(r).op == op::expert_weights && nd(r).src[0] == id && nd(r).src[1] == t)) return -1;
         return t;
     }
-    // The softmax that a router's float mul_mat `id` alone feeds, where that softmax and its top_k
-    // form one step (top_k_of_softmax): the router then joins the step (-1: none).
-    int32_t router_softmax(int32_t id) const {
+    // A router's float mul_mat `id` and what joins it in its top_k's op step: the softmax, or the
+    // add of its bias (a one-column f32 weight), that alone reads its logits, when that result and
+    // its top_k form a step (top_k_of_softmax: only the top_k and the expert_weights of its picks
+    // read the result). Empty: none.
+    std::vector<int32_t> router_step_nodes(int32_t id) const {
         const node& n = nd(id);
         if (n.op != op::mul_mat || nd(n.src[0]).op != op::weight || !float_matrix_type(nd(n.src[0]).type) ||
-            readers_[id].size() != 1)
-            return -1;
-        const int32_t sm = readers_[id][0];
-        return nd(sm).op == op::softmax && nd(sm).src[0] == id && top_k_of_softmax(sm) >= 0 ? sm : -1;
+            readers_.output[std::size_t(id)] || readers_[id].size() != 1)
+            return {};
+        const int32_t r = readers_[id][0];
+        const node& a = nd(r);
+        bool joins = a.op == op::softmax && a.src[0] == id;
+        if (a.op == op::add && a.src[0] == id && a.src[1] >= 0 && a.src[1] != id) {
+            const node& b = nd(a.src[1]);
+            joins = b.op == op::weight && b.type == qtype::f32 && b.ne1 == 1 && !b.batched && b.ne0 == n.ne0;
+        }
+        const int32_t t = joins ? top_k_of_softmax(r) : -1;
+        return t >= 0 ? std::vector<int32_t>{id, r, t} : std::vector<int32_t>{};
     }
     // The node that adds a bias to product `id`'s result, when it is the result's only reader
     // (-1: none): for a mul_mat an add of a one-column f32 weight as long as the product, for a
@@ -196,13 +205,13 @@ private:
             if (n.op == op::rms_norm && (n.group == 0 || o_.grouped_norms)) return norm_step(id, -1);
         }
         if (o_.experts && o_.carry_expert_weights && (n.op == op::softmax || n.op == op::mul_mat)) {
-            // The router's probabilities and their top k: one op step, top_k its node; with the
-            // router's float mul_mat before them where the softmax alone reads it.
-            const int32_t sm = n.op == op::softmax ? id : router_softmax(id);
-            const int32_t t = sm >= 0 ? top_k_of_softmax(sm) : -1;
-            if (t >= 0) {
-                step s = single(step_kind::op, t);
-                s.nodes = sm == id ? std::vector<int32_t>{id, t} : std::vector<int32_t>{id, sm, t};
+            // The router's probabilities and their top k: one op step, top_k its node; led by the
+            // router's float mul_mat (and the add of its bias) where they alone feed them.
+            const int32_t t = n.op == op::softmax ? top_k_of_softmax(id) : -1;
+            std::vector<int32_t> nodes = t >= 0 ? std::vector<int32_t>{id, t} : router_step_nodes(id);
+            if (!nodes.empty()) {
+                step s = single(step_kind::op, nodes.back());
+                s.nodes = std::move(nodes);
                 return s;
             }
         }

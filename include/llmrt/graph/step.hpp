@@ -5,7 +5,8 @@
 //   op          one node as it is; or, where the backend takes the experts steps, a router's softmax
 //               and the top_k of it (node: the top_k), when only the top_k and the expert_weights
 //               of its picks read the probabilities, led by the router's float mul_mat when the
-//               softmax alone reads its logits
+//               softmax alone reads its logits; or the router's float mul_mat, the add of its bias
+//               and the top_k of the biased logits (gpt-oss), read alike
 //   norm        [s = a + b] -> n = rms_norm(s or x) -> [p = n ⊙ w]      (w: a one-column weight;
 //               a grouped rms_norm (no add) with w one group long where the backend takes it,
 //               else it stays an op step, as does a w of any other length)

@@ -1,8 +1,8 @@
 // The mixture-of-experts ops on the device, with the CPU reference's formulas and orders
 // (cpu/ops.hpp, cpu/mul_mat.hpp):
 //
-//   router_top_k    the router's float mat-vec (mul_mat_float's blocks) whose last block of a
-//                   column runs its top_k (below) with the softmax and the expert_weights
+//   router_top_k    the router's float mat-vec (mul_mat_float's blocks, with its bias) whose last
+//                   block of a column runs its top_k (below), with the softmax and the expert_weights
 //   top_k           one warp per column: k scans, pick j the first index of the largest value
 //                   after pick j − 1 in (value descending, index ascending) order; with the
 //                   expert_weights of the same values when the step carries them, and the
@@ -118,7 +118,7 @@ __device__ inline void top_k_column(const float* x, int32_t* y, float* w, int64_
             softmax_held<PerLane>(logits, const_cast<float*>(x), held, n, lane);
         } else {
 #pragma unroll
-            for (int r = 0; r < PerLane; ++r) held[r] = lane + 32 * r < n ? x[lane + 32 * r] : 0.0f;
+            for (int r = 0; r < PerLane; ++r) held[r] = lane + 32 * r < n ? __ldcg(x + lane + 32 * r) : 0.0f;  // may come from other blocks
         }
     }
     // x[0] (the scan's first candidate) and every pick's value come from registers: no load waits
@@ -182,38 +182,54 @@ __global__ void __launch_bounds__(32 * Warps) top_k_kernel(const float* x, int32
     top_k_column<PerLane>(x + c * n, y + c * k, w ? w + c * k : nullptr, n, k, norm, logits ? logits + c * n : nullptr, lane);
 }
 
-// The router and its top k in one launch: mul_mat_float's blocks over the experts' logits of
-// column blockIdx.y; the block that finishes a column last (an integer counter per column, left
-// at zero) runs top_k_column on it with its warp 0: the softmax, the picks and their weights.
-struct router_top_k_args {
-    const void* w;        // the router: n rows of k_in floats (f32, f16 or bf16)
-    const float* x;       // cols columns of k_in
-    float* logits;        // cols columns of n
-    float* probs;         // softmax(logits)
-    int32_t* ids;         // cols columns of k
-    float* weights;       // expert_weights of the picks (null: none)
-    int32_t* counters;    // cols, zero
-    int64_t n, k_in, k;
-    graph::expert_norm norm;
+}  // namespace detail
+
+// A router and its top k, as router_top_k computes them (every pointer a device one; cols columns
+// of each): the router's logits = W · x (W: n rows of k_in floats of `type`), optionally with a
+// bias (biased = logits + bias), then either the softmax of those scores ranked (probs) or the
+// scores ranked as they are; ids their top k, weights (null: none) the expert_weights of the
+// picks with `norm`.
+struct router_picks {
+    qtype type = qtype::f32;
+    const void* w = nullptr;
+    int64_t n = 0, k_in = 0, k = 0;
+    const float* x = nullptr;
+    float* logits = nullptr;
+    const float* bias = nullptr;  // null: none
+    float* biased = nullptr;
+    bool softmax = true;
+    float* probs = nullptr;  // softmax: written
+    int32_t* ids = nullptr;
+    float* weights = nullptr;
+    graph::expert_norm norm = graph::expert_norm::none;
 };
 
+namespace detail {
+
+// The router and its top k in one launch: mul_mat_float's blocks over the experts' scores of
+// column blockIdx.y; the block that finishes a column last (an integer counter per column, left
+// at zero) runs top_k_column on it with its warp 0: the softmax, the picks and their weights.
 template <class B, int PerLane>
-__global__ void __launch_bounds__(32 * mul_mat_warps) router_top_k_kernel(const router_top_k_args a) {
+__global__ void __launch_bounds__(32 * mul_mat_warps) router_top_k_kernel(const router_picks a, int32_t* counters) {
     enter_kernel();
     __shared__ int last;
-    mul_mat_float_rows<B>(static_cast<const B*>(a.w), a.x, a.logits, a.n, a.k_in);
-    __threadfence();  // the block's logits are visible before its arrival is
+    mul_mat_float_rows<B>(static_cast<const B*>(a.w), a.x, a.logits, a.n, a.k_in, a.bias, a.biased);
+    __threadfence();  // the block's scores are visible before its arrival is
     __syncthreads();
     const int64_t c = blockIdx.y;
     if (threadIdx.x == 0) {
-        last = atomicAdd(a.counters + c, 1) == int(gridDim.x) - 1;
-        if (last) a.counters[c] = 0;  // every block of this column has counted: ready for the next launch
+        last = atomicAdd(counters + c, 1) == int(gridDim.x) - 1;
+        if (last) counters[c] = 0;  // every block of this column has counted: ready for the next launch
     }
     __syncthreads();
     if (!last || threadIdx.x >= 32) return;
-    __threadfence();  // the other blocks' logits are read after their arrivals
-    top_k_column<PerLane>(a.probs + c * a.n, a.ids + c * a.k, a.weights ? a.weights + c * a.k : nullptr, a.n, a.k, a.norm,
-                          a.logits + c * a.n, int(threadIdx.x));
+    __threadfence();  // the other blocks' scores are read after their arrivals
+    const float* scores = (a.bias ? a.biased : a.logits) + c * a.n;
+    float* weights = a.weights ? a.weights + c * a.k : nullptr;
+    if (a.softmax)
+        top_k_column<PerLane>(a.probs + c * a.n, a.ids + c * a.k, weights, a.n, a.k, a.norm, scores, int(threadIdx.x));
+    else
+        top_k_column<PerLane>(scores, a.ids + c * a.k, weights, a.n, a.k, a.norm, nullptr, int(threadIdx.x));
 }
 
 template <int Threads>
@@ -289,29 +305,28 @@ inline bool router_top_k_supports(qtype type, int64_t n) {
     return (type == qtype::f32 || type == qtype::f16 || type == qtype::bf16) && n >= 1 && n <= 256;
 }
 
-// logits = W · x (mul_mat_float's bits), then probs = softmax(logits), ids = top_k(probs, k) and,
-// when weights is not null, expert_weights(probs, ids, norm): what mul_mat_float and top_k (with
-// its logits) give, from one launch. W: n rows of k_in (router_top_k_supports); counters: cols
-// int32 at zero, left at zero.
-inline void router_top_k(qtype type, const void* w, int64_t n, int64_t k_in, const float* x, float* logits, float* probs,
-                         int32_t* ids, float* weights, int64_t k, int64_t cols, graph::expert_norm norm, int32_t* counters,
-                         cudaStream_t stream, const launch_options& o = {}) {
+// r's results for cols columns in one launch, the bits that mul_mat_float, add, and top_k (with
+// its logits where r.softmax) give. counters: cols int32 at zero, left at zero.
+inline void router_top_k(const router_picks& r, int64_t cols, int32_t* counters, cudaStream_t stream,
+                         const launch_options& o = {}) {
     const char* op = "cuda::ops::router_top_k";
-    check(router_top_k_supports(type, n) && k >= 1 && k <= n && k_in >= 1, errc::shape_mismatch, [&] {
-        return std::string(op) + ": a router of " + name(type) + " with " + std::to_string(n) + " experts, k = " +
-               std::to_string(k) + " (a float type, 1..256 experts, 1 <= k <= n)";
+    check(router_top_k_supports(r.type, r.n) && r.k >= 1 && r.k <= r.n && r.k_in >= 1, errc::shape_mismatch, [&] {
+        return std::string(op) + ": a router of " + name(r.type) + " with " + std::to_string(r.n) + " experts, k = " +
+               std::to_string(r.k) + " (a float type, 1..256 experts, 1 <= k <= n)";
     });
-    check(counters != nullptr, errc::invalid_argument, [&] { return std::string(op) + ": no counters"; });
+    check(counters && r.w && r.x && r.logits && r.ids && (!r.softmax || r.probs) && (!r.bias || r.biased),
+          errc::invalid_argument, [&] { return std::string(op) + ": null pointer"; });
     if (cols == 0) return;
     detail::check_columns(cols, op);
-    const detail::router_top_k_args a{w, x, logits, probs, ids, weights, counters, n, k_in, k, norm};
-    const dim3 grid(detail::blocks_for(n, detail::mul_mat_rows_per_block, op), unsigned(cols));
-    dispatch<float_weight_types>(type, op, [&](auto tag) {
+    const dim3 grid(detail::blocks_for(r.n, detail::mul_mat_rows_per_block, op), unsigned(cols));
+    dispatch<float_weight_types>(r.type, op, [&](auto tag) {
         using B = typename decltype(tag)::type;
-        if (n <= 128)
-            detail::launch(op, detail::router_top_k_kernel<B, 4>, grid, dim3(32 * detail::mul_mat_warps), 0, stream, o, a);
+        if (r.n <= 128)
+            detail::launch(op, detail::router_top_k_kernel<B, 4>, grid, dim3(32 * detail::mul_mat_warps), 0, stream, o, r,
+                           counters);
         else
-            detail::launch(op, detail::router_top_k_kernel<B, 8>, grid, dim3(32 * detail::mul_mat_warps), 0, stream, o, a);
+            detail::launch(op, detail::router_top_k_kernel<B, 8>, grid, dim3(32 * detail::mul_mat_warps), 0, stream, o, r,
+                           counters);
     });
 }
 

@@ -46,8 +46,10 @@ constexpr int mul_mat_rows_per_block = mul_mat_warps / mul_mat_row_warps;
 // The block's rows of column blockIdx.y (a block of mul_mat_warps warps; every thread calls it).
 // Warp p of a row's four takes the elements p·32 + lane + 128·i; each warp's butterfly sum, then
 // the four warps' sums in warp order.
+// With bias (one float per row), biased = y + bias too (the add after the product, as its op gives).
 template <class B>
-__device__ __forceinline__ void mul_mat_float_rows(const B* w, const float* x, float* y, int64_t rows, int64_t k) {
+__device__ __forceinline__ void mul_mat_float_rows(const B* w, const float* x, float* y, int64_t rows, int64_t k,
+                                                   const float* bias = nullptr, float* biased = nullptr) {
     __shared__ float partial[mul_mat_warps];
     const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x) & 31;
     const int part = warp % mul_mat_row_warps;
@@ -72,6 +74,7 @@ __device__ __forceinline__ void mul_mat_float_rows(const B* w, const float* x, f
 #pragma unroll
     for (int p = 1; p < mul_mat_row_warps; ++p) sum = __fadd_rn(sum, partial[warp + p]);
     y[int64_t(blockIdx.y) * rows + row] = sum;
+    if (bias) biased[int64_t(blockIdx.y) * rows + row] = __fadd_rn(sum, bias[row]);
 }
 
 template <class B>

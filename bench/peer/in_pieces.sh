@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# bench/peer's comparison on a GPU machine that is reached through commands of limited length (a
+# batch job with a wall-clock limit, a remote shell that may drop): each call does what fits of
+# the stages below in SECONDS, keeps what it built and measured under STATE, and the next call
+# goes on from there. Call it again until it prints "all stages done". Every log and table is
+# also copied to OUT.
+#
+#   bash bench/peer/in_pieces.sh SECONDS [STAGE ...]
+#
+# Stages (default: all of them, in this order):
+#   build      llama.cpp (build.sh) and llmrt with its CUDA tests, side by side, while the
+#              model files of GREEDY_MODELS and DECODE_MODELS are written (make_llama_gguf.py)
+#   tests      each CUDA test of TESTS (one log each; a test's status is its exit code)
+#   greedy     compare.sh greedy on GREEDY_MODELS
+#   decode     compare.sh decode on DECODE_MODELS
+#   breakdown  llmrt-bench-decode's device time by step kind for each of DECODE_MODELS
+#
+# Needs what build.sh and compare.sh need, .peer/llama.cpp from fetch-llama-cpp.sh (copy .peer
+# to the GPU machine with the checkout), and numpy for the model files. A stage that finished is
+# not run again; remove STATE/done/STAGE to repeat it.
+#
+# Environment (defaults in brackets):
+#   GREEDY_MODELS   [ARCH:]SIZE:TYPE list, as compare.sh's MODELS
+#                   ["llama:tiny:q4_K qwen2:tiny:q4_K qwen3:tiny:q4_K qwen3moe:tiny:q4_K gpt-oss:tiny:q8_0"]
+#   DECODE_MODELS   ["8b:q4_K qwen3moe:30b-a3b:q4_K gpt-oss:20b:q8_0"]
+#   TESTS           [test_cuda_mmvq test_graph_cuda test_fused_cuda test_oss_cuda test_model_cuda]
+#   STATE [/tmp/llmrt-peer]  OUT [STATE/out]  JOBS [nproc / 2 for each build]  CUDA_ARCH [90]
+set -uo pipefail
+
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo_root=$(cd "$script_dir/../.." && pwd)
+budget=${1:?"in_pieces.sh: give the seconds this call may take (see the top of the script)"}
+shift
+stages=${*:-"build tests greedy decode breakdown"}
+state=${STATE:-/tmp/llmrt-peer}
+out=${OUT:-$state/out}
+greedy_models=${GREEDY_MODELS-"llama:tiny:q4_K qwen2:tiny:q4_K qwen3:tiny:q4_K qwen3moe:tiny:q4_K gpt-oss:tiny:q8_0"}
+decode_models=${DECODE_MODELS-"8b:q4_K qwen3moe:30b-a3b:q4_K gpt-oss:20b:q8_0"}
+tests=${TESTS-"test_cuda_mmvq test_graph_cuda test_fused_cuda test_oss_cuda test_model_cuda"}
+arch=${CUDA_ARCH:-90}
+jobs=${JOBS:-$(( $(nproc) / 2 > 1 ? $(nproc) / 2 : 1 ))}
+llmrt_build=$state/build/llmrt
+start=$(date +%s)
+
+left() { echo $(( budget - ($(date +%s) - start) )); }
+log() { echo "[$(( $(date +%s) - start )) s] $*" | tee -a "$out/summary.md"; }
+done_() { [ -f "$state/done/$1" ]; }
+finish() { touch "$state/done/$1"; }
+wanted() { [[ " $stages " == *" $1 "* ]]; }
+
+if [ ! -d "$repo_root/.peer/llama.cpp" ]; then
+    echo "in_pieces.sh: no .peer/llama.cpp: run bench/peer/fetch-llama-cpp.sh, and copy .peer here" >&2
+    exit 1
+fi
+# compare.sh and build.sh keep binaries, models and results under PEER_DIR: STATE, with the
+# sources and the vocabulary linked from the checkout.
+mkdir -p "$state/done" "$state/bin" "$state/models" "$state/results" "$out"
+ln -sfn "$repo_root/.peer/llama.cpp" "$state/llama.cpp"
+ln -sfn "$repo_root/.peer/vocab" "$state/vocab"
+cp "$repo_root"/.peer/LLAMA_CPP_* "$state/" 2> /dev/null
+export PEER_DIR=$state PYTHONPATH=$repo_root/.peer/llama.cpp/gguf-py${PYTHONPATH:+:$PYTHONPATH}
+
+model_path() {  # [ARCH:]SIZE:TYPE -> STATE/models/ARCH-SIZE-TYPE.gguf (compare.sh's names)
+    local a b c
+    IFS=: read -r a b c <<< "$1"
+    if [ -z "$c" ]; then c=$b; b=$a; a=llama; fi
+    echo "$state/models/$a-$b-$c.gguf"
+}
+make_model() {  # written to a .part file first, so that a call cut short leaves no half file
+    local f a b c
+    f=$(model_path "$1")
+    [ -f "$f" ] && return 0
+    IFS=: read -r a b c <<< "$1"
+    if [ -z "$c" ]; then c=$b; b=$a; a=llama; fi
+    python3 "$script_dir/make_llama_gguf.py" "$f.part" --arch "$a" --size "$b" --type "$c" \
+        --vocab "$state/vocab/ggml-vocab-llama-bpe.gguf" > "$state/results/make-$a-$b-$c.log" 2>&1 && mv "$f.part" "$f"
+}
+
+if wanted build && ! done_ build; then
+    ( for m in $greedy_models $decode_models; do make_model "$m"; done ) &
+    models=$!
+    builds=()
+    if ! done_ llama.cpp; then
+        ( JOBS=$jobs timeout $(( $(left) - 15 )) bash "$script_dir/build.sh" "$arch" llama.cpp \
+            > "$state/results/build-llama.cpp.log" 2>&1 && finish llama.cpp ) &
+        builds+=($!)
+    fi
+    # llmrt with its tests (build.sh builds the programs alone).
+    read -r -a test_targets <<< "$tests"
+    ( cmake -S "$repo_root" -B "$llmrt_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLMRT_CUDA=ON \
+          -DCMAKE_CUDA_ARCHITECTURES="$arch" -DLLMRT_WERROR=ON -DLLMRT_VULKAN=OFF -DLLMRT_FUZZ=OFF \
+          > "$state/results/build-llmrt.log" 2>&1 &&
+      timeout $(( $(left) - 15 )) cmake --build "$llmrt_build" --parallel "$jobs" --target llmrt-generate \
+          llmrt-bench-decode llmrt-bench-mmvq-cuda "${test_targets[@]}" >> "$state/results/build-llmrt.log" 2>&1 &&
+      cp "$llmrt_build/examples/generate/llmrt-generate" "$llmrt_build/bench/decode/llmrt-bench-decode" \
+          "$llmrt_build/bench/mmvq_cuda/llmrt-bench-mmvq-cuda" "$state/bin/" && finish llmrt ) &
+    builds+=($!)
+    wait "${builds[@]}"
+    # The models go on while time is left; what is not written yet is written by the next call.
+    while kill -0 "$models" 2> /dev/null && [ "$(left)" -gt 10 ]; do sleep 2; done
+    kill "$models" 2> /dev/null
+    wait 2> /dev/null
+    for t in llama.cpp llmrt; do
+        if done_ "$t"; then log "build: $t built"; else log "build: $t not yet ($(tail -1 "$state/results/build-$t.log"))"; fi
+    done
+    if done_ llama.cpp && done_ llmrt; then finish build; fi
+fi
+if ! done_ build; then
+    log "to be continued: call again"
+    exit 0
+fi
+for m in $greedy_models $decode_models; do
+    [ "$(left)" -gt 30 ] || break
+    make_model "$m"
+done
+
+if wanted tests && ! done_ tests; then
+    for t in $tests; do
+        [ -f "$state/done/test-$t" ] && continue
+        [ "$(left)" -gt 60 ] || break
+        bin=$(find "$llmrt_build/tests" -name "$t" -type f -perm -u+x | head -1)
+        timeout $(( $(left) - 10 )) "$bin" > "$out/$t.log" 2>&1
+        rc=$?
+        log "tests: $t exit $rc: $(grep -E 'test cases:' "$out/$t.log" | tail -1)"
+        touch "$state/done/test-$t"
+    done
+    all=1
+    for t in $tests; do [ -f "$state/done/test-$t" ] || all=0; done
+    if [ $all = 1 ]; then finish tests; fi
+fi
+
+run_compare() {  # STAGE MODELS
+    if wanted "$1" && ! done_ "$1" && [ "$(left)" -gt 60 ]; then
+        MODELS="$2" timeout $(( $(left) - 10 )) bash "$script_dir/compare.sh" "$1" > "$out/$1.md" 2>&1 && finish "$1"
+        cat "$out/$1.md" >> "$out/summary.md"
+        tail -n 12 "$out/$1.md"
+    fi
+}
+run_compare greedy "$greedy_models"
+run_compare decode "$decode_models"
+
+if wanted breakdown && ! done_ breakdown; then
+    all=1
+    for m in $decode_models; do
+        f=$(model_path "$m")
+        name=$(basename "$f" .gguf)
+        [ -f "$state/done/breakdown-$name" ] && continue
+        if [ "$(left)" -lt 90 ]; then all=0; break; fi
+        timeout $(( $(left) - 10 )) "$state/bin/llmrt-bench-decode" --backend cuda --model "$f" --prompt 0 --tokens 64 \
+            --warmup 8 --replays 3 > "$out/breakdown-$name.md" 2>&1 && touch "$state/done/breakdown-$name"
+        log "breakdown: $name"
+        tail -n 20 "$out/breakdown-$name.md"
+    done
+    if [ $all = 1 ]; then finish breakdown; fi
+fi
+
+cp "$state"/results/*.log "$out/" 2> /dev/null
+left_stages=""
+for s in $stages; do done_ "$s" || left_stages="$left_stages $s"; done
+if [ -z "$left_stages" ]; then log "all stages done"; else log "to be continued:$left_stages"; fi
