@@ -157,8 +157,10 @@ function(llmrt_add_shader target glsl)
     list(APPEND _flags "-D${_define}")
   endforeach()
 
+  # The .spv first: glslang's depfile names it as its target, and Ninja takes a depfile as the first
+  # output's (naming the header instead left every shader out of date on every build).
   add_custom_command(
-    OUTPUT "${_header}"
+    OUTPUT "${_spv}" "${_header}"
     COMMAND "${LLMRT_GLSLANG}" ${_flags} --depfile "${_depfile}" -o "${_spv}" "${glsl}"
     COMMAND "${LLMRT_SPIRV_VAL}" --target-env vulkan1.3 "${_spv}"
     COMMAND "${CMAKE_COMMAND}" -DLLMRT_SPV=${_spv} -DLLMRT_HEADER=${_header} -DLLMRT_NAME=${ARG_NAME}

@@ -2,7 +2,7 @@
 // memory floor, and where does the time go?
 //
 //   llmrt-bench-decode [--backend cuda|vulkan|cpu] [--model 1b|8b|both|tiny|FILE.gguf] [--tokens N]
-//                      [--warmup N] [--depth N] [--prompt N] [--ctx N] [--unfused] [--replays N]
+//                      [--warmup N] [--depth N] [--prompt N] [--ctx N] [--unfused] [--without F,...] [--replays N]
 //                      [--json PATH|-] [--gpus N]
 //
 // Models: a llama GGUF file (any weight type llmrt reads), or synthetic llama shapes in Q4_K made
@@ -18,7 +18,8 @@
 // blocks, which are independent) up to their full shape.
 //
 // What is timed, through the graph executor (the forward planned for batches of up to 8, f16 KV
-// cache, every fusion the backend runs unless --unfused):
+// cache, every fusion the backend runs unless --unfused, or but those --without names, e.g.
+// --without carry_norm,carry_swiglu to measure what carrying the norms and the SwiGLU is worth):
 //   prompt   --prompt tokens (default 512) from position 0 in batches of 8, as a prompt is
 //            processed; prompt tokens/s (0: skipped). With --depth, the prompt is --depth tokens.
 //   decode   greedy decoding at batch 1 after the prompt (or --depth tokens in the cache, like
@@ -87,7 +88,29 @@ struct arguments {
     int32_t replays = 20;  // forwards each breakdown figure replays
     int32_t gpus = 0;      // --gpus N: tensor parallel over CUDA devices 0..N-1 (0: one backend, --backend)
     bool unfused = false;
+    graph::lower_options allow{};  // --without: the fusions switched off (graph::fusions_by_name)
+    std::string without;
 };
+
+// --without NAME[,NAME...]: those fusions off (graph::fusions_by_name), the others as the backend runs them.
+graph::lower_options fusions_without(const std::string& names) {
+    graph::lower_options allow{};
+    std::size_t from = 0;
+    while (from <= names.size()) {
+        const std::size_t comma = std::min(names.find(',', from), names.size());
+        const std::string name = names.substr(from, comma - from);
+        const auto* f = std::find_if(graph::fusions_by_name.begin(), graph::fusions_by_name.end(),
+                                     [&](const auto& entry) { return entry.first == name; });
+        if (f == graph::fusions_by_name.end()) {
+            std::string known;
+            for (const auto& entry : graph::fusions_by_name) known += (known.empty() ? "" : ", ") + std::string(entry.first);
+            throw error(errc::invalid_argument, "--without: no fusion '" + name + "' (the fusions: " + known + ")");
+        }
+        allow.*(f->second) = false;
+        from = comma + 1;
+    }
+    return allow;
+}
 
 arguments parse(int argc, char** argv) {
     arguments a;
@@ -103,6 +126,10 @@ arguments parse(int argc, char** argv) {
             a.prompt = cl.int_value(0, 1000000);
             prompt_given = true;
         } else if (o == "--unfused") a.unfused = true;
+        else if (o == "--without") {
+            a.without = cl.value();
+            a.allow = fusions_without(a.without);
+        }
         else if (o == "--replays") a.replays = cl.int_value(1, 10000);
         else if (o == "--gpus") a.gpus = cl.int_value(1, 64);
         else if (o == "--json") a.json = cl.value();
@@ -117,7 +144,8 @@ arguments parse(int argc, char** argv) {
         } else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-bench-decode [--backend cuda|vulkan|cpu] [--model 1b|8b|both|tiny|FILE.gguf] [--tokens N]\n"
                       "                          [--warmup N] [--depth N] [--prompt N] [--ctx N] [--unfused] [--replays N]\n"
-                      "                          [--json PATH|-] [--gpus N]\n"
+                      "                          [--json PATH|-] [--gpus N] [--without FUSION[,FUSION...]]\n"
+                      "--without  those fusions of the lowering off (graph::fusions_by_name: carry_norm, experts, ...)\n"
                       "--gpus N  tensor parallel over CUDA devices 0..N-1 (one rank each, collectives over NCCL; needs a\n"
                       "          build with CUDA and NCCL; --backend cuda or none); no per-kind breakdown");
             std::exit(0);
@@ -278,7 +306,7 @@ const std::vector<graph::step_kind> breakdown_order{graph::step_kind::matvec, gr
                                                     graph::step_kind::swiglu, graph::step_kind::experts,
                                                     graph::step_kind::op};
 
-const char* kind_label(graph::step_kind k) {
+[[maybe_unused]] const char* kind_label(graph::step_kind k) {
     switch (k) {
         case graph::step_kind::matvec: return "mat-vec (mmvq, with the swiglu and norm steps it carries)";
         case graph::step_kind::norm: return "add + rms_norm + records";
@@ -412,7 +440,7 @@ result decode(Forward& fw, double prepare_s, const model_shape& s, const bench_m
 void print(const std::vector<result>& results, const std::string& backend, const arguments& a) {
     std::printf("\nllmrt-bench-decode: greedy decoding at batch 1 after a %d-token prompt, f16 KV cache, %d tokens timed "
                 "after %d%s\n",
-                a.prompt, a.tokens, a.warmup, a.unfused ? ", unfused" : "");
+                a.prompt, a.tokens, a.warmup, a.unfused ? ", unfused" : a.without.empty() ? "" : (", without " + a.without).c_str());
     std::printf("backend: %s\n", backend.c_str());
     std::printf("gpus:    %d%s\n\n", std::max(a.gpus, 1), a.gpus > 1 ? " (tensor parallel)" : "");
     std::printf("| model | weights | layers | weight MB/token | floor tokens/s (3.1 TB/s) | prompt tokens/s | tokens/s | "
@@ -457,7 +485,7 @@ void write_json(const std::vector<result>& results, const std::string& backend, 
     std::string j = "{\n  \"bench\": \"decode\",\n  \"backend\": \"" + json_escape(backend) + "\",\n"
                     "  \"kv_type\": \"f16\",\n  \"batch\": 1,\n  \"tokens\": " + std::to_string(a.tokens) +
                     ",\n  \"warmup\": " + std::to_string(a.warmup) + ",\n  \"prompt\": " + std::to_string(a.prompt) +
-                    ",\n  \"fused\": " + (a.unfused ? "false" : "true") +
+                    ",\n  \"fused\": " + (a.unfused ? "false" : "true") + ",\n  \"without\": \"" + json_escape(a.without) + "\"" +
                     ",\n  \"gpus\": " + std::to_string(std::max(a.gpus, 1)) +
                     ",\n  \"read_bandwidth_bytes_per_s\": 3.1e12,\n  \"results\": [";
     for (std::size_t i = 0; i < results.size(); ++i) {
@@ -519,7 +547,7 @@ int main(int argc, char** argv) {
                 for (std::size_t i = 0; i < models.size(); ++i) {
                     const auto t1 = std::chrono::steady_clock::now();
                     llmrt_bench::tensor_parallel_forward<backend_type> fw(a.gpus, make_backend, cancel, models[i]->weights, a.n_ctx,
-                                                                          !a.unfused);
+                                                                          !a.unfused, a.allow);
                     results.push_back(decode(fw, seconds_since(t1), a.models[i], *models[i], a));
                     report(i);
                 }
@@ -531,7 +559,7 @@ int main(int argc, char** argv) {
                 description = d;
                 for (std::size_t i = 0; i < models.size(); ++i) {
                     const auto t1 = std::chrono::steady_clock::now();
-                    llmrt_bench::single_forward<backend_type> fw(b, models[i]->weights, a.n_ctx, !a.unfused);
+                    llmrt_bench::single_forward<backend_type> fw(b, models[i]->weights, a.n_ctx, !a.unfused, a.allow);
                     results.push_back(decode(fw, seconds_since(t1), a.models[i], *models[i], a));
                     report(i);
                 }

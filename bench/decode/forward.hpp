@@ -20,8 +20,10 @@ using namespace llmrt;
 template <class Backend>
 class single_forward {
 public:
-    single_forward(Backend& backend, const model::llama_weights& w, int32_t n_ctx, bool fuse)
-        : built_(model::build_llama_graph(w, n_ctx, batch, qtype::f16)), ex_(backend, built_.g, {.fuse = fuse}) {}
+    single_forward(Backend& backend, const model::llama_weights& w, int32_t n_ctx, bool fuse,
+                   const graph::lower_options& allow = {})
+        : built_(model::build_llama_graph(w, n_ctx, batch, qtype::f16)),
+          ex_(backend, built_.g, {.fuse = fuse, .allow = allow}) {}
 
     static constexpr int32_t batch = 8;
     std::size_t steps() const { return ex_.get_plan().steps.size(); }
@@ -51,14 +53,14 @@ class tensor_parallel_forward {
 public:
     template <class MakeBackend, class Cancel>
     tensor_parallel_forward(int32_t ranks, MakeBackend&& make_backend, Cancel&& cancel, const model::llama_weights& w,
-                            int32_t n_ctx, bool fuse)
+                            int32_t n_ctx, bool fuse, const graph::lower_options& allow = {})
         : threads_(ranks, cancel), ranks_(std::size_t(ranks)) {
         try {
             threads_.run([&](int32_t r) {
                 rank& k = ranks_[std::size_t(r)];
                 k.backend = make_backend(r);
                 k.shard = model::shard_llama_weights(w, {r, ranks});
-                k.forward = std::make_unique<single_forward<Backend>>(*k.backend, k.shard.weights, n_ctx, fuse);
+                k.forward = std::make_unique<single_forward<Backend>>(*k.backend, k.shard.weights, n_ctx, fuse, allow);
             });
         } catch (...) {
             release();

@@ -14,6 +14,8 @@
 #   greedy     compare.sh greedy on GREEDY_MODELS
 #   decode     compare.sh decode on DECODE_MODELS
 #   breakdown  llmrt-bench-decode's device time by step kind for each of DECODE_MODELS
+#   without    llmrt-bench-decode on each of DECODE_MODELS with each fusion of WITHOUT switched off
+#              (--without: what each fusion is worth)
 #
 # Needs what build.sh and compare.sh need, .peer/llama.cpp from fetch-llama-cpp.sh (copy .peer
 # to the GPU machine with the checkout), and numpy for the model files. A stage that finished is
@@ -24,6 +26,7 @@
 #                   ["llama:tiny:q4_K qwen2:tiny:q4_K qwen3:tiny:q4_K qwen3moe:tiny:q4_K gpt-oss:tiny:q8_0"]
 #   DECODE_MODELS   ["8b:q4_K qwen3moe:30b-a3b:q4_K gpt-oss:20b:q8_0"]
 #   TESTS           [test_cuda_mmvq test_graph_cuda test_fused_cuda test_oss_cuda test_model_cuda]
+#   WITHOUT         [carry_norm carry_swiglu carry_expert_weights experts] (graph::fusions_by_name)
 #   STATE [/tmp/llmrt-peer]  OUT [STATE/out]  JOBS [nproc / 2 for each build]  CUDA_ARCH [90]
 set -uo pipefail
 
@@ -31,11 +34,12 @@ script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo_root=$(cd "$script_dir/../.." && pwd)
 budget=${1:?"in_pieces.sh: give the seconds this call may take (see the top of the script)"}
 shift
-stages=${*:-"build tests greedy decode breakdown"}
+stages=${*:-"build tests greedy decode breakdown without"}
 state=${STATE:-/tmp/llmrt-peer}
 out=${OUT:-$state/out}
 greedy_models=${GREEDY_MODELS-"llama:tiny:q4_K qwen2:tiny:q4_K qwen3:tiny:q4_K qwen3moe:tiny:q4_K gpt-oss:tiny:q8_0"}
 decode_models=${DECODE_MODELS-"8b:q4_K qwen3moe:30b-a3b:q4_K gpt-oss:20b:q8_0"}
+without=${WITHOUT-"carry_norm carry_swiglu carry_expert_weights experts"}
 tests=${TESTS-"test_cuda_mmvq test_graph_cuda test_fused_cuda test_oss_cuda test_model_cuda"}
 arch=${CUDA_ARCH:-90}
 jobs=${JOBS:-$(( $(nproc) / 2 > 1 ? $(nproc) / 2 : 1 ))}
@@ -152,6 +156,23 @@ if wanted breakdown && ! done_ breakdown; then
         tail -n 20 "$out/breakdown-$name.md"
     done
     if [ $all = 1 ]; then finish breakdown; fi
+fi
+
+if wanted without && ! done_ without; then
+    all=1
+    for m in $decode_models; do
+        f=$(model_path "$m")
+        name=$(basename "$f" .gguf)
+        for fusion in $without; do
+            [ -f "$state/done/without-$name-$fusion" ] && continue
+            if [ "$(left)" -lt 60 ]; then all=0; break 2; fi
+            timeout $(( $(left) - 10 )) "$state/bin/llmrt-bench-decode" --backend cuda --model "$f" --prompt 0 --tokens 64 \
+                --warmup 8 --replays 1 --without "$fusion" --json "$out/without-$name-$fusion.json" \
+                > "$out/without-$name-$fusion.md" 2>&1 && touch "$state/done/without-$name-$fusion"
+            log "without $fusion: $name: $(grep -o '"tokens_per_s": [0-9.]*' "$out/without-$name-$fusion.json" | head -1)"
+        done
+    done
+    if [ $all = 1 ]; then finish without; fi
 fi
 
 cp "$state"/results/*.log "$out/" 2> /dev/null

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -39,29 +40,49 @@ struct prepared_x {
     }
 };
 
+// Two products' experts side by side (gate's, then up's: 2 · n_experts matrices of `rows`, as
+// the CUDA backend uploads them), their biases, one activation column per token and the ids.
+template <class B>
+struct side_by_side {
+    int64_t rows, k = test_ks<B>()[1];
+    std::vector<uint8_t> w;
+    std::vector<float> bias, x;
+    device_buffer d_w, d_ids, d_bias;
+    prepared_x px;
+    cuda::expert_ids_view iv;
+    cuda::qmatrix_view both;
+    side_by_side(int64_t rows_, uint64_t seed)
+        : rows(rows_),
+          w(random_blocks<B>(2 * n_experts * rows_ * (k / B::block_size), seed)),
+          bias(llmrt::testing::generate(distribution::gaussian, 2 * n_experts * rows_, seed + 1)),
+          x(llmrt::testing::generate(distribution::heavy_tailed, n_tokens * k, seed + 2)),
+          d_w(w.size()),
+          d_ids(ids.size() * sizeof(int32_t)),
+          d_bias(bias.size() * sizeof(float)),
+          px(x, k, 1) {
+        d_w.upload(w);
+        d_ids.upload(ids);
+        d_bias.upload(bias);
+        iv = cuda::expert_ids_view{d_ids.as<const int32_t>(), n_tokens, n_used};
+        both.type = B::id;
+        both.data = d_w.ptr;
+        both.rows = rows;
+        both.k = k;
+        both.batch2 = 2 * n_experts;
+    }
+};
+
 }  // namespace
 
 TEST_CASE_TEMPLATE_DEFINE("two products side by side with biases give each slot its expert's product plus its bias", B,
                           two_products_side_by_side) {
     LLMRT_CUDA_TEST_NEEDS_DEVICE();
-    const int64_t k = test_ks<B>()[1], row_bytes = int64_t(llmrt::row_size(B::id, k));
-    // Gate's experts, then up's: 2 · n_experts matrices, as the CUDA backend uploads them.
-    const std::vector<uint8_t> w = random_blocks<B>(2 * n_experts * rows * (k / B::block_size), 81);
-    const std::vector<float> bias = llmrt::testing::generate(distribution::gaussian, 2 * n_experts * rows, 82);
-    const std::vector<float> x = llmrt::testing::generate(distribution::heavy_tailed, n_tokens * k, 83);
-    device_buffer d_w(w.size()), d_ids(ids.size() * sizeof(int32_t)), d_bias(bias.size() * sizeof(float));
-    d_w.upload(w);
-    d_ids.upload(ids);
-    d_bias.upload(bias);
-    prepared_x px(x, k, 1);
-    const cuda::expert_ids_view iv{d_ids.as<const int32_t>(), n_tokens, n_used};
-
-    cuda::qmatrix_view both;
-    both.type = B::id;
-    both.data = d_w.ptr;
-    both.rows = rows;
-    both.k = k;
-    both.batch2 = 2 * n_experts;
+    const side_by_side<B> f(rows, 81);
+    const int64_t k = f.k, row_bytes = int64_t(llmrt::row_size(B::id, k));
+    const std::vector<float>& bias = f.bias;
+    const auto& [px, iv, both] = std::tie(f.px, f.iv, f.both);
+    const device_buffer& d_w = f.d_w;
+    const device_buffer& d_bias = f.d_bias;
     const int64_t count = n_tokens * 2 * n_used * rows;
     device_buffer d_y(std::size_t(count) * sizeof(float));
     const cuda::output_columns yv{d_y.as<float>(), rows, 2 * n_used, 0, n_tokens};
@@ -164,22 +185,9 @@ TEST_CASE_TEMPLATE_DEFINE("the swiglu-slots epilogue gives each slot the swiglu 
     LLMRT_CUDA_TEST_NEEDS_DEVICE();
     // Whole 32-row blocks (the epilogue's unit), an odd number of them: 3 blocks of 6 row tiles.
     constexpr int64_t slot_rows = 96;
-    const int64_t k = test_ks<B>()[1];
-    const std::vector<uint8_t> w = random_blocks<B>(2 * n_experts * slot_rows * (k / B::block_size), 101);
-    const std::vector<float> bias = llmrt::testing::generate(distribution::gaussian, 2 * n_experts * slot_rows, 102);
-    const std::vector<float> x = llmrt::testing::generate(distribution::heavy_tailed, n_tokens * k, 103);
-    device_buffer d_w(w.size()), d_ids(ids.size() * sizeof(int32_t)), d_bias(bias.size() * sizeof(float));
-    d_w.upload(w);
-    d_ids.upload(ids);
-    d_bias.upload(bias);
-    prepared_x px(x, k, 1);
-    const cuda::expert_ids_view iv{d_ids.as<const int32_t>(), n_tokens, n_used};
-    cuda::qmatrix_view both;
-    both.type = B::id;
-    both.data = d_w.ptr;
-    both.rows = slot_rows;
-    both.k = k;
-    both.batch2 = 2 * n_experts;
+    const side_by_side<B> f(slot_rows, 101);
+    const auto& [px, iv, both] = std::tie(f.px, f.iv, f.both);
+    const device_buffer& d_bias = f.d_bias;
     const int64_t stack = 2 * n_used * slot_rows, h_len = n_used * slot_rows;  // a token's column of each
     const std::size_t record_bytes = std::size_t(cuda::activation_batch_bytes(slot_rows, 1) * n_tokens * n_used);
     device_buffer d_y(std::size_t(n_tokens * stack) * sizeof(float)), d_h(std::size_t(n_tokens * h_len) * sizeof(float)),

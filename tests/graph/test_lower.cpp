@@ -192,6 +192,32 @@ TEST_CASE("without carrying no matvec step carries another, and the steps are th
     }
 }
 
+TEST_CASE("a fusion the plan options do not allow is lowered as the backend would without it, named in fusions_by_name") {
+    small_llama m(qtype::q4_K, 4, 2);
+    cpu::backend cpu_backend;
+    const auto& g = m.built.g;
+    for (const auto& fusion : graph::fusions_by_name) {
+        const std::string name(fusion.first);
+        const auto field = fusion.second;
+        CAPTURE(name);
+        graph::plan_options o;
+        o.allow.*field = false;
+        graph::lower_options without = cpu_backend.lowering();
+        without.*field = false;
+        const auto p = graph::make_plan(g, cpu_sizes(g, cpu_backend), o, cpu_backend.lowering());
+        const auto q = graph::make_plan(g, cpu_sizes(g, cpu_backend), {}, without);
+        CHECK(spelled(p) == spelled(q));
+        std::vector<int32_t> pc, qc;
+        for (const auto& st : p.steps) pc.push_back(st.carries);
+        for (const auto& st : q.steps) qc.push_back(st.carries);
+        CHECK(pc == qc);
+    }
+    // Names are unique.
+    for (std::size_t i = 0; i < graph::fusions_by_name.size(); ++i)
+        for (std::size_t j = i + 1; j < graph::fusions_by_name.size(); ++j)
+            CHECK(graph::fusions_by_name[i].first != graph::fusions_by_name[j].first);
+}
+
 TEST_CASE("with every fusion off each planned node is a step of its own") {
     small_llama m(qtype::q8_0, 2, 2);
     cpu::backend cpu_backend;

@@ -56,54 +56,12 @@
 #include "llmrt/cuda/ops/rope.cuh"
 #include "llmrt/cuda/ops/rows.cuh"
 #include "llmrt/cuda/ops/split_attention.cuh"
+#include "llmrt/cuda/step_context.cuh"
+#include "llmrt/cuda/step_epilogues.cuh"
 #include "llmrt/graph/plan.hpp"
 #include "llmrt/quant/dispatch.hpp"
 
 namespace llmrt::cuda::steps {
-
-inline bool float_weight(qtype t) { return t == qtype::f32 || t == qtype::f16 || t == qtype::bf16; }
-
-// Where a node's columns are: its address and the floats from one column to the next.
-struct columns_at {
-    std::byte* data = nullptr;
-    int64_t stride = 0;
-    float* f(int64_t c = 0) const { return reinterpret_cast<float*>(data) + c * stride; }
-};
-
-// A plan step with everything its launches need resolved.
-struct resolved {
-    const graph::step* st = nullptr;
-    std::byte* scratch = nullptr;
-    std::size_t scratch_bytes = 0;
-    std::byte* rounded = nullptr;           // the records this step writes (st->rounds)
-    int64_t rounded_chunk_cols = 8;         // their chunks (ops/records.cuh): 1 for an experts step
-    const std::byte* rounded_in = nullptr;  // matvec, experts: the records its producer wrote
-    const std::byte* concatenated = nullptr;  // matvec, experts: the products' weights as one matrix (null: apart)
-    const std::byte* concatenated_bias = nullptr;  // matvec, experts: the products' biases side by side (null: none)
-    const resolved* carried = nullptr;        // matvec, top_k: the step it carries (st->carries)
-};
-
-// What a step's launches read about the program: the graph, the plan and addresses.
-struct context {
-    const graph::graph* g;
-    const graph::plan* p;
-    const std::vector<std::byte*>* address;
-    void* records;  // the program's own records (matvec steps and mul_mats that quantize x)
-    std::size_t records_bytes;
-    int32_t* counters;  // split attention's counters (zero between launches)
-    std::size_t counter_bytes;
-    cudaStream_t stream;
-    launch_options launch;
-    const nccl_communicator* nccl = nullptr;  // the collectives' group (null: one rank)
-
-    const graph::node& node(int32_t id) const { return g->nodes()[std::size_t(id)]; }
-    bool kept(int32_t id) const { return p->where[std::size_t(id)] != graph::storage::fused; }
-    std::byte* at(int32_t id) const { return (*address)[std::size_t(id)]; }
-    float* f(int32_t id) const { return reinterpret_cast<float*>(at(id)); }
-    float* f_or_null(int32_t id) const { return kept(id) ? f(id) : nullptr; }
-    columns_at columns(int32_t id) const { return {at(id), p->col_stride[std::size_t(id)]}; }
-    int64_t cols(int32_t id, int64_t n) const { return node(id).batched ? n : node(id).ne1; }
-};
 
 // The records of cols columns of k floats at x (dense), in chunks of 8 (rounded_records_bytes).
 inline void quantize_chunks(const float* x, int64_t k, int64_t cols, void* records, cudaStream_t stream,
@@ -133,57 +91,6 @@ inline void norm(const context& cx, const resolved& r, int64_t n) {
                           cx.stream, cx.launch, r.rounded,
                           /*w_is_constant=*/true,  // the lowering fuses a product with a weight only
                           r.rounded_chunk_cols, st.sum >= 0 ? 0 : cx.p->col_stride[std::size_t(nd.src[0])], nd.ne0 / len);
-}
-
-// The epilogue that finishes the carried swiglu r.carried for the columns from c0 on of a launch
-// whose rows start at row_offset of the stack.
-inline mmvq_epilogue carried_epilogue(const context& cx, const resolved& r, int64_t c0, int64_t row_offset) {
-    const graph::step& st = *r.st;
-    const graph::node& sw = cx.node(r.carried->st->node);
-    const columns_at stack = cx.columns(st.nodes[0]);  // gate starts the stack
-    const int64_t slot_bytes = activation_batch_bytes(sw.ne0, 8);  // a chunk of 8 columns (ops/records.cuh)
-    mmvq_epilogue e;
-    e.kind = mmvq_finish::swiglu_round;
-    e.row_offset = int32_t(row_offset);
-    e.half = int32_t(sw.ne0);
-    e.stack = stack.f(c0);
-    e.stack_stride = stack.stride;
-    e.h = cx.kept(r.carried->st->node) ? cx.f(r.carried->st->node) + c0 * sw.ne0 : nullptr;
-    e.records = r.carried->rounded ? reinterpret_cast<uint8_t*>(r.carried->rounded) + (c0 / 8) * slot_bytes : nullptr;
-    e.counters = cx.counters;
-    check(cx.counter_bytes >= std::size_t(sw.ne0 / 32) * sizeof(int32_t), errc::invalid_argument,
-          "cuda backend: a matvec step carrying swiglu without room for its counters");
-    return e;
-}
-
-// Whether a carried norm step finishes in its carrier's epilogue (else it runs on its own after
-// the carrier's launches): columns of whole 32-value blocks, at most mmvq_norm_tail_max_length.
-inline bool norm_in_epilogue(const context& cx, const resolved& norm_step) {
-    const graph::node& nd = cx.node(norm_step.st->node);
-    return nd.ne0 % 32 == 0 && nd.ne0 <= mmvq_norm_tail_max_length;
-}
-
-// The norm_tail fields of e for the carried norm step ns (its residual add takes `product`), for
-// the columns from c0 on of cols.
-inline void set_carried_norm(mmvq_epilogue& e, const context& cx, const resolved& ns, int32_t product, int64_t c0,
-                             int64_t cols) {
-    const graph::step& st = *ns.st;
-    const graph::node& nd = cx.node(st.node);
-    const graph::node& sum = cx.node(st.sum);
-    const int32_t addend = sum.src[0] == product ? sum.src[1] : sum.src[0];
-    const int64_t len = nd.ne0;
-    e.length = int32_t(len);
-    e.addend = cx.f(addend) + c0 * len;  // the norm step's columns are dense (ops::add_rms_norm_mul)
-    e.addend_stride = len;
-    e.sum = cx.f(st.sum) + c0 * len;
-    e.norm = cx.kept(st.node) ? cx.f(st.node) + c0 * len : nullptr;
-    e.weight = st.product >= 0 ? cx.f(cx.node(st.product).src[1]) : nullptr;
-    e.product = st.product >= 0 && cx.kept(st.product) ? cx.f(st.product) + c0 * len : nullptr;
-    e.eps = nd.eps;
-    e.records = reinterpret_cast<uint8_t*>(ns.rounded);
-    e.chunk_cols = ns.rounded_chunk_cols;
-    e.c0 = c0;
-    e.cols = cols;
 }
 
 template <class Types>

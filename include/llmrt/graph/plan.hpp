@@ -46,6 +46,9 @@ struct plan_options {
     bool reuse_memory = true;     // false: every tensor keeps its own bytes (for inspecting all nodes)
     std::size_t alignment = 256;  // every arena offset is a multiple of this (a power of two)
     bool fuse = true;             // false: one step per node, whatever fusions the backend runs
+    // Of the fusions the backend runs, those that may (all by default): one set false here runs
+    // its nodes as the lowering does without it (for measuring what a fusion is worth).
+    lower_options allow{};
 };
 
 // What a backend needs besides the tensors: scratch for a node's kernel, and the bytes of the
@@ -191,7 +194,7 @@ inline plan make_plan(const graph& g, const plan_sizes& sizes, plan_options opti
     plan p;
     p.reuses_memory = options.reuse_memory;
     const std::vector<int32_t> dfs = detail::execution_order(g);
-    lowered low = lower(g, dfs, options.fuse ? fusions : lower_options::unfused());
+    lowered low = lower(g, dfs, options.fuse ? fusions & options.allow : lower_options::unfused());
     p.steps = std::move(low.steps);
     p.step_of = std::move(low.step_of);
     p.checks = std::move(low.checks);

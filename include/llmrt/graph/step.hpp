@@ -70,8 +70,11 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <array>
 #include <cstdint>
 #include <limits>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace llmrt::graph {
@@ -111,6 +114,32 @@ struct lower_options {
         return {false, false, false, false, false, false, false, false, false, false, false, false, false};
     }
 };
+
+// Every fusion by name, for code that takes them all (the intersection below, llmrt-bench-decode's
+// --without). A field of lower_options missing here is a compile error.
+inline constexpr std::array<std::pair<std::string_view, bool lower_options::*>, 13> fusions_by_name{{
+    {"norms", &lower_options::norms},
+    {"matvec_groups", &lower_options::matvec_groups},
+    {"rope_cache", &lower_options::rope_cache},
+    {"fused_ops", &lower_options::fused_ops},
+    {"round_in_producer", &lower_options::round_in_producer},
+    {"stack_products", &lower_options::stack_products},
+    {"carry_swiglu", &lower_options::carry_swiglu},
+    {"carry_expert_weights", &lower_options::carry_expert_weights},
+    {"grouped_norms", &lower_options::grouped_norms},
+    {"experts", &lower_options::experts},
+    {"matvec_biases", &lower_options::matvec_biases},
+    {"rope_norms", &lower_options::rope_norms},
+    {"carry_norm", &lower_options::carry_norm},
+}};
+static_assert(sizeof(lower_options) == fusions_by_name.size() * sizeof(bool),
+              "lower_options: every fusion must be named in fusions_by_name");
+
+// The fusions both a and b run.
+inline lower_options operator&(lower_options a, const lower_options& b) noexcept {
+    for (const auto& f : fusions_by_name) a.*(f.second) = a.*(f.second) && b.*(f.second);
+    return a;
+}
 
 struct step {
     step_kind kind = step_kind::op;
