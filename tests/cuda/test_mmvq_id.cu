@@ -72,6 +72,57 @@ struct side_by_side {
     }
 };
 
+// One product's experts (the experts' down: `rows` each), one activation column per slot, the
+// slots' weights, Y and the weighted sums, counters for the row tiles and one per token (the norm
+// a weighted sum may carry), zero; weighted_sum() is the epilogue that adds the slots into out.
+template <class B>
+struct down_experts {
+    int64_t rows, k = test_ks<B>()[1], tiles;
+    std::vector<uint8_t> w;
+    std::vector<float> x, weights;
+    device_buffer d_w, d_ids, d_weights;
+    prepared_x px;
+    cuda::expert_ids_view iv;
+    cuda::qmatrix_view experts;
+    device_buffer d_y, d_out, d_counters;
+    cuda::output_columns yv;
+    down_experts(int64_t rows_, const std::vector<int32_t>& id_list, uint64_t seed)
+        : rows(rows_),
+          tiles((rows_ + 15) / 16),
+          w(random_blocks<B>(n_experts * rows_ * (k / B::block_size), seed)),
+          x(llmrt::testing::generate(distribution::heavy_tailed, n_tokens * n_used * k, seed + 1)),
+          weights(llmrt::testing::generate(distribution::gaussian, n_tokens * n_used, seed + 2)),
+          d_w(w.size()),
+          d_ids(id_list.size() * sizeof(int32_t)),
+          d_weights(weights.size() * sizeof(float)),
+          px(x, k, n_used),  // one column per slot, as the down projection reads
+          d_y(std::size_t(n_tokens * n_used * rows_) * sizeof(float)),
+          d_out(std::size_t(n_tokens * rows_) * sizeof(float)),
+          d_counters(std::size_t((tiles + 1) * n_tokens) * sizeof(int32_t)) {
+        d_w.upload(w);
+        d_ids.upload(id_list);
+        d_weights.upload(weights);
+        iv = cuda::expert_ids_view{d_ids.as<const int32_t>(), n_tokens, n_used};
+        experts.type = B::id;
+        experts.data = d_w.ptr;
+        experts.rows = rows;
+        experts.k = k;
+        experts.batch2 = n_experts;
+        check_cuda(cudaMemset(d_counters.ptr, 0, d_counters.bytes), "cudaMemset");
+        yv = cuda::output_columns{d_y.as<float>(), rows, n_used, 0, n_tokens};
+    }
+    cuda::mmvq_epilogue weighted_sum() const {
+        cuda::mmvq_epilogue e;
+        e.kind = cuda::mmvq_finish::weighted_sum;
+        e.weights = d_weights.as<const float>();
+        e.out = d_out.as<float>();
+        e.out_stride = rows;
+        e.slots = int32_t(n_used);
+        e.counters = d_counters.as<int32_t>();
+        return e;
+    }
+};
+
 }  // namespace
 
 TEST_CASE_TEMPLATE_DEFINE("two products side by side with biases give each slot its expert's product plus its bias", B,
@@ -125,34 +176,12 @@ TEST_CASE_TEMPLATE_APPLY(two_products_side_by_side, llmrt_cuda_test::weight_type
 TEST_CASE_TEMPLATE_DEFINE("the weighted-sum epilogue adds each token's slots in slot order, and leaves its counters at zero", B,
                           weighted_sum_epilogue) {
     LLMRT_CUDA_TEST_NEEDS_DEVICE();
-    const int64_t k = test_ks<B>()[1];
-    const std::vector<uint8_t> w = random_blocks<B>(n_experts * rows * (k / B::block_size), 91);
-    const std::vector<float> x = llmrt::testing::generate(distribution::heavy_tailed, n_tokens * n_used * k, 92);
-    const std::vector<float> weights = llmrt::testing::generate(distribution::gaussian, n_tokens * n_used, 93);
-    device_buffer d_w(w.size()), d_ids(ids.size() * sizeof(int32_t)), d_weights(weights.size() * sizeof(float));
-    d_w.upload(w);
-    d_ids.upload(ids);
-    d_weights.upload(weights);
-    prepared_x px(x, k, n_used);  // one column per slot, as the down projection reads
-    const cuda::expert_ids_view iv{d_ids.as<const int32_t>(), n_tokens, n_used};
-    cuda::qmatrix_view experts;
-    experts.type = B::id;
-    experts.data = d_w.ptr;
-    experts.rows = rows;
-    experts.k = k;
-    experts.batch2 = n_experts;
-    device_buffer d_y(std::size_t(n_tokens * n_used * rows) * sizeof(float)), d_out(std::size_t(n_tokens * rows) * sizeof(float));
-    const int64_t tiles = (rows + 15) / 16;
-    device_buffer d_counters(std::size_t(tiles * n_tokens) * sizeof(int32_t));
-    check_cuda(cudaMemset(d_counters.ptr, 0, d_counters.bytes), "cudaMemset");
-    const cuda::output_columns yv{d_y.as<float>(), rows, n_used, 0, n_tokens};
-    cuda::mmvq_epilogue e;
-    e.kind = cuda::mmvq_finish::weighted_sum;
-    e.weights = d_weights.as<const float>();
-    e.out = d_out.as<float>();
-    e.out_stride = rows;
-    e.slots = int32_t(n_used);
-    e.counters = d_counters.as<int32_t>();
+    const down_experts<B> f(rows, ids, 91);
+    const auto& [weights, px, iv, experts, yv, tiles] = std::tie(f.weights, f.px, f.iv, f.experts, f.yv, f.tiles);
+    const device_buffer& d_y = f.d_y;
+    const device_buffer& d_out = f.d_out;
+    const device_buffer& d_counters = f.d_counters;
+    const cuda::mmvq_epilogue e = f.weighted_sum();
     for (int run = 0; run < 2; ++run) {  // the second run finds the counters the first left
         CAPTURE(run);
         llmrt::testing::poison_device(yv.data, n_tokens * n_used * rows);
@@ -238,44 +267,22 @@ TEST_CASE_TEMPLATE_DEFINE("the weighted-sum epilogue with the norm after it chai
                           B, weighted_sum_norm_epilogue) {
     LLMRT_CUDA_TEST_NEEDS_DEVICE();
     constexpr int64_t out_rows = 96;  // the norm's columns: whole 32-value blocks
-    const int64_t k = test_ks<B>()[1];
     const std::vector<int32_t> valid_ids = {4, 0, 2, 2, 1, 3};
-    const std::vector<uint8_t> w = random_blocks<B>(n_experts * out_rows * (k / B::block_size), 121);
-    const std::vector<float> x = llmrt::testing::generate(distribution::heavy_tailed, n_tokens * n_used * k, 122);
-    const std::vector<float> weights = llmrt::testing::generate(distribution::gaussian, n_tokens * n_used, 123);
+    const down_experts<B> f(out_rows, valid_ids, 121);
+    const auto& [px, iv, experts, yv, tiles] = std::tie(f.px, f.iv, f.experts, f.yv, f.tiles);
+    const device_buffer& d_out = f.d_out;
+    const device_buffer& d_counters = f.d_counters;
     const std::vector<float> residual = llmrt::testing::generate(distribution::gaussian, n_tokens * out_rows, 124);
     const std::vector<float> norm_w = llmrt::testing::generate(distribution::gaussian, out_rows, 125);
-    device_buffer d_w(w.size()), d_ids(valid_ids.size() * sizeof(int32_t)), d_weights(weights.size() * sizeof(float)),
-        d_residual(residual.size() * sizeof(float)), d_norm_w(norm_w.size() * sizeof(float));
-    d_w.upload(w);
-    d_ids.upload(valid_ids);
-    d_weights.upload(weights);
+    device_buffer d_residual(residual.size() * sizeof(float)), d_norm_w(norm_w.size() * sizeof(float));
     d_residual.upload(residual);
     d_norm_w.upload(norm_w);
-    prepared_x px(x, k, n_used);
-    const cuda::expert_ids_view iv{d_ids.as<const int32_t>(), n_tokens, n_used};
-    cuda::qmatrix_view experts;
-    experts.type = B::id;
-    experts.data = d_w.ptr;
-    experts.rows = out_rows;
-    experts.k = k;
-    experts.batch2 = n_experts;
     const auto n = std::size_t(n_tokens * out_rows);
     const std::size_t record_bytes = std::size_t(cuda::activation_batch_bytes(out_rows, 1) * n_tokens);
-    device_buffer d_y(std::size_t(n_tokens * n_used * out_rows) * sizeof(float)), d_out(n * sizeof(float)),
-        d_sum(n * sizeof(float)), d_norm(n * sizeof(float)), d_product(n * sizeof(float)), d_sum_ref(n * sizeof(float)),
-        d_norm_ref(n * sizeof(float)), d_product_ref(n * sizeof(float)), d_records(record_bytes), d_records_ref(record_bytes);
-    const int64_t tiles = (out_rows + 15) / 16;
-    device_buffer d_counters(std::size_t((tiles + 1) * n_tokens) * sizeof(int32_t));
-    check_cuda(cudaMemset(d_counters.ptr, 0, d_counters.bytes), "cudaMemset");
-    const cuda::output_columns yv{d_y.as<float>(), out_rows, n_used, 0, n_tokens};
-    cuda::mmvq_epilogue e;
-    e.kind = cuda::mmvq_finish::weighted_sum;
-    e.weights = d_weights.as<const float>();
-    e.out = d_out.as<float>();
-    e.out_stride = out_rows;
-    e.slots = int32_t(n_used);
-    e.counters = d_counters.as<int32_t>();
+    device_buffer d_sum(n * sizeof(float)), d_norm(n * sizeof(float)), d_product(n * sizeof(float)),
+        d_sum_ref(n * sizeof(float)), d_norm_ref(n * sizeof(float)), d_product_ref(n * sizeof(float)), d_records(record_bytes),
+        d_records_ref(record_bytes);
+    cuda::mmvq_epilogue e = f.weighted_sum();
     e.length = int32_t(out_rows);
     e.addend = d_residual.as<const float>();
     e.addend_stride = out_rows;

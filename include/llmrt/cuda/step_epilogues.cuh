@@ -1,6 +1,6 @@
 // The epilogues a step's mat-vec launch finishes for the steps it carries (graph/lower.hpp:
 // carried steps; cuda/mmvq_epilogue.cuh: what each epilogue computes): the swiglu of a stacked
-// gate/up, and a norm step after a product.
+// gate/up (dense, or the experts' slots), and a norm step after a product.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -33,6 +33,27 @@ inline mmvq_epilogue carried_epilogue(const context& cx, const resolved& r, int6
     e.counters = cx.counters;
     check(cx.counter_bytes >= std::size_t(sw.ne0 / 32) * sizeof(int32_t), errc::invalid_argument,
           "cuda backend: a matvec step carrying swiglu without room for its counters");
+    return e;
+}
+
+// The epilogue that finishes the carried swiglu `sw` (swiglu or swiglu_oai) of an experts launch of
+// gate and up side by side: `rows` rows a slot, n_used slots, cols tokens.
+inline mmvq_epilogue carried_swiglu_slots(const context& cx, const resolved& sw, int64_t rows, int64_t n_used, int64_t cols) {
+    const int32_t id = sw.st->node;
+    const graph::node& act = cx.node(id);
+    check(cx.counter_bytes >= std::size_t(cols * n_used * rows / 32) * sizeof(int32_t), errc::invalid_argument,
+          "cuda backend: an experts step carrying swiglu without room for its counters");
+    mmvq_epilogue e;
+    e.kind = mmvq_finish::swiglu_slots;
+    e.half = int32_t(rows);
+    e.slots = int32_t(n_used);
+    e.h = cx.f_or_null(id);
+    e.out_stride = cx.p->col_stride[std::size_t(id)];
+    e.records = reinterpret_cast<uint8_t*>(sw.rounded);
+    e.counters = cx.counters;
+    e.oai = act.op == graph::op::swiglu_oai ? 1 : 0;
+    e.alpha = act.alpha;
+    e.limit = act.limit;
     return e;
 }
 

@@ -323,38 +323,14 @@ void experts(const context& cx, const resolved& r, int64_t n) {
     };
     const bool carries_swiglu = r.carried && r.carried->st->kind == graph::step_kind::swiglu;
     if (r.concatenated) {
-        if (carries_swiglu) {  // finished in the launch's epilogue (mmvq_epilogue.cuh)
-            const int32_t sw = r.carried->st->node;
-            const graph::node& act = cx.node(sw);
-            check(cx.counter_bytes >= std::size_t(cols * n_used * rows / 32) * sizeof(int32_t), errc::invalid_argument,
-                  "cuda backend: an experts step carrying swiglu without room for its counters");
-            epilogue.kind = mmvq_finish::swiglu_slots;
-            epilogue.half = int32_t(rows);
-            epilogue.slots = int32_t(n_used);
-            epilogue.h = cx.f_or_null(sw);
-            epilogue.out_stride = cx.p->col_stride[std::size_t(sw)];
-            epilogue.records = reinterpret_cast<uint8_t*>(r.carried->rounded);
-            epilogue.counters = cx.counters;
-            epilogue.oai = act.op == graph::op::swiglu_oai ? 1 : 0;
-            epilogue.alpha = act.alpha;
-            epilogue.limit = act.limit;
-        }
+        if (carries_swiglu) epilogue = carried_swiglu_slots(cx, *r.carried, rows, n_used, cols);
         launch(r.concatenated, 2 * first.n_expert, graph::product_result(*cx.g, st, 0), 2, reinterpret_cast<const float*>(r.concatenated_bias));
         return;
     }
-    if (carries_swiglu) {  // gate and up apart (not uploaded side by side): the swiglu's own launch after them
-        for (std::size_t i = 0; i < st.nodes.size(); ++i) {
-            const graph::node& mm = cx.node(st.nodes[i]);
-            if (mm.op != graph::op::mul_mat_id) continue;
-            const int32_t out = graph::product_result(*cx.g, st, i);
-            launch(cx.at(mm.src[0]), mm.n_expert, out, 1, out != st.nodes[i] ? cx.f(cx.node(out).src[1]) : nullptr);
-        }
-        swiglu(cx, *r.carried, n);
-        return;
-    }
-    // The weighted_sum of the one product's slots, and the norm step it may carry in turn (graph/lower.hpp).
-    const resolved* chained_norm = r.carried ? r.carried->carried : nullptr;
-    if (r.carried) {
+    // Else the weighted_sum of the one product's slots, and the norm step it may carry in turn
+    // (graph/lower.hpp); a swiglu of gate and up apart runs on its own after them.
+    const resolved* chained_norm = r.carried && !carries_swiglu ? r.carried->carried : nullptr;
+    if (r.carried && !carries_swiglu) {
         const int32_t ws = r.carried->st->node;
         const int64_t tiles = (rows + detail::mmvq_tile_rows - 1) / detail::mmvq_tile_rows;
         const bool norm_too = chained_norm && norm_in_epilogue(cx, *chained_norm);
@@ -376,6 +352,7 @@ void experts(const context& cx, const resolved& r, int64_t n) {
               errc::invalid_argument, "cuda backend: an experts step's products have experts of one type and shape");
         launch(cx.at(mm.src[0]), mm.n_expert, out, 1, out != st.nodes[i] ? cx.f(cx.node(out).src[1]) : nullptr);
     }
+    if (carries_swiglu) swiglu(cx, *r.carried, n);
     if (chained_norm && !norm_in_epilogue(cx, *chained_norm)) norm(cx, *chained_norm, n);
 }
 

@@ -18,6 +18,16 @@
 
 namespace llmrt::graph {
 
+// The result of the product at s.nodes[i] (a mul_mat of a matvec step, a mul_mat_id of an
+// experts step): the add or add_id of its bias right after it, where the step adds one, else
+// the product itself.
+inline int32_t product_result(const std::vector<node>& nodes, const step& s, std::size_t i) {
+    if (i + 1 >= s.nodes.size()) return s.nodes[i];
+    const node& next = nodes[std::size_t(s.nodes[i + 1])];
+    return (next.op == op::add || next.op == op::add_id) && next.src[0] == s.nodes[i] ? s.nodes[i + 1] : s.nodes[i];
+}
+inline int32_t product_result(const graph& g, const step& s, std::size_t i) { return product_result(g.nodes(), s, i); }
+
 namespace detail {
 
 inline bool float_matrix_type(qtype t) { return t == qtype::f32 || t == qtype::f16 || t == qtype::bf16; }
@@ -115,11 +125,8 @@ private:
             return {};
         const int32_t r = readers_[id][0];
         const node& a = nd(r);
-        bool joins = a.op == op::softmax && a.src[0] == id;
-        if (a.op == op::add && a.src[0] == id && a.src[1] >= 0 && a.src[1] != id) {
-            const node& b = nd(a.src[1]);
-            joins = b.op == op::weight && b.type == qtype::f32 && b.ne1 == 1 && !b.batched && b.ne0 == n.ne0;
-        }
+        const bool joins = (a.op == op::softmax && a.src[0] == id) ||
+                           (a.op == op::add && a.src[0] == id && a.src[1] >= 0 && one_column_bias(a.src[1], n.ne0));
         const int32_t t = joins ? top_k_of_softmax(r) : -1;
         return t >= 0 ? std::vector<int32_t>{id, r, t} : std::vector<int32_t>{};
     }
@@ -135,7 +142,12 @@ private:
         if (a.op != want || a.src[0] != id || a.src[1] < 0 || a.src[1] == id) return -1;
         const node& b = nd(a.src[1]);
         if (want == op::add_id) return a.src[2] == nd(id).src[2] && b.op == op::weight ? r : -1;
-        return b.op == op::weight && b.type == qtype::f32 && b.ne1 == 1 && !b.batched && b.ne0 == nd(id).ne0 ? r : -1;
+        return one_column_bias(a.src[1], nd(id).ne0) ? r : -1;
+    }
+    // Whether node b is a bias an add puts after a product of `len` rows: one column of len f32s, a weight.
+    bool one_column_bias(int32_t b, int64_t len) const {
+        const node& w = nd(b);
+        return w.op == op::weight && w.type == qtype::f32 && w.ne1 == 1 && !w.batched && w.ne0 == len;
     }
 
     // Whether every node the step reads from outside itself has been computed.
@@ -498,15 +510,12 @@ private:
         next.carried_by = int32_t(i);
     }
 
-    // The results of a stacked step's products in order: each mul_mat or mul_mat_id, or the add or
-    // add_id of its bias that the step computes after it.
+    // The results of a matvec or experts step's products in order (product_result).
     std::vector<int32_t> stacked_results(const step& s) const {
         std::vector<int32_t> results;
-        for (int32_t id : s.nodes)
-            if (nd(id).op == op::mul_mat || nd(id).op == op::mul_mat_id)
-                results.push_back(id);
-            else if (!results.empty() && nd(id).src[0] == results.back())
-                results.back() = id;
+        for (std::size_t i = 0; i < s.nodes.size(); ++i)
+            if (nd(s.nodes[i]).op == op::mul_mat || nd(s.nodes[i]).op == op::mul_mat_id)
+                results.push_back(product_result(nodes_, s, i));
         return results;
     }
 
@@ -568,15 +577,6 @@ private:
 };
 
 }  // namespace detail
-
-// The result of the product at s.nodes[i] (a mul_mat of a matvec step, a mul_mat_id of an
-// experts step): the add or add_id of its bias right after it, where the step adds one, else
-// the product itself.
-inline int32_t product_result(const graph& g, const step& s, std::size_t i) {
-    if (i + 1 >= s.nodes.size()) return s.nodes[i];
-    const node& next = g.nodes()[std::size_t(s.nodes[i + 1])];
-    return (next.op == op::add || next.op == op::add_id) && next.src[0] == s.nodes[i] ? s.nodes[i + 1] : s.nodes[i];
-}
 
 // Steps for the planned nodes of g in `order` (a topological order, leaves first).
 inline lowered lower(const graph& g, const std::vector<int32_t>& order, const lower_options& options = {}) {
