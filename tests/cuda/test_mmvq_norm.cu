@@ -57,7 +57,10 @@ TEST_CASE_TEMPLATE_DEFINE("the norm-tail epilogue gives the bits of mmvq then th
                 const cuda::prepared_activations xp{scratch.ptr, k, ncols};
                 for (float* p : {d_y.as<float>(), d_sum.as<float>(), d_norm.as<float>(), d_product.as<float>()})
                     llmrt::testing::poison_device(p, rows * ncols);
+                // Both poisoned alike: a chunk of fewer than 8 columns leaves the bytes of the missing
+                // columns as they were, in both.
                 check_cuda(cudaMemset(d_records.ptr, 0xA5, record_bytes), "cudaMemset");
+                check_cuda(cudaMemset(d_records_ref.ptr, 0xA5, record_bytes), "cudaMemset");
                 for (int run = 0; run < 2; ++run) {  // the second run finds the counter the first left
                     cuda::mmvq_product pr;
                     pr.w = wv;

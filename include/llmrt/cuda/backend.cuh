@@ -512,8 +512,15 @@ public:
     std::string_view name() const noexcept { return "cuda"; }
     const backend_options& options() const noexcept { return options_; }
 
-    // Every fusion of the lowering (graph/lower.hpp).
-    graph::lower_options lowering() const noexcept { return {}; }
+    // Every fusion of the lowering (graph/lower.hpp) but carried norms: mmvq's norm_tail finishes
+    // the norm in the one CTA that arrives last, a few warps walking the whole column, which is
+    // slower than the norm kernel it replaces (H200, llmrt-bench-decode: llama 8B q4_K 300 tokens/s
+    // with it, 442 without; Qwen3-30B-A3B 191 and 348; gpt-oss-20b 241 and 482).
+    graph::lower_options lowering() const noexcept {
+        graph::lower_options o;
+        o.carry_norm = false;
+        return o;
+    }
     // The Q8_1 rounding a step hands to a matvec step: mmvq's records, in chunks of 8 columns.
     std::size_t rounded_bytes(int64_t k, int64_t cols) const { return ops::rounded_records_bytes(k, cols); }
 

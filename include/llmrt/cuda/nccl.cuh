@@ -101,7 +101,7 @@ public:
     void cancel() noexcept {
         if (!comm_ || aborted_) return;
         aborted_ = true;
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+#if defined(NCCL_REVOKE_DEFAULT)  // the revoke's flag macro comes with it (2.28.3 has it, 2.28.x builds without it exist)
         ncclCommRevoke(comm_, NCCL_REVOKE_DEFAULT);
 #else
         ncclCommAbort(comm_);
