@@ -169,64 +169,68 @@ TEST_CASE("rope_cache gives the bits of rope and set_rows for strided q, k and v
 TEST_CASE("split attention agrees with the CPU reference from one chunk to many, for 1, 2, 4 and 8 heads per kv head") {
     LLMRT_NEEDS_CUDA_DEVICE();
     const int64_t n_ctx = 1500;  // up to 47 chunks: from one chunk to chunks longer than 32 keys
-    for (int32_t group : {1, 2, 4, 8})
-        for (int32_t head_dim : {64, 96, 128})
-            for (qtype kv_type : {qtype::f16, qtype::f32}) {
-                CAPTURE(group);
-                CAPTURE(head_dim);
-                CAPTURE(std::string(name(kv_type)));
-                const int32_t n_head_kv = 2, n_head = group * n_head_kv;
-                const graph::attention_params p{n_head, n_head_kv, head_dim, 1.0f / std::sqrt(float(head_dim))};
-                const int64_t q_ne0 = int64_t(n_head) * head_dim, kv_ne0 = int64_t(n_head_kv) * head_dim;
-                const std::vector<int32_t> pos_host{0, 31, 32, 257, 1023, 1024, 1499};
-                const auto cols = int64_t(pos_host.size());
-                const auto q_host = gaussian(std::size_t(q_ne0 * cols), uint32_t(30 + group + head_dim), 1.5f);
-                const auto k_f = gaussian(std::size_t(kv_ne0 * n_ctx), 31);
-                const auto v_f = gaussian(std::size_t(kv_ne0 * n_ctx), 32);
-                std::vector<uint8_t> k_bytes, v_bytes;
-                auto encode = [&](const std::vector<float>& f, std::vector<uint8_t>& out) {
-                    out.resize(f.size() * (kv_type == qtype::f16 ? 2 : 4));
-                    if (kv_type == qtype::f32) {
-                        std::memcpy(out.data(), f.data(), out.size());
-                        return;
-                    }
-                    for (std::size_t i = 0; i < f.size(); ++i) {
-                        const uint16_t h = fp32_to_fp16(f[i]);
-                        std::memcpy(out.data() + 2 * i, &h, 2);
-                    }
-                };
-                encode(k_f, k_bytes);
-                encode(v_f, v_bytes);
-                device_vector<float> q(q_host), out(std::size_t(q_ne0 * cols));
-                device_vector<uint8_t> k(k_bytes), v(v_bytes);
-                device_vector<int32_t> pos(pos_host);
-                device_vector<uint8_t> scratch(cuda::ops::split_attention_scratch_bytes(n_ctx, p, kv_type, cols));
-                device_vector<int32_t> counters(cuda::ops::split_attention_counter_bytes(p, cols) / 4);
-                counters.fill_bytes(0);
-                testing::poison_device(out.ptr, int64_t(out.count));
-                const bool round = head_dim % 32 == 0;
-                records rec(cuda::ops::rounded_records_bytes(q_ne0, cols));
-                rec.fill_bytes(0xa5);
-                // Twice: the counters the first launch leaves must serve the second.
-                for (int launch = 0; launch < 2; ++launch) {
+    // 2 kv heads: blocks of up to 2 query heads; 8: of up to 4 (split_heads_per_block).
+    for (int32_t n_head_kv : {2, 8})
+        for (int32_t group : {1, 2, 4, 8})
+            for (int32_t head_dim : {64, 96, 128})
+                for (qtype kv_type : {qtype::f16, qtype::f32}) {
+                    if (n_head_kv == 8 && (group < 4 || head_dim == 96)) continue;  // the blocks of 4 heads
+                    CAPTURE(n_head_kv);
+                    CAPTURE(group);
+                    CAPTURE(head_dim);
+                    CAPTURE(std::string(name(kv_type)));
+                    const int32_t n_head = group * n_head_kv;
+                    const graph::attention_params p{n_head, n_head_kv, head_dim, 1.0f / std::sqrt(float(head_dim))};
+                    const int64_t q_ne0 = int64_t(n_head) * head_dim, kv_ne0 = int64_t(n_head_kv) * head_dim;
+                    const std::vector<int32_t> pos_host{0, 31, 32, 257, 1023, 1024, 1499};
+                    const auto cols = int64_t(pos_host.size());
+                    const auto q_host = gaussian(std::size_t(q_ne0 * cols), uint32_t(30 + group + head_dim), 1.5f);
+                    const auto k_f = gaussian(std::size_t(kv_ne0 * n_ctx), 31);
+                    const auto v_f = gaussian(std::size_t(kv_ne0 * n_ctx), 32);
+                    std::vector<uint8_t> k_bytes, v_bytes;
+                    auto encode = [&](const std::vector<float>& f, std::vector<uint8_t>& out) {
+                        out.resize(f.size() * (kv_type == qtype::f16 ? 2 : 4));
+                        if (kv_type == qtype::f32) {
+                            std::memcpy(out.data(), f.data(), out.size());
+                            return;
+                        }
+                        for (std::size_t i = 0; i < f.size(); ++i) {
+                            const uint16_t h = fp32_to_fp16(f[i]);
+                            std::memcpy(out.data() + 2 * i, &h, 2);
+                        }
+                    };
+                    encode(k_f, k_bytes);
+                    encode(v_f, v_bytes);
+                    device_vector<float> q(q_host), out(std::size_t(q_ne0 * cols));
+                    device_vector<uint8_t> k(k_bytes), v(v_bytes);
+                    device_vector<int32_t> pos(pos_host);
+                    device_vector<uint8_t> scratch(cuda::ops::split_attention_scratch_bytes(n_ctx, p, kv_type, cols));
+                    device_vector<int32_t> counters(cuda::ops::split_attention_counter_bytes(p, cols) / 4);
+                    counters.fill_bytes(0);
                     testing::poison_device(out.ptr, int64_t(out.count));
-                    cuda::ops::split_attention(q.ptr, q_ne0, kv_type, k.ptr, v.ptr, n_ctx, pos.ptr, out.ptr,
-                                               round ? rec.ptr : nullptr, cols, p, scratch.ptr, scratch.count, counters.ptr,
-                                               counters.count * 4, nullptr, {});
+                    const bool round = head_dim % 32 == 0;
+                    records rec(cuda::ops::rounded_records_bytes(q_ne0, cols));
+                    rec.fill_bytes(0xa5);
+                    // Twice: the counters the first launch leaves must serve the second.
+                    for (int launch = 0; launch < 2; ++launch) {
+                        testing::poison_device(out.ptr, int64_t(out.count));
+                        cuda::ops::split_attention(q.ptr, q_ne0, kv_type, k.ptr, v.ptr, n_ctx, pos.ptr, out.ptr,
+                                                   round ? rec.ptr : nullptr, cols, p, scratch.ptr, scratch.count, counters.ptr,
+                                                   counters.count * 4, nullptr, {});
+                    }
+                    CHECK(counters.download() == std::vector<int32_t>(counters.count, 0));
+                    std::vector<float> ref(out.count), scores(static_cast<std::size_t>(n_ctx));
+                    cpu::attention(q_host.data(), kv_type, k_bytes.data(), v_bytes.data(), n_ctx, pos_host.data(), ref.data(),
+                                   cols, p, scores.data());
+                    const auto got = out.download();
+                    const auto report = testing::compare_readback(got, ref.data(), int64_t(ref.size()));
+                    CHECK(report.unwritten.empty());
+                    CHECK(report.nmse <= 1e-10);
+                    if (round) {
+                        const device_vector<float> result(got);
+                        CHECK(rec.download() == reference_records(result.ptr, q_ne0, cols));
+                    }
                 }
-                CHECK(counters.download() == std::vector<int32_t>(counters.count, 0));
-                std::vector<float> ref(out.count), scores(static_cast<std::size_t>(n_ctx));
-                cpu::attention(q_host.data(), kv_type, k_bytes.data(), v_bytes.data(), n_ctx, pos_host.data(), ref.data(),
-                               cols, p, scores.data());
-                const auto got = out.download();
-                const auto report = testing::compare_readback(got, ref.data(), int64_t(ref.size()));
-                CHECK(report.unwritten.empty());
-                CHECK(report.nmse <= 1e-10);
-                if (round) {
-                    const device_vector<float> result(got);
-                    CHECK(rec.download() == reference_records(result.ptr, q_ne0, cols));
-                }
-            }
 }
 
 TEST_CASE("split attention gives a query the same bits whatever batch it runs in") {

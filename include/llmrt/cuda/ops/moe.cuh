@@ -64,6 +64,28 @@ __device__ inline void weigh_experts(float* y, int64_t k, graph::expert_norm nor
     }
 }
 
+// weigh_experts for k <= 32 picks held by a warp, pick j's value in lane j's v: the same bits
+// (the sums in slot order, every lane adding the values it is handed in turn), with no memory
+// round trip. Returns lane's weight (lanes k and above: unused).
+__device__ inline float weigh_held(float v, int k, graph::expert_norm norm) {
+    if (norm == graph::expert_norm::sum) {
+        double sum = 0.0;
+        for (int j = 0; j < k; ++j) sum = __dadd_rn(sum, double(__shfl_sync(0xffffffffu, v, j)));
+        float total = __double2float_rn(sum);
+        total = total < 6.103515625e-5f ? 6.103515625e-5f : total;
+        return __fdiv_rn(v, total);
+    }
+    if (norm == graph::expert_norm::softmax) {
+        float max = -INFINITY;
+        for (int j = 0; j < k; ++j) max = fmaxf(max, __shfl_sync(0xffffffffu, v, j));
+        const float e = expf(__fsub_rn(v, max));
+        double sum = 0.0;
+        for (int j = 0; j < k; ++j) sum = __dadd_rn(sum, double(__shfl_sync(0xffffffffu, e, j)));
+        return __fmul_rn(e, float(1.0 / sum));
+    }
+    return v;
+}
+
 // softmax (ops/norm.cuh's formula) of one column of at most 32 · PerLane values by one warp,
 // into registers (lane l's elements l + 32r in held[r]) and y: the max, then per lane
 // e = exp(x − max) and their sum in double (the lane's elements in order, then a butterfly,
@@ -101,8 +123,9 @@ __device__ inline void softmax_held(const float* x, float* y, float (&held)[PerL
 // strided slices and a butterfly keeps the larger value, or the lower index of equal ones. NaN is
 // never after a pick, and the scan keeps a NaN only as its very first candidate: x[0] when NaN is
 // pick 0 (then nothing follows it, and the remaining picks are their own slot numbers j).
-// w (when not null): the carried expert_weights of the same values (graph/lower.hpp), weighed by
-// lane 0 from the picked values.
+// w (when not null): the carried expert_weights of the same values (graph/lower.hpp), weighed
+// from the picked values: for k <= 32 lane j keeps pick j and the warp weighs them in registers
+// (weigh_held), else lane 0 weighs them in memory (weigh_experts).
 // PerLane > 0: the column (n <= 32·PerLane) sits in registers, lane l holding x[l + 32r], read
 // once for the k scans; PerLane = 0: every scan reads the column again.
 // logits (when not null; PerLane > 0): x = softmax(logits) first, computed into the registers
@@ -128,6 +151,9 @@ __device__ inline void top_k_column(const float* x, int32_t* y, float* w, int64_
     else x0 = x[0];
     int prev = -1;
     float prev_v = 0.0f;
+    const bool held_picks = k <= 32;
+    int32_t my_pick = 0;  // held_picks: pick `lane` and its value
+    float my_value = 0.0f;
     for (int64_t j = 0; j < k; ++j) {
         int best = INT_MAX;
         float best_v = -INFINITY;
@@ -164,12 +190,25 @@ __device__ inline void top_k_column(const float* x, int32_t* y, float* w, int64_
         }
         prev = best;
         prev_v = best_v;  // x[best]: the value the scan carried with the index
-        if (lane == 0) {
+        if (held_picks) {
+            if (lane == j) {
+                my_pick = int32_t(best);
+                my_value = prev_v;
+            }
+        } else if (lane == 0) {
             y[j] = int32_t(best);
             if (w) w[j] = prev_v;
         }
     }
-    if (w && lane == 0) weigh_experts(w, k, norm);
+    if (held_picks) {
+        const float weight = w ? weigh_held(my_value, int(k), norm) : 0.0f;  // every lane takes part
+        if (lane < k) {
+            y[lane] = my_pick;
+            if (w) w[lane] = weight;
+        }
+    } else if (w && lane == 0) {
+        weigh_experts(w, k, norm);
+    }
 }
 
 template <int Warps, int PerLane>
