@@ -103,6 +103,29 @@ TEST_CASE("weighted_sum adds the weighted slots in slot order, each product roun
     }
 }
 
+TEST_CASE("shard_ids gives the rank's experts their own indices and parks other slots on the first of them; shard_weights weighs those 0") {
+    // Experts [4, 8) of 16 held; k = 3 slots per token.
+    const std::vector<int32_t> ids{2, 5, 7, /**/ 9, 4, 1, /**/ 0, 15, 3, /**/ 4, 5, 6};
+    const std::vector<float> w{0.5f, 0.25f, 0.125f, /**/ 1.0f, 2.0f, 3.0f, /**/ 4.0f, 5.0f, 6.0f, /**/ -1.0f, -2.0f, -3.0f};
+    std::vector<int32_t> local(ids.size(), -7);
+    std::vector<float> held(w.size(), poison);
+    cpu::shard_ids(ids.data(), local.data(), 3, 4, 4, 4);
+    cpu::shard_weights(w.data(), ids.data(), held.data(), 3, 4, 4, 4);
+    CHECK(local == std::vector<int32_t>{1, 1, 3, /**/ 0, 0, 0, /**/ 0, 0, 0, /**/ 0, 1, 2});
+    CHECK(held == std::vector<float>{0.0f, 0.25f, 0.125f, /**/ 0.0f, 2.0f, 0.0f, /**/ 0.0f, 0.0f, 0.0f, /**/ -1.0f, -2.0f, -3.0f});
+}
+
+TEST_CASE("the builder refuses shard_ids of float ids, an empty expert range, or weights of another slot count") {
+    graph::graph g(2);
+    const auto ids = g.input("ids", graph::i32_type, 3);
+    const auto f = g.input("f", qtype::f32, 3);
+    const auto w4 = g.input("w4", qtype::f32, 4);
+    CHECK_THROWS_WITH_AS(g.shard_ids(f, 0, 4), doctest::Contains("shard_ids: ids 'f'"), llmrt::error);
+    CHECK_THROWS_WITH_AS(g.shard_ids(ids, 4, 0), doctest::Contains("experts [4, 4)"), llmrt::error);
+    CHECK_THROWS_WITH_AS(g.shard_weights(w4, ids, 0, 4), doctest::Contains("shard_weights: weights 'w4'"), llmrt::error);
+    CHECK(g[g.shard_weights(f, ids, 2, 2)].ne0 == 3);
+}
+
 TEST_CASE("mul_mat_id multiplies each slot by the expert its id names, x shared or one per slot") {
     for (qtype t : {qtype::q8_0, qtype::f32, qtype::q4_K}) {
         CAPTURE(std::string(name(t)));

@@ -206,6 +206,30 @@ TEST_CASE("add_id adds each slot's expert bias as the CPU backend does") {
     }
 }
 
+TEST_CASE("shard_ids and shard_weights (expert parallelism) give the CPU backend's ids and weights") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int64_t k = 5, n_expert = 24;
+    graph::graph g(9);
+    const auto ids = g.input("ids", graph::i32_type, k);
+    const auto w = g.input("w", qtype::f32, k);
+    const auto local = g.shard_ids(ids, 8, 8);
+    const auto held = g.shard_weights(w, ids, 8, 8);
+    g.mark_output(local);
+    g.mark_output(held);
+    pair_of_executors ex(g);
+    for (int64_t n : {1, 9}) {
+        CAPTURE(n);
+        std::vector<int32_t> id(std::size_t(k * 9));
+        for (std::size_t i = 0; i < id.size(); ++i) id[i] = int32_t((i * 11 + i / 7) % std::size_t(n_expert));
+        id[0] = id[1] = id[2] = id[3] = id[4] = 20;  // token 0: no expert of the rank's
+        poison(ex.gpu, g, {local, held});
+        ex.write(ids, id);
+        ex.write(w, gaussian(k * 9, 64 + uint64_t(n)));
+        ex.run(n);
+        ex.check_nodes(n, exact_ops);
+    }
+}
+
 TEST_CASE("expert_weights with expert_norm::softmax agrees with the CPU backend, carried by top_k and on its own") {
     LLMRT_NEEDS_CUDA_DEVICE();
     const int64_t n_expert = 32, k = 4;

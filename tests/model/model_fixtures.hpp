@@ -309,6 +309,10 @@ inline std::vector<tp_case> tp_cases() {
     model::llama_shape qwen3 = tp_shape("qwen3");  // per-head q/k norms, head_dim 32
     qwen3.head_dim = 32;
     v.push_back({"qwen3, head_dim 32", qwen3});
+    // Expert parallel: 8 experts (k = 2) split 4 and 2 a rank; gpt-oss adds expert biases, sinks
+    // split with the heads, softmax-weighted experts and sliding layers.
+    v.push_back({"qwen3moe, experts split", tp_shape("qwen3moe")});
+    v.push_back({"gpt-oss, experts and sinks split", tp_shape("gpt-oss")});
     return v;
 }
 

@@ -147,11 +147,39 @@ TEST_CASE("splits that do not divide are an llmrt::error naming the heads or the
     const auto ff_file = test::model_file(ff, qtype::q8_0);
     CHECK_THROWS_WITH_AS(model::shard_llama_weights(model::load_llama_weights(*ff_file), {0, 2}),
                          doctest::Contains("'blk.0.ffn_down.weight'"), llmrt::error);
+    // 6 experts over 4 ranks.
     model::llama_shape moe = tp_shape("qwen3moe");
-    moe.n_ff_exp = 64;
+    moe.n_expert = 6;
     const auto moe_file = test::model_file(moe, qtype::q8_0);
-    CHECK_THROWS_WITH_AS(model::shard_llama_weights(model::load_llama_weights(*moe_file), {0, 2}),
-                         doctest::Contains("expert parallelism"), llmrt::error);
+    CHECK_THROWS_WITH_AS(model::shard_llama_weights(model::load_llama_weights(*moe_file), {0, 4}),
+                         doctest::Contains("expert_count = 6 is not a multiple of the 4 ranks"), llmrt::error);
+}
+
+TEST_CASE("an expert-parallel rank holds whole experts, keeps its slots with shard_ids and shard_weights, and all-reduces ffn_out") {
+    const auto file = test::model_file(tp_shape("qwen3moe"), qtype::q8_0, 3);
+    const model::llama_weights full = model::load_llama_weights(*file);
+    const model::llama_shard s = model::shard_llama_weights(full, {1, 2});
+    const model::llama_hparams& h = s.weights.hparams;
+    CHECK(h.n_expert == 8);  // the router still picks among all of them
+    CHECK(h.experts_held == 4);
+    CHECK(h.expert_first == 4);
+    const model::llama_layer_weights& l = s.weights.layers[0];
+    CHECK(l.ffn_gate_exps.ne1 == 4 * 64);
+    CHECK(l.ffn_down_exps.ne1 == 4 * 128);
+    // Expert 4's rows are the shard's first.
+    const auto* full_gate = static_cast<const std::byte*>(full.layers[0].ffn_gate_exps.data);
+    CHECK(l.ffn_gate_exps.data == full_gate + 4 * 64 * row_size(l.ffn_gate_exps.type, l.ffn_gate_exps.ne0));
+    CHECK(l.ffn_gate_inp.ne1 == 8);
+    const model::llama_graph m = model::build_llama_graph(s, 16, 4);
+    const graph::graph& g = m.g;
+    const graph::node& ids = g[g.find("blk.0.ffn_moe_topk_held")];
+    CHECK(ids.op == graph::op::shard_ids);
+    CHECK(ids.expert0 == 4);
+    CHECK(ids.n_expert == 4);
+    CHECK(g[g.find("blk.0.ffn_moe_weights_held")].op == graph::op::shard_weights);
+    CHECK(g[g.find("blk.0.ffn_moe_gate")].n_expert == 4);
+    CHECK(g[g.find("blk.1.ffn_out")].op == graph::op::all_reduce);
+    CHECK(g[g.find("blk.1.ffn_out_partial")].op == graph::op::weighted_sum);
 }
 
 TEST_CASE("a tensor-parallel model on a backend of another rank or group size is refused, naming both") {

@@ -413,6 +413,13 @@ private:
             case graph::op::add_id:
                 add_id(a, b, static_cast<const int32_t*>(in(2)), y, src(1).ne0, nd.n_expert, src(2).ne0, cols);
                 return;
+            case graph::op::shard_ids:
+                shard_ids(static_cast<const int32_t*>(in(0)), static_cast<int32_t*>(dst), nd.ne0, cols, nd.expert0,
+                          nd.n_expert);
+                return;
+            case graph::op::shard_weights:
+                shard_weights(a, static_cast<const int32_t*>(in(1)), y, nd.ne0, cols, nd.expert0, nd.n_expert);
+                return;
             case graph::op::all_reduce:
                 std::memcpy(y, a, std::size_t(nd.ne0 * cols) * sizeof(float));
                 if (communicator_) communicator_->all_reduce(y, std::size_t(nd.ne0 * cols));

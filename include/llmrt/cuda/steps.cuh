@@ -505,6 +505,12 @@ void node(const context& cx, const resolved& r, int64_t n) {
         case graph::op::add_id:
             ops::add_id(a, b, ids(2), y, src(1).ne0, nd.n_expert, src(2).ne0, cols, stream, lo);
             return;
+        case graph::op::shard_ids:
+            ops::shard_ids(ids(0), reinterpret_cast<int32_t*>(cx.at(id)), nd.ne0, cols, nd.expert0, nd.n_expert, stream, lo);
+            return;
+        case graph::op::shard_weights:
+            ops::shard_weights(a, ids(1), y, nd.ne0, cols, nd.expert0, nd.n_expert, stream, lo);
+            return;
         case graph::op::all_reduce:
         case graph::op::all_gather: collective(cx, r, n); return;
     }

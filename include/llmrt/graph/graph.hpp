@@ -434,6 +434,38 @@ public:
         return push(std::move(n));
     }
 
+    // Expert parallelism: this rank holds experts [first, first + count) of the model's. ids: k
+    // expert indices per token (top_k's); the rank's own indices of the slots it holds, and for the
+    // other slots the first held slot's (0 if it holds none), which shard_weights weighs by 0.
+    tensor shard_ids(tensor ids, int64_t first, int64_t count) {
+        const node& id = at(ids, "shard_ids");
+        check(id.type == i32_type && id.op != op::weight && first >= 0 && count >= 1 && first + count <= INT32_MAX,
+              errc::shape_mismatch, [&] {
+                  return "shard_ids: ids " + describe(id) + " must be i32 activations, experts [" + std::to_string(first) +
+                         ", " + std::to_string(first + count) + ") a non-empty range";
+              });
+        node n = derived(op::shard_ids, i32_type, id.ne0, id, {ids.id});
+        n.expert0 = first;
+        n.n_expert = count;
+        return push(std::move(n));
+    }
+
+    // The weights of the slots whose expert (ids, the model's indices) this rank holds, 0 for the
+    // others: the rank's weighted_sum then adds its own experts' share of every token.
+    tensor shard_weights(tensor weights, tensor ids, int64_t first, int64_t count) {
+        const node& w = activation(weights, "shard_weights");
+        const node& id = at(ids, "shard_weights");
+        require_slots(id, w, "shard_weights");
+        check(w.ne0 == id.ne0 && first >= 0 && count >= 1, errc::shape_mismatch, [&] {
+            return "shard_weights: weights " + describe(w) + " must hold one per slot of ids " + describe(id) + ", experts [" +
+                   std::to_string(first) + ", " + std::to_string(first + count) + ") a non-empty range";
+        });
+        node n = derived(op::shard_weights, qtype::f32, w.ne0, w, {weights.id, ids.id});
+        n.expert0 = first;
+        n.n_expert = count;
+        return push(std::move(n));
+    }
+
     // "name (op, type ne0 x ne1)" for messages.
     static std::string describe(const node& n) {
         return "'" + n.name + "' (" + to_string(n.op) + ", " + type_name(n.type) + " " + std::to_string(n.ne0) + " x " +

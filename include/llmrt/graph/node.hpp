@@ -51,6 +51,10 @@ enum class op : uint8_t {
     mul_mat_id,      // y[s·rows + r, t] = W[ids[s, t]·rows + r] · x_s[:, t]   (x_s: x's slot s, or x itself)
     weighted_sum,    // y[i, t] = Σ_s w[s, t] · x[s·n + i, t], added in slot order
     add_id,          // y[s·rows + r, t] = x[s·rows + r, t] + b[r, ids[s, t]]   (b: one column per expert)
+    // Expert parallelism: a rank holds experts [e0, e0 + n_expert) (e0: node::expert0):
+    shard_ids,       // y[s, t] = ids[s, t] − e0 where the rank holds it, else the first such slot's
+                     // (0 if none): a slot the rank computes anyway, weighed by 0
+    shard_weights,   // y[s, t] = w[s, t] where the rank holds ids[s, t], else 0
     // Collectives over the `ranks` ranks of a tensor-parallel group (every rank's graph holds the
     // node, each over its own x; see comm/communicator.hpp):
     all_reduce,  // y = Σ_ranks x, added in rank order ((x₀ + x₁) + x₂) + ...: the same bits on every rank
@@ -80,6 +84,8 @@ inline const char* to_string(op o) noexcept {
         case op::mul_mat_id: return "mul_mat_id";
         case op::weighted_sum: return "weighted_sum";
         case op::add_id: return "add_id";
+        case op::shard_ids: return "shard_ids";
+        case op::shard_weights: return "shard_weights";
         case op::all_reduce: return "all_reduce";
         case op::all_gather: return "all_gather";
     }
@@ -172,7 +178,9 @@ struct node {
     int64_t group = 0;                             // rms_norm: elements per normalized group (0: ne0)
     rope_params rope{};
     attention_params attention{};
-    int64_t n_expert = 0;                 // mul_mat_id: matrices stacked in W (rows = W.ne1 / n_expert); add_id: b's columns
+    int64_t n_expert = 0;                 // mul_mat_id: matrices stacked in W (rows = W.ne1 / n_expert); add_id: b's columns;
+                                          // shard_ids, shard_weights: the experts the rank holds
+    int64_t expert0 = 0;                  // shard_ids, shard_weights: the first of them
     expert_norm norm = expert_norm::none;  // expert_weights
     float alpha = 0.0f;                    // swiglu_oai: the sigmoid's slope (gpt-oss: 1.702)
     float limit = 0.0f;                    // swiglu_oai: the clamp of gate and up (gpt-oss: 7)

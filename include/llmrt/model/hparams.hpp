@@ -97,6 +97,10 @@ struct llama_hparams {
     int32_t n_expert = 0;       // mixture of experts (architecture's ffn kind experts): 0 for dense
     int32_t n_expert_used = 0;  // k experts per token
     int32_t n_ff_exp = 0;       // rows of each expert's gate and up
+    // Expert parallelism (a rank's shard, model/tensor_parallel.hpp): the experts the rank holds,
+    // [expert_first, expert_first + experts_held); experts_held 0: all n_expert.
+    int32_t expert_first = 0;
+    int32_t experts_held = 0;
 
     bool experts() const noexcept { return arch->ffn.kind == ffn_kind::experts; }
     bool sliding(int32_t layer) const noexcept {

@@ -20,7 +20,9 @@
 // same over its slices of the weights, with its own head counts and KV cache, plus three
 // collectives: attn_out and ffn_out are each an all_reduce of the rank's partial product
 // ("..._partial") before the residual add (attn_out's bias after it), and the logits an all_gather
-// of the rank's rows of the vocabulary ("logits_partial").
+// of the rank's rows of the vocabulary ("logits_partial"). In an experts block the rank's slots
+// of other ranks' experts are parked on one of its own and weighed by 0 (shard_ids,
+// shard_weights: "ffn_moe_topk_held", "ffn_moe_weights_held"), and ffn_out sums the ranks' shares.
 //
 // Without the bracketed options (a plain llama) the graph is node for node the one the lowering
 // fuses into norm, matvec, rope_cache, attention and swiglu steps. Nodes carry llama.cpp-like
@@ -138,9 +140,16 @@ public:
         graph::tensor probs = softmax_weight ? logits : named(g_.softmax(logits), p + "ffn_moe_probs");
         graph::tensor ids = named(g_.top_k(probs, h_.n_expert_used), p + "ffn_moe_topk");
         graph::tensor w = named(g_.expert_weights(probs, ids, opt.expert_norm), p + "ffn_moe_weights");
+        // Expert parallel: the rank's own experts' slots (tensor_parallel.hpp); the others weigh 0.
+        const int64_t held = h_.experts_held > 0 ? h_.experts_held : n;
+        if (held < n) {
+            graph::tensor all = ids;
+            ids = named(g_.shard_ids(all, h_.expert_first, held), p + "ffn_moe_topk_held");
+            w = named(g_.shard_weights(w, all, h_.expert_first, held), p + "ffn_moe_weights_held");
+        }
         // W_e x [+ b_e] for each slot's expert e.
         auto experts = [&](const weight_ref& wr, const weight_ref& b, graph::tensor x, const std::string& name) {
-            graph::tensor y = named(g_.mul_mat_id(weight(wr), x, ids, n), name);
+            graph::tensor y = named(g_.mul_mat_id(weight(wr), x, ids, held), name);
             return b.data ? named(g_.add_id(y, weight(b), ids), name + "_biased") : y;
         };
         graph::tensor gate = experts(lw.ffn_gate_exps, lw.ffn_gate_exps_bias, h, p + "ffn_moe_gate");
@@ -149,7 +158,9 @@ public:
                                 ? named(g_.swiglu_oai(gate, up, swiglu_oai_alpha, swiglu_oai_limit), p + "ffn_moe_swiglu_oai")
                                 : named(g_.swiglu(gate, up), p + "ffn_moe_swiglu");
         graph::tensor down = experts(lw.ffn_down_exps, lw.ffn_down_exps_bias, act, p + "ffn_moe_down");
-        return named(g_.weighted_sum(down, w), p + "ffn_out");
+        if (ranks_ == 0) return named(g_.weighted_sum(down, w), p + "ffn_out");
+        graph::tensor part = named(g_.weighted_sum(down, w), p + "ffn_out_partial");
+        return named(g_.all_reduce(part, ranks_), p + "ffn_out");
     }
 
     // The logits of the rank's rows of the vocabulary, put together over the ranks.

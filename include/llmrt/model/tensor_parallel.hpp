@@ -12,13 +12,18 @@
 //   output (LM head)         split by rows (the vocabulary, graph::shard_begin's slices), the
 //                            logits put together with an all_gather; every rank then takes the
 //                            same argmax of the same bits
+//   attn_sinks               split with the query heads
+//   ffn_*_exps (+ biases)    expert parallel: rank r holds experts [r·E/n, (r+1)·E/n), whole; the
+//                            router (replicated) picks among all E on every rank, shard_ids and
+//                            shard_weights keep the slots of the rank's own experts (the others
+//                            weighed by 0), and the weighted sum is all-reduced
 //   token_embd, norms,       replicated (the shard points at the full model's bytes)
-//   rope_freqs, q/k norms
+//   rope_freqs, q/k norms, the router
 //
 // Row slices are contiguous in GGUF's layout and stay where they are; a k slice takes blocks
 // [k0/bs, k1/bs) of every row, so k/n must be a multiple of the type's block size, and is copied
 // into a buffer the shard owns. Splits that do not divide (heads, n_ff, blocks) raise llmrt::error
-// naming the value or tensor. Mixture-of-experts models (expert parallelism) are not split yet.
+// naming the value or tensor.
 //
 // Only the order of the sums changes: each all_reduce adds the ranks' partial products in rank
 // order where the single forward adds the whole row at once, so the TP forward equals the single
@@ -107,15 +112,15 @@ inline llama_shard shard_llama_weights(const llama_weights& full, tensor_paralle
                " ranks; need ranks >= 1 and 0 <= rank < ranks";
     });
     const std::string what = detail::tp_text(tp);
-    check(!h.experts(), errc::unsupported_type, [&] {
-        return what + std::string(h.arch->name) + " is a mixture-of-experts model; splitting experts across ranks " +
-               "(expert parallelism) is not supported yet";
+    check(!h.experts() || h.n_expert % n == 0, errc::invalid_argument, [&] {
+        return what + "expert_count = " + std::to_string(h.n_expert) + " is not a multiple of the " + std::to_string(n) +
+               " ranks (whole experts per rank)";
     });
     check(h.n_head % n == 0 && h.n_head_kv % n == 0, errc::invalid_argument, [&] {
         return what + "n_head = " + std::to_string(h.n_head) + " and n_head_kv = " + std::to_string(h.n_head_kv) +
                " must both be multiples of the " + std::to_string(n) + " ranks (whole heads per rank)";
     });
-    check(h.n_ff % n == 0, errc::invalid_argument, [&] {
+    check(h.experts() || h.n_ff % n == 0, errc::invalid_argument, [&] {
         return what + "n_ff = " + std::to_string(h.n_ff) + " is not a multiple of the " + std::to_string(n) + " ranks";
     });
     check(h.n_vocab >= n, errc::invalid_argument, [&] {
@@ -128,7 +133,17 @@ inline llama_shard shard_llama_weights(const llama_weights& full, tensor_paralle
     w.hparams.n_embd_head = h.head_dim();  // unchanged, where n_embd / n_head would change
     w.hparams.n_head = h.n_head / n;
     w.hparams.n_head_kv = h.n_head_kv / n;
-    w.hparams.n_ff = h.n_ff / n;
+    w.hparams.n_ff = h.experts() ? h.n_ff : h.n_ff / n;  // a MoE model's dense n_ff is not used
+    if (h.experts()) {
+        w.hparams.experts_held = h.n_expert / n;
+        w.hparams.expert_first = r * w.hparams.experts_held;
+    }
+    const int64_t e0 = w.hparams.expert_first, e1 = e0 + w.hparams.experts_held;
+    // Expert e's rows of a stacked experts matrix (or its bias column): [e · rows, (e + 1) · rows).
+    auto experts_slice = [&](const weight_ref& x) {
+        const int64_t rows = x.ne1 / h.n_expert;
+        return detail::row_slice(x, e0 * rows, e1 * rows);
+    };
     const int64_t q0 = int64_t(r) * (h.n_embd_q() / n), q1 = q0 + h.n_embd_q() / n;
     const int64_t kv0 = int64_t(r) * (h.n_embd_kv() / n), kv1 = kv0 + h.n_embd_kv() / n;
     const int64_t ff0 = int64_t(r) * w.hparams.n_ff, ff1 = ff0 + w.hparams.n_ff;
@@ -147,12 +162,20 @@ inline llama_shard shard_llama_weights(const llama_weights& full, tensor_paralle
         l.attn_k_bias = detail::vector_slice(fl.attn_k_bias, kv0, kv1);
         l.attn_v_bias = detail::vector_slice(fl.attn_v_bias, kv0, kv1);
         l.attn_output = detail::k_slice(fl.attn_output, q0, q1, tp, s.owned);
-        l.ffn_gate = detail::row_slice(fl.ffn_gate, ff0, ff1);
-        l.ffn_up = detail::row_slice(fl.ffn_up, ff0, ff1);
-        l.ffn_down = detail::k_slice(fl.ffn_down, ff0, ff1, tp, s.owned);
+        l.attn_sinks = detail::vector_slice(fl.attn_sinks, q0 / h.head_dim(), q1 / h.head_dim());
+        if (!h.experts()) {
+            l.ffn_gate = detail::row_slice(fl.ffn_gate, ff0, ff1);
+            l.ffn_up = detail::row_slice(fl.ffn_up, ff0, ff1);
+            l.ffn_down = detail::k_slice(fl.ffn_down, ff0, ff1, tp, s.owned);
+        } else {
+            l.ffn_gate_exps = experts_slice(fl.ffn_gate_exps);
+            l.ffn_up_exps = experts_slice(fl.ffn_up_exps);
+            l.ffn_down_exps = experts_slice(fl.ffn_down_exps);
+            l.ffn_gate_exps_bias = experts_slice(fl.ffn_gate_exps_bias);
+            l.ffn_up_exps_bias = experts_slice(fl.ffn_up_exps_bias);
+            l.ffn_down_exps_bias = experts_slice(fl.ffn_down_exps_bias);
+        }
         // attn_output_bias: replicated, added once after the all-reduce (llama_graph.hpp).
-        check(!fl.attn_sinks.data, errc::unsupported_type,
-              [&] { return what + "'" + fl.attn_sinks.name + "' (attention sinks) are not split yet"; });
         w.layers.push_back(std::move(l));
     }
     return s;

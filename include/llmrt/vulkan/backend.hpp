@@ -248,10 +248,12 @@ private:
                     break;
                 default: break;
             }
-            check(nd.op != graph::op::all_reduce && nd.op != graph::op::all_gather, errc::unsupported_type, [&] {
-                return "vulkan backend: " + graph::graph::describe(nd) +
-                       " (tensor-parallel collective) is not supported on this backend yet";
-            });
+            check(nd.op != graph::op::all_reduce && nd.op != graph::op::all_gather && nd.op != graph::op::shard_ids &&
+                      nd.op != graph::op::shard_weights,
+                  errc::unsupported_type, [&] {
+                      return "vulkan backend: " + graph::graph::describe(nd) +
+                             " (tensor or expert parallelism) is not supported on this backend yet";
+                  });
         }
     }
 
@@ -452,7 +454,9 @@ private:
                 ops::record_add_id(*ops_, r, in(0), in(1), in(2), out, src(1).ne0, nd.n_expert, src(2).ne0, cols);
                 return;
             case graph::op::all_reduce:
-            case graph::op::all_gather: break;  // refused when the program is made (check_supported)
+            case graph::op::all_gather:
+            case graph::op::shard_ids:
+            case graph::op::shard_weights: break;  // refused when the program is made (check_supported)
         }
         throw error(errc::invalid_argument, std::string("vulkan backend: no kernel for op ") + graph::to_string(nd.op));
     }

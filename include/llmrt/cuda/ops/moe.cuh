@@ -1,6 +1,7 @@
 // The mixture-of-experts ops on the device, with the CPU reference's formulas and orders
 // (cpu/ops.hpp, cpu/mul_mat.hpp):
 //
+//   shard_ids, shard_weights  expert parallelism: the slots of the rank's own experts
 //   router_top_k    the router's float mat-vec (mul_mat_float's blocks, with its bias) whose last
 //                   block of a column runs its top_k (below), with the softmax and the expert_weights
 //   top_k           one warp per column: k scans, pick j the first index of the largest value
@@ -309,7 +310,55 @@ __global__ void __launch_bounds__(Threads) add_id_kernel(const float* x, const f
     y[i] = id >= 0 && id < n_expert ? __fadd_rn(x[i], b[int64_t(id) * rows + r]) : __int_as_float(0x7fc00000);
 }
 
+// Expert parallelism: a thread per column (shard_ids: the parked id is the first held slot's).
+__device__ __forceinline__ bool held_expert(int32_t id, int64_t first, int64_t count) {
+    return id >= first && id - first < count;
+}
+
+template <int Threads>
+__global__ void __launch_bounds__(Threads)
+    shard_ids_kernel(const int32_t* ids, int32_t* y, int64_t k, int64_t cols, int64_t first, int64_t count) {
+    enter_kernel();
+    const int64_t c = int64_t(blockIdx.x) * Threads + threadIdx.x;
+    if (c >= cols) return;
+    const int32_t* column = ids + c * k;
+    int32_t parked = 0;
+    for (int64_t s = 0; s < k; ++s)
+        if (held_expert(column[s], first, count)) {
+            parked = int32_t(column[s] - first);
+            break;
+        }
+    for (int64_t s = 0; s < k; ++s) y[c * k + s] = held_expert(column[s], first, count) ? int32_t(column[s] - first) : parked;
+}
+
+template <int Threads>
+__global__ void __launch_bounds__(Threads) shard_weights_kernel(const float* w, const int32_t* ids, float* y, int64_t count_all,
+                                                                int64_t first, int64_t count) {
+    enter_kernel();
+    const int64_t i = int64_t(blockIdx.x) * Threads + threadIdx.x;
+    if (i < count_all) y[i] = held_expert(ids[i], first, count) ? w[i] : 0.0f;
+}
+
 }  // namespace detail
+
+// Expert parallelism (graph::op::shard_ids, shard_weights; cpu/ops.hpp's bits): cols columns of
+// k slots, the rank holding experts [first, first + count).
+inline void shard_ids(const int32_t* ids, int32_t* y, int64_t k, int64_t cols, int64_t first, int64_t count,
+                      cudaStream_t stream, const launch_options& o = {}) {
+    const char* op = "cuda::ops::shard_ids";
+    if (cols == 0) return;
+    detail::launch(op, detail::shard_ids_kernel<detail::moe_threads>, dim3(detail::blocks_for(cols, detail::moe_threads, op)),
+                   detail::moe_threads, 0, stream, o, ids, y, k, cols, first, count);
+}
+
+inline void shard_weights(const float* w, const int32_t* ids, float* y, int64_t k, int64_t cols, int64_t first, int64_t count,
+                          cudaStream_t stream, const launch_options& o = {}) {
+    const char* op = "cuda::ops::shard_weights";
+    if (cols == 0) return;
+    detail::launch(op, detail::shard_weights_kernel<detail::moe_threads>,
+                   dim3(detail::blocks_for(k * cols, detail::moe_threads, op)), detail::moe_threads, 0, stream, o, w, ids, y,
+                   k * cols, first, count);
+}
 
 // x: cols columns of n floats; y: cols columns of k int32 (k <= n). weights (null: none): the
 // expert_weights(x, y, norm) of the same columns, cols × k floats, from the same launch.
