@@ -36,6 +36,7 @@
 
 #include "llmrt/core/error.hpp"
 #include "llmrt/core/float_convert.hpp"
+#include "llmrt/graph/expert_shard.hpp"
 #include "llmrt/graph/node.hpp"
 #include "llmrt/quant/codec.hpp"
 
@@ -324,27 +325,14 @@ inline void add_id(const float* x, const float* b, const int32_t* ids, float* y,
         }
 }
 
-// Expert parallelism (graph::op::shard_ids, shard_weights): k slots per column, the rank holding
-// experts [first, first + count). A slot of another rank's expert gets the column's first held
-// slot's local id (0 if none) and weight 0.
-inline bool held_expert(int32_t id, int64_t first, int64_t count) { return id >= first && id - first < count; }
-
+// Expert parallelism (graph::op::shard_ids, shard_weights; graph/expert_shard.hpp): k slots per
+// column, the rank holding experts [first, first + count).
 inline void shard_ids(const int32_t* ids, int32_t* y, int64_t k, int64_t cols, int64_t first, int64_t count) {
-    for (int64_t c = 0; c < cols; ++c) {
-        const int32_t* column = ids + c * k;
-        int32_t parked = 0;
-        for (int64_t s = 0; s < k; ++s)
-            if (held_expert(column[s], first, count)) {
-                parked = int32_t(column[s] - first);
-                break;
-            }
-        for (int64_t s = 0; s < k; ++s)
-            y[c * k + s] = held_expert(column[s], first, count) ? int32_t(column[s] - first) : parked;
-    }
+    for (int64_t c = 0; c < cols; ++c) graph::shard_ids_column(ids + c * k, y + c * k, k, first, count);
 }
 
 inline void shard_weights(const float* w, const int32_t* ids, float* y, int64_t k, int64_t cols, int64_t first, int64_t count) {
-    for (int64_t i = 0; i < k * cols; ++i) y[i] = held_expert(ids[i], first, count) ? w[i] : 0.0f;
+    for (int64_t i = 0; i < k * cols; ++i) y[i] = graph::shard_weight(w[i], ids[i], first, count);
 }
 
 }  // namespace llmrt::cpu

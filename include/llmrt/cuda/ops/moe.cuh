@@ -31,6 +31,7 @@
 #include "llmrt/cuda/ops/common.cuh"
 #include "llmrt/cuda/ops/mul_mat.cuh"
 #include "llmrt/cuda/ops/norm.cuh"
+#include "llmrt/graph/expert_shard.hpp"
 #include "llmrt/graph/node.hpp"
 
 namespace llmrt::cuda::ops {
@@ -310,25 +311,13 @@ __global__ void __launch_bounds__(Threads) add_id_kernel(const float* x, const f
     y[i] = id >= 0 && id < n_expert ? __fadd_rn(x[i], b[int64_t(id) * rows + r]) : __int_as_float(0x7fc00000);
 }
 
-// Expert parallelism: a thread per column (shard_ids: the parked id is the first held slot's).
-__device__ __forceinline__ bool held_expert(int32_t id, int64_t first, int64_t count) {
-    return id >= first && id - first < count;
-}
-
+// Expert parallelism (graph/expert_shard.hpp): a thread per column, or per slot.
 template <int Threads>
 __global__ void __launch_bounds__(Threads)
     shard_ids_kernel(const int32_t* ids, int32_t* y, int64_t k, int64_t cols, int64_t first, int64_t count) {
     enter_kernel();
     const int64_t c = int64_t(blockIdx.x) * Threads + threadIdx.x;
-    if (c >= cols) return;
-    const int32_t* column = ids + c * k;
-    int32_t parked = 0;
-    for (int64_t s = 0; s < k; ++s)
-        if (held_expert(column[s], first, count)) {
-            parked = int32_t(column[s] - first);
-            break;
-        }
-    for (int64_t s = 0; s < k; ++s) y[c * k + s] = held_expert(column[s], first, count) ? int32_t(column[s] - first) : parked;
+    if (c < cols) graph::shard_ids_column(ids + c * k, y + c * k, k, first, count);
 }
 
 template <int Threads>
@@ -336,7 +325,7 @@ __global__ void __launch_bounds__(Threads) shard_weights_kernel(const float* w, 
                                                                 int64_t first, int64_t count) {
     enter_kernel();
     const int64_t i = int64_t(blockIdx.x) * Threads + threadIdx.x;
-    if (i < count_all) y[i] = held_expert(ids[i], first, count) ? w[i] : 0.0f;
+    if (i < count_all) y[i] = graph::shard_weight(w[i], ids[i], first, count);
 }
 
 }  // namespace detail
