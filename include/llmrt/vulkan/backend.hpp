@@ -71,6 +71,7 @@
 #include "llmrt/vulkan/ops/rope.hpp"
 #include "llmrt/vulkan/ops/rows.hpp"
 #include "llmrt/vulkan/steps.hpp"
+#include "llmrt/vulkan/supported.hpp"
 #include "llmrt/vulkan/submission.hpp"
 
 namespace llmrt::vulkan {
@@ -125,7 +126,7 @@ public:
             ctx.device(), vk::CommandBufferAllocateInfo(*pool_, vk::CommandBufferLevel::ePrimary, uint32_t(max_batch_))));
         submit_ = std::make_unique<submission>(ctx, pool_,
                                                ctx.info().type == vk::PhysicalDeviceType::eCpu ? 0 : options.spin_wait_us);
-        check_supported();
+        check_supported(*graph_, *plan_);
         place_tensors(options);
         make_step_context();
         zero_and_upload();
@@ -221,41 +222,6 @@ private:
     }
 
     // ---- Preparation ----
-
-    // Every planned op is one the backend can run, with types it handles.
-    void check_supported() const {
-        for (int32_t id : plan_->order) {
-            const graph::node& nd = node(id);
-            auto src = [&](int i) -> const graph::node& { return node(nd.src[std::size_t(i)]); };
-            switch (nd.op) {
-                case graph::op::get_rows:
-                    check(ops::has_get_rows(src(0).type), errc::unsupported_type, [&] {
-                        return "vulkan backend: get_rows " + graph::graph::describe(nd) + " reads table " +
-                               graph::graph::describe(src(0)) + ", whose type has no get_rows shader";
-                    });
-                    break;
-                case graph::op::mul_mat:
-                    check(ops::has_mul_mat(src(0).type), errc::unsupported_type, [&] {
-                        return "vulkan backend: mul_mat " + graph::graph::describe(nd) + " has W " +
-                               graph::graph::describe(src(0)) + "; W must be f32, f16, bf16 or a weight type";
-                    });
-                    break;
-                case graph::op::mul_mat_id:
-                    check(ops::has_mul_mat_id(src(0).type), errc::unsupported_type, [&] {
-                        return "vulkan backend: mul_mat_id " + graph::graph::describe(nd) + " has experts " +
-                               graph::graph::describe(src(0)) + "; the Vulkan backend takes experts of a weight type";
-                    });
-                    break;
-                default: break;
-            }
-            check(nd.op != graph::op::all_reduce && nd.op != graph::op::all_gather && nd.op != graph::op::shard_ids &&
-                      nd.op != graph::op::shard_weights,
-                  errc::unsupported_type, [&] {
-                      return "vulkan backend: " + graph::graph::describe(nd) +
-                             " (tensor or expert parallelism) is not supported on this backend yet";
-                  });
-        }
-    }
 
     buffer& new_buffer(std::size_t bytes, memory kind) {
         buffers_.push_back(std::make_unique<buffer>(*ctx_, std::max<std::size_t>(bytes, 16), kind));
