@@ -16,6 +16,9 @@
 #   breakdown  llmrt-bench-decode's device time by step kind for each of DECODE_MODELS
 #   without    llmrt-bench-decode on each of DECODE_MODELS with each fusion of WITHOUT switched off
 #              (--without: what each fusion is worth)
+#   gpus       (only when named) on a machine of several GPUs: tests/nccl/test_model_tp_cuda, then
+#              llmrt-bench-decode --gpus N on each of DECODE_MODELS for N = 1, 2, 4, ... up to the
+#              GPUs present (tensor parallel; mixture-of-experts models expert parallel)
 #
 # Needs what build.sh and compare.sh need, .peer/llama.cpp from fetch-llama-cpp.sh (copy .peer
 # to the GPU machine with the checkout), and numpy for the model files. A stage that finished is
@@ -91,6 +94,7 @@ if wanted build && ! done_ build; then
     fi
     # llmrt with its tests (build.sh builds the programs alone).
     read -r -a test_targets <<< "$tests"
+    if wanted gpus; then test_targets+=(test_model_tp_cuda); fi
     ( cmake -S "$repo_root" -B "$llmrt_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLMRT_CUDA=ON \
           -DCMAKE_CUDA_ARCHITECTURES="$arch" -DLLMRT_WERROR=ON -DLLMRT_VULKAN=OFF -DLLMRT_FUZZ=OFF \
           > "$state/results/build-llmrt.log" 2>&1 &&
@@ -173,6 +177,37 @@ if wanted without && ! done_ without; then
         done
     done
     if [ $all = 1 ]; then finish without; fi
+fi
+
+if wanted gpus && ! done_ gpus; then
+    all=1
+    if [ ! -f "$state/done/gpus-test" ] && [ "$(left)" -gt 120 ]; then
+        bin=$(find "$llmrt_build/tests" -name test_model_tp_cuda -type f -perm -u+x | head -1)
+        if [ -n "$bin" ]; then
+            timeout $(( $(left) - 60 )) "$bin" > "$out/test_model_tp_cuda.log" 2>&1
+            rc=$?
+            log "gpus: test_model_tp_cuda exit $rc: $(grep -E 'test cases:' "$out/test_model_tp_cuda.log" | tail -1)"
+        else
+            log "gpus: no test_model_tp_cuda (a build without NCCL)"
+        fi
+        touch "$state/done/gpus-test"
+    fi
+    present=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+    for m in $decode_models; do
+        f=$(model_path "$m")
+        name=$(basename "$f" .gguf)
+        for n in 1 2 4 8; do
+            [ "$n" -le "$present" ] || break
+            [ -f "$state/done/gpus-$name-$n" ] && continue
+            if [ "$(left)" -lt 90 ]; then all=0; break 2; fi
+            timeout $(( $(left) - 10 )) "$state/bin/llmrt-bench-decode" --backend cuda --model "$f" --prompt 0 --tokens 64 \
+                --warmup 8 --gpus "$n" --json "$out/gpus-$name-$n.json" > "$out/gpus-$name-$n.md" 2>&1
+            rc=$?
+            log "gpus $n: $name: exit $rc: $(grep -o '"tokens_per_s": [0-9.]*' "$out/gpus-$name-$n.json" 2> /dev/null | head -1)"
+            touch "$state/done/gpus-$name-$n"
+        done
+    done
+    if [ $all = 1 ]; then finish gpus; fi
 fi
 
 cp "$state"/results/*.log "$out/" 2> /dev/null
