@@ -83,11 +83,15 @@ make_model() {  # written to a .part file first, so that a call cut short leaves
         --vocab "$state/vocab/ggml-vocab-llama-bpe.gguf" > "$state/results/make-$a-$b-$c.log" 2>&1 && mv "$f.part" "$f"
 }
 
+# llama.cpp is built only for the stages that run it.
+if wanted greedy || wanted decode; then need_llama=1; else need_llama=0; fi
+if [ $need_llama = 1 ] && ! done_ llama.cpp; then rm -f "$state/done/build"; fi  # built before without it
+llmrt_jobs=$([ $need_llama = 1 ] && echo "$jobs" || nproc)  # the whole machine when llmrt builds alone
 if wanted build && ! done_ build; then
     ( for m in $greedy_models $decode_models; do make_model "$m"; done ) &
     models=$!
     builds=()
-    if ! done_ llama.cpp; then
+    if [ $need_llama = 1 ] && ! done_ llama.cpp; then
         ( JOBS=$jobs timeout $(( $(left) - 15 )) bash "$script_dir/build.sh" "$arch" llama.cpp \
             > "$state/results/build-llama.cpp.log" 2>&1 && finish llama.cpp ) &
         builds+=($!)
@@ -98,7 +102,7 @@ if wanted build && ! done_ build; then
     ( cmake -S "$repo_root" -B "$llmrt_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLMRT_CUDA=ON \
           -DCMAKE_CUDA_ARCHITECTURES="$arch" -DLLMRT_WERROR=ON -DLLMRT_VULKAN=OFF -DLLMRT_FUZZ=OFF \
           > "$state/results/build-llmrt.log" 2>&1 &&
-      timeout $(( $(left) - 15 )) cmake --build "$llmrt_build" --parallel "$jobs" --target llmrt-generate \
+      timeout $(( $(left) - 15 )) cmake --build "$llmrt_build" --parallel "$llmrt_jobs" --target llmrt-generate \
           llmrt-bench-decode llmrt-bench-mmvq-cuda "${test_targets[@]}" >> "$state/results/build-llmrt.log" 2>&1 &&
       cp "$llmrt_build/examples/generate/llmrt-generate" "$llmrt_build/bench/decode/llmrt-bench-decode" \
           "$llmrt_build/bench/mmvq_cuda/llmrt-bench-mmvq-cuda" "$state/bin/" && finish llmrt ) &
@@ -108,10 +112,10 @@ if wanted build && ! done_ build; then
     while kill -0 "$models" 2> /dev/null && [ "$(left)" -gt 10 ]; do sleep 2; done
     kill "$models" 2> /dev/null
     wait 2> /dev/null
-    for t in llama.cpp llmrt; do
+    for t in $([ $need_llama = 1 ] && echo llama.cpp) llmrt; do
         if done_ "$t"; then log "build: $t built"; else log "build: $t not yet ($(tail -1 "$state/results/build-$t.log"))"; fi
     done
-    if done_ llama.cpp && done_ llmrt; then finish build; fi
+    if { [ $need_llama = 0 ] || done_ llama.cpp; } && done_ llmrt; then finish build; fi
 fi
 if ! done_ build; then
     log "to be continued: call again"
