@@ -36,7 +36,7 @@
 
 #include "llmrt/core/error.hpp"
 #include "llmrt/core/float_convert.hpp"
-#include "llmrt/graph/expert_shard.hpp"
+#include "llmrt/graph/experts.hpp"
 #include "llmrt/graph/node.hpp"
 #include "llmrt/quant/codec.hpp"
 
@@ -288,8 +288,7 @@ inline void expert_weights(const float* p, const int32_t* ids, float* y, int64_t
         }
         if (norm == graph::expert_norm::softmax) softmax_column(y + c * k, y + c * k, k);
         if (norm != graph::expert_norm::sum) continue;
-        float total = float(sum);
-        total = total < 0x1p-14f ? 0x1p-14f : total;
+        const float total = graph::expert_sum_divisor(sum);
         for (int64_t j = 0; j < k; ++j) y[c * k + j] = y[c * k + j] / total;
     }
 }
@@ -325,7 +324,7 @@ inline void add_id(const float* x, const float* b, const int32_t* ids, float* y,
         }
 }
 
-// Expert parallelism (graph::op::shard_ids, shard_weights; graph/expert_shard.hpp): k slots per
+// Expert parallelism (graph::op::shard_ids, shard_weights; graph/experts.hpp): k slots per
 // column, the rank holding experts [first, first + count).
 inline void shard_ids(const int32_t* ids, int32_t* y, int64_t k, int64_t cols, int64_t first, int64_t count) {
     for (int64_t c = 0; c < cols; ++c) graph::shard_ids_column(ids + c * k, y + c * k, k, first, count);

@@ -31,7 +31,7 @@
 #include "llmrt/cuda/ops/common.cuh"
 #include "llmrt/cuda/ops/mul_mat.cuh"
 #include "llmrt/cuda/ops/norm.cuh"
-#include "llmrt/graph/expert_shard.hpp"
+#include "llmrt/graph/experts.hpp"
 #include "llmrt/graph/node.hpp"
 
 namespace llmrt::cuda::ops {
@@ -50,8 +50,7 @@ __device__ inline void weigh_experts(float* y, int64_t k, graph::expert_norm nor
     if (norm == graph::expert_norm::sum) {
         double sum = 0.0;
         for (int64_t j = 0; j < k; ++j) sum = __dadd_rn(sum, double(y[j]));
-        float total = __double2float_rn(sum);
-        total = total < 6.103515625e-5f ? 6.103515625e-5f : total;
+        const float total = graph::expert_sum_divisor(sum);
         for (int64_t j = 0; j < k; ++j) y[j] = __fdiv_rn(y[j], total);
     } else if (norm == graph::expert_norm::softmax) {
         float max = -INFINITY;
@@ -73,9 +72,7 @@ __device__ inline float weigh_held(float v, int k, graph::expert_norm norm) {
     if (norm == graph::expert_norm::sum) {
         double sum = 0.0;
         for (int j = 0; j < k; ++j) sum = __dadd_rn(sum, double(__shfl_sync(0xffffffffu, v, j)));
-        float total = __double2float_rn(sum);
-        total = total < 6.103515625e-5f ? 6.103515625e-5f : total;
-        return __fdiv_rn(v, total);
+        return __fdiv_rn(v, graph::expert_sum_divisor(sum));
     }
     if (norm == graph::expert_norm::softmax) {
         float max = -INFINITY;
@@ -311,7 +308,7 @@ __global__ void __launch_bounds__(Threads) add_id_kernel(const float* x, const f
     y[i] = id >= 0 && id < n_expert ? __fadd_rn(x[i], b[int64_t(id) * rows + r]) : __int_as_float(0x7fc00000);
 }
 
-// Expert parallelism (graph/expert_shard.hpp): a thread per column, or per slot.
+// Expert parallelism (graph/experts.hpp): a thread per column, or per slot.
 template <int Threads>
 __global__ void __launch_bounds__(Threads)
     shard_ids_kernel(const int32_t* ids, int32_t* y, int64_t k, int64_t cols, int64_t first, int64_t count) {
