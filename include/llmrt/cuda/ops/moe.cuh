@@ -374,9 +374,10 @@ inline void top_k(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols
         run(detail::top_k_kernel<detail::top_k_warps, 0>);
 }
 
-// Whether router_top_k takes a router of this type and n experts (the column in registers).
+// Whether router_top_k takes a router of this type (one it dispatches over) and n experts (the
+// column in registers).
 inline bool router_top_k_supports(qtype type, int64_t n) {
-    return (type == qtype::f32 || type == qtype::f16 || type == qtype::bf16) && n >= 1 && n <= 256;
+    return is_in<float_weight_types>(type) && n >= 1 && n <= 256;
 }
 
 // r's results for cols columns in one launch, the bits that mul_mat_float, add, and top_k (with
