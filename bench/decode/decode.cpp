@@ -19,7 +19,7 @@
 //
 // What is timed, through the graph executor (the forward planned for batches of up to 8, f16 KV
 // cache, every fusion the backend runs unless --unfused, or but those --without names, e.g.
-// --without carry_norm,carry_swiglu to measure what carrying the norms and the SwiGLU is worth):
+// --without carry_swiglu,experts to measure what carrying the SwiGLU and the experts steps are worth):
 //   prompt   --prompt tokens (default 512) from position 0 in batches of 8, as a prompt is
 //            processed; prompt tokens/s (0: skipped). With --depth, the prompt is --depth tokens.
 //   decode   greedy decoding at batch 1 after the prompt (or --depth tokens in the cache, like
@@ -145,7 +145,7 @@ arguments parse(int argc, char** argv) {
             std::puts("usage: llmrt-bench-decode [--backend cuda|vulkan|cpu] [--model 1b|8b|both|tiny|FILE.gguf] [--tokens N]\n"
                       "                          [--warmup N] [--depth N] [--prompt N] [--ctx N] [--unfused] [--replays N]\n"
                       "                          [--json PATH|-] [--gpus N] [--without FUSION[,FUSION...]]\n"
-                      "--without  those fusions of the lowering off (graph::fusions_by_name: carry_norm, experts, ...)\n"
+                      "--without  those fusions of the lowering off (graph::fusions_by_name: carry_swiglu, experts, ...)\n"
                       "--gpus N  tensor parallel over CUDA devices 0..N-1 (one rank each, collectives over NCCL; needs a\n"
                       "          build with CUDA and NCCL; --backend cuda or none); no per-kind breakdown");
             std::exit(0);
@@ -308,12 +308,12 @@ const std::vector<graph::step_kind> breakdown_order{graph::step_kind::matvec, gr
 
 [[maybe_unused]] const char* kind_label(graph::step_kind k) {
     switch (k) {
-        case graph::step_kind::matvec: return "mat-vec (mmvq, with the swiglu and norm steps it carries)";
+        case graph::step_kind::matvec: return "mat-vec (mmvq, with the steps it carries)";
         case graph::step_kind::norm: return "add + rms_norm + records";
         case graph::step_kind::rope_cache: return "rope + KV cache write";
         case graph::step_kind::attention: return "attention";
         case graph::step_kind::swiglu: return "swiglu + records";
-        case graph::step_kind::experts: return "experts (mmvq_id: gate and up with the swiglu, down with the weighted sum and next norm)";
+        case graph::step_kind::experts: return "experts (mmvq_id: gate and up with the swiglu, down with the weighted sum)";
         case graph::step_kind::op: return "other ops (embedding, argmax, unfused)";
     }
     return "?";
