@@ -17,8 +17,10 @@
 #   without    llmrt-bench-decode on each of DECODE_MODELS with each fusion of WITHOUT switched off
 #              (--without: what each fusion is worth)
 #   gpus       (only when named) on a machine of several GPUs: tests/nccl/test_model_tp_cuda, then
-#              llmrt-bench-decode --gpus N on each of DECODE_MODELS for N = 1, 2, 4, ... up to the
-#              GPUs present (tensor parallel; mixture-of-experts models expert parallel)
+#              on each of DECODE_MODELS for N = 1, 2, 4, ... up to the GPUs present: llmrt-generate
+#              (--gpus N past one: tensor parallel, mixture-of-experts models expert parallel), its
+#              greedy ids against one GPU's, and llama-bench -sm layer and -sm row on N GPUs;
+#              the table in OUT/gpus.md
 #
 # Needs what build.sh and compare.sh need, .peer/llama.cpp from fetch-llama-cpp.sh (copy .peer
 # to the GPU machine with the checkout), and numpy for the model files. A stage that finished is
@@ -55,6 +57,7 @@ log() { echo "[$(( $(date +%s) - start )) s] $*" | tee -a "$out/summary.md"; }
 done_() { [ -f "$state/done/$1" ]; }
 finish() { touch "$state/done/$1"; }
 wanted() { [[ " $stages " == *" $1 "* ]]; }
+prompt_ids=${PROMPT_IDS:-128000,791,4062,14198,39935,35308,927,279,16053,5679}  # compare.sh's
 
 if [ ! -d "$repo_root/.peer/llama.cpp" ]; then
     echo "in_pieces.sh: no .peer/llama.cpp: run bench/peer/fetch-llama-cpp.sh, and copy .peer here" >&2
@@ -85,7 +88,7 @@ make_model() {  # written to a .part file first, so that a call cut short leaves
 }
 
 # llama.cpp is built only for the stages that run it.
-if wanted greedy || wanted decode; then need_llama=1; else need_llama=0; fi
+if wanted greedy || wanted decode || wanted gpus; then need_llama=1; else need_llama=0; fi
 if [ $need_llama = 1 ] && ! done_ llama.cpp; then rm -f "$state/done/build"; fi  # built before without it
 llmrt_jobs=$([ $need_llama = 1 ] && echo "$jobs" || nproc)  # the whole machine when llmrt builds alone
 if wanted build && ! done_ build; then
@@ -141,6 +144,57 @@ if wanted tests && ! done_ tests; then
     for t in $tests; do [ -f "$state/done/test-$t" ] || all=0; done
     if [ $all = 1 ]; then finish tests; fi
 fi
+
+gpus_table() {  # the gpus stage's table, from the logs of its pieces so far
+    python3 - "$state/results" $decode_models <<'PY'
+import glob, json, os, re, sys
+results, models = sys.argv[1], sys.argv[2:]
+def llmrt(log):  # (tokens/s, ids) of an llmrt-generate log
+    try:
+        text = open(log).read()
+    except OSError:
+        return None, None
+    speed = re.search(r"generation \d+ tokens in [0-9.]+ ms \(([0-9.]+) tokens/s\)", text)
+    ids = re.search(r"^output: *(.*)$", text, re.M)
+    return (float(speed.group(1)) if speed else None), (ids.group(1).split() if ids else None)
+def bench(log):  # llama-bench -o jsonl: the mean tokens/s of its last test
+    try:
+        lines = [l for l in open(log) if l.startswith("{")]
+        return json.loads(lines[-1])["avg_ts"]
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+f = lambda x: "-" if x is None else f"{x:.1f}"
+print("Decoding 128 tokens on 1, 2, 4 ... GPUs of one machine: llmrt-generate -n 129 --backend cuda")
+print("(one GPU: the plain forward; N > 1: --gpus N, tensor parallel over NCCL), and llama-bench")
+print("-p 0 -n 128 -fa 1 -ngl 99 -r 3 with -sm none on one GPU, -sm layer and -sm row on N")
+print("(CUDA_VISIBLE_DEVICES=0..N-1). Greedy ids: how many leading ids of llmrt on N GPUs equal one GPU's.")
+print()
+print("| model | GPUs | llmrt tokens/s | × 1 GPU | ids equal to 1 GPU's | llama.cpp -sm layer | llama.cpp -sm row | llmrt / best llama.cpp |")
+print("|---|---|---|---|---|---|---|---|")
+for m in models:
+    a, b, c = (m.split(":") + [None])[:3] if m.count(":") == 2 else ["llama"] + m.split(":")
+    name = f"{a}-{b}-{c}"
+    one_speed, one_ids = llmrt(f"{results}/gpus-{name}-1-llmrt.log")
+    for n in (1, 2, 4, 8):
+        log = f"{results}/gpus-{name}-{n}-llmrt.log"
+        if not os.path.exists(log):
+            continue
+        speed, ids = llmrt(log)
+        if n == 1:
+            layer, row = bench(f"{results}/gpus-{name}-1-llama.cpp-none.log"), None
+        else:
+            layer, row = bench(f"{results}/gpus-{name}-{n}-llama.cpp-layer.log"), bench(f"{results}/gpus-{name}-{n}-llama.cpp-row.log")
+        scale = f"{speed / one_speed:.2f}" if speed and one_speed else "-"
+        if ids is None or one_ids is None:
+            same = "-"
+        else:
+            k = next((i for i, (x, y) in enumerate(zip(ids, one_ids)) if x != y), min(len(ids), len(one_ids)))
+            same = f"{k} of {len(one_ids)}"
+        best = max([x for x in (layer, row) if x], default=None)
+        ratio = f"{speed / best:.2f}" if speed and best else "-"
+        print(f"| {m} | {n} | {f(speed)} | {scale} | {same} | {f(layer)} | {f(row) if n > 1 else '(-sm none)'} | {ratio} |")
+PY
+}
 
 run_compare() {  # STAGE MODELS
     if wanted "$1" && ! done_ "$1" && [ "$(left)" -gt 60 ]; then
@@ -198,20 +252,35 @@ if wanted gpus && ! done_ gpus; then
         touch "$state/done/gpus-test"
     fi
     present=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+    counts=""
+    for n in 1 2 4 8; do [ "$n" -le "$present" ] && counts="$counts $n"; done
+    # One piece: a program on one model and N GPUs; its log under STATE/results, named
+    # gpus-NAME-N-PROGRAM (llmrt, or llama.cpp-MODE for llama-bench -sm MODE).
+    piece() {  # NAME N PROGRAM COMMAND...
+        local marker=$state/done/gpus-$1-$2-$3 log=$state/results/gpus-$1-$2-$3.log
+        [ -f "$marker" ] && return 0
+        if [ "$(left)" -lt 150 ]; then return 1; fi
+        shift 3
+        timeout $(( $(left) - 10 )) "$@" > "$log" 2>&1
+        log "gpus: $(basename "$log" .log) exit $?"
+        touch "$marker"
+    }
     for m in $decode_models; do
         f=$(model_path "$m")
         name=$(basename "$f" .gguf)
-        for n in 1 2 4 8; do
-            [ "$n" -le "$present" ] || break
-            [ -f "$state/done/gpus-$name-$n" ] && continue
-            if [ "$(left)" -lt 90 ]; then all=0; break 2; fi
-            timeout $(( $(left) - 10 )) "$state/bin/llmrt-bench-decode" --backend cuda --model "$f" --prompt 0 --tokens 64 \
-                --warmup 8 --gpus "$n" --json "$out/gpus-$name-$n.json" > "$out/gpus-$name-$n.md" 2>&1
-            rc=$?
-            log "gpus $n: $name: exit $rc: $(grep -o '"tokens_per_s": [0-9.]*' "$out/gpus-$name-$n.json" 2> /dev/null | head -1)"
-            touch "$state/done/gpus-$name-$n"
+        for n in $counts; do
+            visible=$(seq -s, 0 $(( n - 1 )))
+            # One GPU is llmrt's plain forward; N > 1 its tensor-parallel one.
+            piece "$name" "$n" llmrt "$state/bin/llmrt-generate" "$f" --prompt "$prompt_ids" -n 129 --backend cuda \
+                $([ "$n" -gt 1 ] && echo "--gpus $n") || { all=0; break 2; }
+            for mode in $([ "$n" -gt 1 ] && echo "layer row" || echo none); do
+                piece "$name" "$n" "llama.cpp-$mode" env CUDA_VISIBLE_DEVICES="$visible" "$state/bin/llama-bench" -m "$f" \
+                    -p 0 -n 128 -fa 1 -ngl 99 -sm "$mode" -r 3 -o jsonl || { all=0; break 3; }
+            done
         done
     done
+    gpus_table > "$out/gpus.md"
+    cat "$out/gpus.md"
     if [ $all = 1 ]; then finish gpus; fi
 fi
 

@@ -12,6 +12,7 @@ head_dim; experts: count, used, expert n_ff; the vocabulary is the tokenizer's):
     llama     tiny      256,  2,   512,  4, 2,  64   (a smoke test: seconds to write, any CPU runs it)
               1b       2048, 16,  8192, 32, 8,  64   (Llama 3.2 1B's body, untied output)
               8b       4096, 32, 14336, 32, 8, 128   (Llama 3 8B)
+              70b      8192, 80, 28672, 64, 8, 128   (Llama 3 70B: about 40 GiB at q4_K)
     qwen2     tiny      256,  2,   512,  4, 2,  64   tied output
               1.5b     1536, 28,  8960, 12, 2, 128   (Qwen2.5-1.5B, tied output)
               7b       3584, 28, 18944, 28, 4, 128   (Qwen2.5-7B)

@@ -80,6 +80,7 @@ ARCHS = {
         "tiny": Size(256, 2, 512, 4, 2, about="a smoke test"),
         "1b": Size(2048, 16, 8192, 32, 8, about="Llama 3.2 1B's body, untied output"),
         "8b": Size(4096, 32, 14336, 32, 8, about="Llama 3 8B"),
+        "70b": Size(8192, 80, 28672, 64, 8, about="Llama 3 70B (about 40 GiB at q4_K)"),
     }, context_length=8192, rope_freq_base=500000.0, rms_eps=1e-5),
     # Qwen2 / Qwen2.5: Q/K/V biases, NeoX rope (llama.cpp's rope type for qwen2, not a key).
     "qwen2": Arch("qwen2", {
