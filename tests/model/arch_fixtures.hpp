@@ -71,9 +71,23 @@ inline arch_variant gpt_oss_variant() {
     return {"gpt-oss, 4 experts of 64 rows, top 2, YaRN 4 over 64, window 3 on layer 0", s};
 }
 
+// Llama 3 70B's attention on a narrow model: 64 query heads of 128 in groups of 8 over 8 kv heads
+// (the 8B's groups are 4), so q is 8192 wide while n_embd stays 64 (qwen3 reads head_dim from the
+// file).
+inline arch_variant wide_heads_variant() {
+    model::llama_shape s = small_shape(qtype::q8_0);
+    s.vocabulary = false;
+    s.architecture = "qwen3";
+    s.n_head = 64;
+    s.n_head_kv = 8;
+    s.head_dim = 128;
+    return {"qwen3, 64 heads of 128 in groups of 8 (Llama 3 70B's attention), n_embd 64", s};
+}
+
 inline std::vector<arch_variant> every_arch_variant() {
     auto v = arch_variants();
     v.push_back(gpt_oss_variant());
+    v.push_back(wide_heads_variant());
     return v;
 }
 

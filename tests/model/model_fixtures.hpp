@@ -313,6 +313,13 @@ inline std::vector<tp_case> tp_cases() {
     // split with the heads, softmax-weighted experts and sliding layers.
     v.push_back({"qwen3moe, experts split", tp_shape("qwen3moe")});
     v.push_back({"gpt-oss, experts and sinks split", tp_shape("gpt-oss")});
+    // Llama 3 70B's attention (64 heads of 128 in groups of 8): a rank holds 4 kv heads at 2
+    // ranks, 2 at 4.
+    model::llama_shape wide = tp_shape("qwen3");
+    wide.n_head = 64;
+    wide.n_head_kv = 8;
+    wide.head_dim = 128;
+    v.push_back({"qwen3, 64 heads of 128 over 8 kv heads", wide});
     return v;
 }
 
