@@ -19,7 +19,7 @@
 #   gpus       (only when named) on a machine of several GPUs: tests/nccl/test_model_tp_cuda, then
 #              on each of DECODE_MODELS for N = 1, 2, 4, ... up to the GPUs present: llmrt-generate
 #              (--gpus N past one: tensor parallel, mixture-of-experts models expert parallel), its
-#              greedy ids against one GPU's, and llama-bench -sm layer and -sm row on N GPUs;
+#              greedy ids against one GPU's, and llama-bench -sm layer, row and tensor on N GPUs;
 #              the table in OUT/gpus.md
 #
 # Needs what build.sh and compare.sh need, .peer/llama.cpp from fetch-llama-cpp.sh (copy .peer
@@ -166,11 +166,14 @@ def bench(log):  # llama-bench -o jsonl: the mean tokens/s of its last test
 f = lambda x: "-" if x is None else f"{x:.1f}"
 print("Decoding 128 tokens on 1, 2, 4 ... GPUs of one machine: llmrt-generate -n 129 --backend cuda")
 print("(one GPU: the plain forward; N > 1: --gpus N, tensor parallel over NCCL), and llama-bench")
-print("-p 0 -n 128 -fa 1 -ngl 99 -r 3 with -sm none on one GPU, -sm layer and -sm row on N")
+print("-p 0 -n 128 -fa 1 -ngl 99 -r 3 with -sm none on one GPU, -sm layer, row and tensor (llama.cpp's")
+print("tensor parallel) on N")
 print("(CUDA_VISIBLE_DEVICES=0..N-1). Greedy ids: how many leading ids of llmrt on N GPUs equal one GPU's.")
 print()
-print("| model | GPUs | llmrt tokens/s | × 1 GPU | ids equal to 1 GPU's | llama.cpp -sm layer | llama.cpp -sm row | llmrt / best llama.cpp |")
-print("|---|---|---|---|---|---|---|---|")
+print("llama.cpp's margin: its top-2 logit gap at the step where they part (lcpp-greedy, one GPU).")
+print()
+print("| model | GPUs | llmrt tokens/s | × 1 GPU | ids equal to 1 GPU's | llama.cpp's margin there | llama.cpp -sm layer | -sm row | -sm tensor | llmrt / best llama.cpp |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for m in models:
     a, b, c = (m.split(":") + [None])[:3] if m.count(":") == 2 else ["llama"] + m.split(":")
     name = f"{a}-{b}-{c}"
@@ -181,18 +184,27 @@ for m in models:
             continue
         speed, ids = llmrt(log)
         if n == 1:
-            layer, row = bench(f"{results}/gpus-{name}-1-llama.cpp-none.log"), None
+            layer, row, tensor = bench(f"{results}/gpus-{name}-1-llama.cpp-none.log"), None, None
         else:
-            layer, row = bench(f"{results}/gpus-{name}-{n}-llama.cpp-layer.log"), bench(f"{results}/gpus-{name}-{n}-llama.cpp-row.log")
+            layer, row, tensor = (bench(f"{results}/gpus-{name}-{n}-llama.cpp-{mode}.log") for mode in ("layer", "row", "tensor"))
         scale = f"{speed / one_speed:.2f}" if speed and one_speed else "-"
+        k = 0
         if ids is None or one_ids is None:
             same = "-"
         else:
             k = next((i for i, (x, y) in enumerate(zip(ids, one_ids)) if x != y), min(len(ids), len(one_ids)))
             same = f"{k} of {len(one_ids)}"
-        best = max([x for x in (layer, row) if x], default=None)
+        margin = ""
+        if ids is not None and one_ids is not None and k < min(len(ids), len(one_ids)):
+            try:  # lcpp-greedy numbers the generated steps as llmrt's output lists them
+                found = re.search(rf"^step {k}: id \d+, margin (\S+)", open(f"{results}/gpus-{name}-1-lcpp-greedy.log").read(), re.M)
+                margin = found.group(1) if found else "-"
+            except OSError:
+                margin = "-"
+        best = max([x for x in (layer, row, tensor) if x], default=None)
         ratio = f"{speed / best:.2f}" if speed and best else "-"
-        print(f"| {m} | {n} | {f(speed)} | {scale} | {same} | {f(layer)} | {f(row) if n > 1 else '(-sm none)'} | {ratio} |")
+        others = f"{f(row)} | {f(tensor)}" if n > 1 else "(-sm none) | (-sm none)"
+        print(f"| {m} | {n} | {f(speed)} | {scale} | {same} | {margin} | {f(layer)} | {others} | {ratio} |")
 PY
 }
 
@@ -273,7 +285,12 @@ if wanted gpus && ! done_ gpus; then
             # One GPU is llmrt's plain forward; N > 1 its tensor-parallel one.
             piece "$name" "$n" llmrt "$state/bin/llmrt-generate" "$f" --prompt "$prompt_ids" -n 129 --backend cuda \
                 $([ "$n" -gt 1 ] && echo "--gpus $n") || { all=0; break 2; }
-            for mode in $([ "$n" -gt 1 ] && echo "layer row" || echo none); do
+            # llama.cpp's own greedy ids and top-2 margins on one GPU: how near a tie the step is
+            # where N GPUs part from one.
+            if [ "$n" = 1 ]; then
+                piece "$name" 1 lcpp-greedy "$state/bin/lcpp-greedy" "$f" --prompt "$prompt_ids" -n 129 -ngl 99 || { all=0; break 2; }
+            fi
+            for mode in $([ "$n" -gt 1 ] && echo "layer row tensor" || echo none); do
                 piece "$name" "$n" "llama.cpp-$mode" env CUDA_VISIBLE_DEVICES="$visible" "$state/bin/llama-bench" -m "$f" \
                     -p 0 -n 128 -fa 1 -ngl 99 -sm "$mode" -r 3 -o jsonl || { all=0; break 3; }
             done
