@@ -51,4 +51,8 @@ enum class qtype : uint32_t {
     q2_0 = 42,
 };
 
+// The float types a weight matrix may have besides the block-quantized ones: the backends multiply
+// them with float mat-vecs, not mmvq, and the lowering fuses them differently.
+constexpr bool is_float_matrix_type(qtype t) { return t == qtype::f32 || t == qtype::f16 || t == qtype::bf16; }
+
 }  // namespace llmrt

@@ -295,7 +295,7 @@ void basic_program<Types>::check_supported(const graph::node& nd) const {
     if (nd.op == graph::op::all_reduce || nd.op == graph::op::all_gather) check_collective(nd);
     if (nd.op == graph::op::mul_mat) {
         const graph::node& w = nodes[std::size_t(nd.src[0])];
-        check(steps::float_weight(w.type) || is_in<Types>(w.type), errc::unsupported_type, [&] {
+        check(is_float_matrix_type(w.type) || is_in<Types>(w.type), errc::unsupported_type, [&] {
             return "cuda backend: mul_mat with W " + graph::graph::describe(w) +
                    ": this backend takes f32, f16, bf16 and the block types " + llmrt::detail::type_names(Types{}) +
                    " (cuda::backend takes every weight type)";
@@ -380,7 +380,7 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
         const graph::node& first = nodes[std::size_t(st.nodes[0])];
         const bool quantizes = (st.kind == graph::step_kind::matvec && st.rounded_by < 0) ||
                                (st.kind == graph::step_kind::op && first.op == graph::op::mul_mat &&
-                                !steps::float_weight(nodes[std::size_t(first.src[0])].type));
+                                !is_float_matrix_type(nodes[std::size_t(first.src[0])].type));
         if (quantizes)
             s.records_bytes = std::max(s.records_bytes, ops::rounded_records_bytes(nodes[std::size_t(first.src[0])].ne0, first.ne1));
     }

@@ -16,8 +16,6 @@
 
 namespace llmrt::cuda::steps {
 
-inline bool float_weight(qtype t) { return t == qtype::f32 || t == qtype::f16 || t == qtype::bf16; }
-
 // Where a node's columns are: its address and the floats from one column to the next.
 struct columns_at {
     std::byte* data = nullptr;

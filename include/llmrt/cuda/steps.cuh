@@ -429,7 +429,7 @@ void node(const context& cx, const resolved& r, int64_t n) {
         }
         case graph::op::mul_mat: {
             const graph::node& w = src(0);
-            if (float_weight(w.type)) {
+            if (is_float_matrix_type(w.type)) {
                 ops::mul_mat_float(w.type, cx.at(nd.src[0]), w.ne1, w.ne0, b, y, cols, stream, lo);
                 return;
             }

@@ -30,8 +30,6 @@ inline int32_t product_result(const graph& g, const step& s, std::size_t i) { re
 
 namespace detail {
 
-inline bool float_matrix_type(qtype t) { return t == qtype::f32 || t == qtype::f16 || t == qtype::bf16; }
-
 // What the pass needs to know about who reads what.
 struct readers_of {
     std::vector<std::vector<int32_t>> of;  // per node: planned nodes that read it (once each)
@@ -95,13 +93,13 @@ private:
         return o == op::input || o == op::weight || o == op::state;
     }
     bool quantized_mul_mat(int32_t id) const {
-        return nd(id).op == op::mul_mat && !float_matrix_type(nd(nd(id).src[0]).type);
+        return nd(id).op == op::mul_mat && !is_float_matrix_type(nd(nd(id).src[0]).type);
     }
     // A mul_mat_id an experts step takes: quantized experts whose k is whole Q8_1 blocks (so that
     // the blocks of a token's slots are the blocks of its column).
     bool expert_mul_mat(int32_t id) const {
         const node& w = nd(nd(id).src[0]);
-        return o_.experts && nd(id).op == op::mul_mat_id && !float_matrix_type(w.type) && w.ne0 % 32 == 0;
+        return o_.experts && nd(id).op == op::mul_mat_id && !is_float_matrix_type(w.type) && w.ne0 % 32 == 0;
     }
     // The top_k of softmax `id` when only it and expert_weights of the same values and picks read
     // them (-1: none).
@@ -120,7 +118,7 @@ private:
     // read the result). Empty: none.
     std::vector<int32_t> router_step_nodes(int32_t id) const {
         const node& n = nd(id);
-        if (n.op != op::mul_mat || nd(n.src[0]).op != op::weight || !float_matrix_type(nd(n.src[0]).type) ||
+        if (n.op != op::mul_mat || nd(n.src[0]).op != op::weight || !is_float_matrix_type(nd(n.src[0]).type) ||
             readers_.output[std::size_t(id)] || readers_[id].size() != 1)
             return {};
         const int32_t r = readers_[id][0];

@@ -39,8 +39,6 @@ struct mul_mat_float_push {
 };
 static_assert(sizeof(mul_mat_float_push) == 40, "mul_mat_float_push must match shaders/ops/mul_mat_float.comp");
 
-inline bool is_float_weight(qtype t) { return t == qtype::f32 || t == qtype::f16 || t == qtype::bf16; }
-
 // Bytes of scratch region A (the batches of 8 columns) at the largest column count.
 inline std::size_t batched_activation_bytes(int64_t k, int64_t max_cols) {
     return max_cols >= mmvq_max_columns ? q8_1_activation_layout(k, max_cols / mmvq_max_columns * mmvq_max_columns).bytes : 0;
@@ -54,7 +52,7 @@ inline std::size_t activation_scratch_bytes(int64_t k, int64_t max_cols) {
 }  // namespace detail
 
 // Whether mul_mat takes weights of type t.
-inline bool has_mul_mat(qtype t) { return detail::is_float_weight(t) || is_in<weight_types>(t); }
+inline bool has_mul_mat(qtype t) { return is_float_matrix_type(t) || is_in<weight_types>(t); }
 
 // Scratch for W of type t with k columns and up to max_cols activation columns.
 inline std::size_t mul_mat_scratch_bytes(qtype t, int64_t k, int64_t max_cols) {
@@ -206,7 +204,7 @@ inline void record_mul_mat(kernels& k_ops, mmvq& k_mmvq, recorder& r, qtype t, c
     require_bytes(y, y_bytes, name, "y");
     const operand w_used = w.part(0, row_bytes * uint64_t(rows));
 
-    if (detail::is_float_weight(t)) {
+    if (is_float_matrix_type(t)) {
         const detail::mul_mat_float_push push{w.address, x.address, y.address, row_bytes, uint32_t(rows), uint32_t(k)};
         const grid g = make_grid(k_ops.device().info(), uint64_t(rows), uint64_t(cols), name);
         r.access({w_used, x.part(0, x_bytes)}, {y.part(0, y_bytes)});
