@@ -22,13 +22,21 @@ struct arch_variant {
     model::llama_shape shape;
 };
 
+// A q8_0-sized shape (n_embd 64, n_ff 128, no vocabulary) of an architecture, which the variants
+// below change.
+inline model::llama_shape variant_shape(const std::string& architecture) {
+    model::llama_shape s = small_shape(qtype::q8_0);
+    s.vocabulary = false;
+    s.architecture = architecture;
+    return s;
+}
+
 // q8_0-sized shapes (n_embd 64, n_ff 128): llama with q/k/v biases, linear rope scaling and Llama 3
 // frequency factors; qwen2 with its own and with a tied output; qwen3 with head_dim 32, not
 // n_embd / n_head = 16; qwen3moe likewise, with 8 experts of which each token uses 2.
 inline std::vector<arch_variant> arch_variants() {
     std::vector<arch_variant> v;
-    model::llama_shape s = small_shape(qtype::q8_0);
-    s.vocabulary = false;
+    const model::llama_shape s = variant_shape("llama");
     model::llama_shape llama = s;
     llama.qkv_bias = true;
     llama.rope_scaling_type = "linear";
@@ -58,9 +66,7 @@ inline std::vector<arch_variant> arch_variants() {
 // window of 3 keys on layer 0 (its sliding layer). Every backend's tests take every_arch_variant();
 // arch_variants() ends with qwen3moe, which the loader-edit tests start from.
 inline arch_variant gpt_oss_variant() {
-    model::llama_shape s = small_shape(qtype::q8_0);
-    s.vocabulary = false;
-    s.architecture = "gpt-oss";
+    model::llama_shape s = variant_shape("gpt-oss");
     s.n_expert = 4;
     s.n_expert_used = 2;
     s.n_ff_exp = 64;
@@ -75,9 +81,7 @@ inline arch_variant gpt_oss_variant() {
 // (the 8B's groups are 4), so q is 8192 wide while n_embd stays 64 (qwen3 reads head_dim from the
 // file).
 inline arch_variant wide_heads_variant() {
-    model::llama_shape s = small_shape(qtype::q8_0);
-    s.vocabulary = false;
-    s.architecture = "qwen3";
+    model::llama_shape s = variant_shape("qwen3");
     s.n_head = 64;
     s.n_head_kv = 8;
     s.head_dim = 128;
