@@ -16,7 +16,8 @@
 #   breakdown  llmrt-bench-decode's device time by step kind for each of DECODE_MODELS
 #   without    llmrt-bench-decode on each of DECODE_MODELS with each fusion of WITHOUT switched off
 #              (--without: what each fusion is worth)
-#   gpus       (only when named) on a machine of several GPUs: tests/nccl/test_model_tp_cuda, then
+#   gpus       (only when named) on a machine of several GPUs: tests/nccl/test_model_tp_cuda (and
+#              its failed-rank case, skipped by default, within 90 s), then
 #              on each of DECODE_MODELS for N = 1, 2, 4, ... up to the GPUs present: llmrt-generate
 #              (--gpus N past one: tensor parallel, mixture-of-experts models expert parallel), its
 #              greedy ids against one GPU's, and llama-bench -sm layer, row and tensor on N GPUs;
@@ -258,6 +259,11 @@ if wanted gpus && ! done_ gpus; then
             timeout $(( $(left) - 60 )) "$bin" > "$out/test_model_tp_cuda.log" 2>&1
             rc=$?
             log "gpus: test_model_tp_cuda exit $rc: $(grep -E 'test cases:' "$out/test_model_tp_cuda.log" | tail -1)"
+            # The failed-rank case is skipped unless asked for: it hung once (ncclCommAbort on
+            # NCCL 2.28.3); with ncclCommRevoke it should end in seconds, which this checks.
+            timeout 90 "$bin" --no-skip --test-case="a rank that fails*" > "$out/test_model_tp_cuda-revoke.log" 2>&1
+            rc=$?
+            log "gpus: the failed-rank case exit $rc$([ $rc = 124 ] && echo ' (hung: killed after 90 s)'): $(grep -E 'test cases:' "$out/test_model_tp_cuda-revoke.log" | tail -1)"
         else
             log "gpus: no test_model_tp_cuda (a build without NCCL)"
         fi
