@@ -256,7 +256,7 @@ inline void check_mmvq_epilogue(const mmvq_epilogue& e, int64_t rows, const outp
             fail("norm_tail needs columns of whole 32-value blocks, at most " + std::to_string(mmvq_norm_tail_max_length) +
                  ", as long as W's rows");
         if (!e.counters || !e.addend || !e.sum) fail("norm_tail without its counter, addend or sum");
-        if (e.records && (e.chunk_cols < 1 || e.c0 < 0 || e.c0 + ncols > e.cols))
+        if (e.records && (!ops::valid_record_chunk_cols(e.chunk_cols) || e.c0 < 0 || e.c0 + ncols > e.cols))
             fail("norm_tail's record columns do not hold the launch's");
         return;
     }

@@ -23,6 +23,9 @@ inline std::size_t rounded_records_bytes(int64_t k, int64_t cols) {
     return activation_scratch_bytes(k, 8, chunks);
 }
 
+// The chunk widths write_record takes.
+constexpr bool valid_record_chunk_cols(int64_t chunk_cols) { return chunk_cols == 1 || chunk_cols == 8; }
+
 namespace detail {
 
 // The same inside one chunk of `width` columns at `chunk`: column c (< width), block b.
@@ -34,12 +37,17 @@ __device__ __forceinline__ void write_chunk_record(uint8_t* chunk, int64_t width
 // One warp holds the 32 values of block b (elements 32b .. 32b + 31) of column c, one per lane,
 // and writes their Q8_1 record: bit for bit what quantize_activations writes for them.
 // chunk_cols: 8 (mul_mat's chunks), or 1: each column a batch of one column (what mmvq_id
-// quantizes for mul_mat_id; such records take no more bytes than the chunks of 8 do).
+// quantizes for mul_mat_id; such records take no more bytes than the chunks of 8 do). The hosts
+// check valid_record_chunk_cols. Only those two, so the chunk is a shift: a 64-bit division by
+// a runtime value is a subroutine of tens of instructions, and a one-block norm of 4096 values
+// paid several per thread (2.5 us of each llama 8B norm step on an H100).
 __device__ __forceinline__ void write_record(uint8_t* records, int64_t k, int64_t cols, int64_t c, int64_t b, float x,
                                              int lane, int64_t chunk_cols = 8) {
-    const int64_t chunk = c / chunk_cols;
-    const int64_t width = cols - chunk * chunk_cols < chunk_cols ? cols - chunk * chunk_cols : chunk_cols;
-    write_chunk_record(records + chunk * (k / 32) * activation_record_bytes(chunk_cols), width, c % chunk_cols, b, x, lane);
+    const bool single = chunk_cols == 1;
+    const int64_t chunk = single ? c : c >> 3;
+    const int64_t width = single ? 1 : (cols - (chunk << 3) < 8 ? cols - (chunk << 3) : 8);
+    write_chunk_record(records + chunk * (k >> 5) * activation_record_bytes(single ? 1 : 8), width, single ? 0 : c & 7, b,
+                       x, lane);
 }
 
 }  // namespace detail
