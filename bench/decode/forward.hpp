@@ -24,6 +24,13 @@ public:
                    const graph::lower_options& allow = {})
         : built_(model::build_llama_graph(w, n_ctx, batch, qtype::f16)),
           ex_(backend, built_.g, {.fuse = fuse, .allow = allow}) {}
+    // A tensor-parallel rank's forward: its shard's graph, with the all-reduces and the logits'
+    // all-gather over the backend's communicator (the shard's weights alone build a graph that
+    // never communicates, whose ids are wrong and whose speed leaves the collectives out).
+    single_forward(Backend& backend, const model::llama_shard& shard, int32_t n_ctx, bool fuse,
+                   const graph::lower_options& allow = {})
+        : built_(model::build_llama_graph(shard, n_ctx, batch, qtype::f16)),
+          ex_(backend, built_.g, {.fuse = fuse, .allow = allow}) {}
 
     static constexpr int32_t batch = 8;
     std::size_t steps() const { return ex_.get_plan().steps.size(); }
@@ -60,7 +67,7 @@ public:
                 rank& k = ranks_[std::size_t(r)];
                 k.backend = make_backend(r);
                 k.shard = model::shard_llama_weights(w, {r, ranks});
-                k.forward = std::make_unique<single_forward<Backend>>(*k.backend, k.shard.weights, n_ctx, fuse, allow);
+                k.forward = std::make_unique<single_forward<Backend>>(*k.backend, k.shard, n_ctx, fuse, allow);
             });
         } catch (...) {
             release();

@@ -12,6 +12,7 @@
 //           -n N             tokens to generate (default 32)
 //           --ctx N          cache length (default: min(context length, 2048))
 //           --batch N        most tokens per forward call (default 8)
+//           --cache-type T   the KV cache's type, f16 or f32 (default f32)
 //           --temp T         sample at temperature T through the sampler chain (default 0: greedy),
 //           --top-k N (40)   --top-p P (0.95)  --min-p P (0.05)  --seed N (1): the same text every run
 //           --tp N           tensor parallelism on the CPU backend: N ranks, one thread each, every
@@ -60,7 +61,14 @@ struct arguments {
     int32_t top_k = 40;
     int32_t tp = 0;    // --tp N: N ranks of a tensor-parallel group on N threads (CPU backend)
     int32_t gpus = 0;  // --gpus N: N ranks on CUDA devices 0..N-1 over NCCL
+    llmrt::qtype kv_type = llmrt::qtype::f32;  // --cache-type
 };
+
+llmrt::qtype cache_type_named(const std::string& s) {
+    if (s == "f16") return llmrt::qtype::f16;
+    if (s == "f32") return llmrt::qtype::f32;
+    throw llmrt::error(llmrt::errc::invalid_argument, "--cache-type takes f16 or f32, not '" + s + "'");
+}
 
 arguments parse(int argc, char** argv) {
     arguments a;
@@ -74,6 +82,7 @@ arguments parse(int argc, char** argv) {
         else if (o == "-n") a.n_new = cl.int_value();
         else if (o == "--ctx") a.n_ctx = a.shape.n_ctx = cl.int_value(), ctx_given = true;
         else if (o == "--batch") a.max_batch = cl.int_value();
+        else if (o == "--cache-type") a.kv_type = cache_type_named(cl.value());
         else if (o == "--type") a.type = llmrt::qtype_from_name(cl.value());
         else if (o == "--vocab") a.shape.n_vocab = cl.int_value();
         else if (o == "--embd") a.shape.n_embd = cl.int_value();
@@ -91,6 +100,7 @@ arguments parse(int argc, char** argv) {
         else if (o == "--gpus") a.gpus = cl.int_value(1, 64);
         else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-generate [MODEL.gguf] [--backend NAME] [-p TEXT | --prompt-ids IDS] [-n N] [--ctx N] [--batch N]\n"
+                      "                      [--cache-type f16|f32]\n"
                       "                      [--temp T] [--top-k N] [--top-p P] [--min-p P] [--seed N] [--tp N | --gpus N]\n"
                       "       llmrt-generate --make-model OUT.gguf [--type T] [--vocab N] [--embd N] [--layers N]\n"
                       "                      [--heads N] [--kv-heads N] [--ff N] [--ctx N] [--seed N] [--tied]\n"
@@ -155,7 +165,7 @@ run_setup setup(const llmrt::gguf::file& file, const arguments& a) {
 }
 
 llmrt::model::llama_options model_options(const run_setup& s, const arguments& a) {
-    return {.n_ctx = s.n_ctx, .max_batch = a.max_batch, .kv_type = llmrt::qtype::f32};
+    return {.n_ctx = s.n_ctx, .max_batch = a.max_batch, .kv_type = a.kv_type};
 }
 
 // Model: llama_model<Backend>, or tensor_parallel_llama<Backend> (its ranks in lockstep, rank 0's

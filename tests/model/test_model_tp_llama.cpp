@@ -1,17 +1,20 @@
 // model::tensor_parallel_llama on CPU ranks (comm::local_group): the ranks' models driven in
 // lockstep from the caller's thread, against the single model, and what a failing rank or a bad
 // argument does to the caller. (The same class on several GPUs: tests/nccl/test_model_tp_cuda.cu.)
+// Also llmrt-bench-decode's tensor-parallel forward (bench/decode/forward.hpp), held to the same ids.
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include <llmrt/comm/local.hpp>
 #include <llmrt/cpu/backend.hpp>
 #include <llmrt/model/model.hpp>
 #include <llmrt/model/tensor_parallel_llama.hpp>
 
+#include "../../bench/decode/forward.hpp"
 #include "model_fixtures.hpp"
 
 using namespace llmrt;
@@ -75,4 +78,37 @@ TEST_CASE("a rank whose backend cannot be made fails tensor_parallel_llama with 
     };
     CHECK_THROWS_WITH_AS(model::tensor_parallel_llama<cpu::backend>(2, make, file, base_options, [&] { group.cancel(); }),
                          doctest::Contains("rank 1 has no device"), llmrt::error);
+}
+
+// The prompt one token at a time, then 8 greedy tokens, through forward.call (bench/decode).
+template <class Forward>
+std::vector<int32_t> bench_decode(Forward& forward) {
+    std::vector<int32_t> ids;
+    int32_t next = -1;
+    for (std::size_t i = 0; i < test::model_prompt.size(); ++i) {
+        const int32_t token = test::model_prompt[i], position = int32_t(i);
+        forward.call(&token, &position, 1, &next);
+    }
+    for (int32_t i = 0; i < 8; ++i) {
+        ids.push_back(next);
+        const int32_t token = next, position = int32_t(test::model_prompt.size()) + i;
+        forward.call(&token, &position, 1, &next);
+    }
+    return ids;
+}
+
+TEST_CASE("llmrt-bench-decode's tensor-parallel forward gives its single forward's ids on 2 and 4 CPU ranks") {
+    const auto file = test::model_file(test::tp_shape("llama"), qtype::q8_0, 11);
+    const model::llama_weights w = model::load_llama_weights(*file);
+    cpu::backend single_backend(float_options());
+    llmrt_bench::single_forward<cpu::backend> single(single_backend, w, base_options.n_ctx, true);
+    const std::vector<int32_t> expected = bench_decode(single);
+    for (int32_t ranks : {2, 4}) {
+        CAPTURE(ranks);
+        comm::local_group group(ranks);
+        llmrt_bench::tensor_parallel_forward<cpu::backend> tp(
+            ranks, [&](int32_t r) { return std::make_unique<cpu::backend>(float_options(&group.rank(r))); },
+            [&] { group.cancel(); }, w, base_options.n_ctx, true);
+        CHECK(bench_decode(tp) == expected);
+    }
 }
