@@ -1,16 +1,19 @@
 // The fused kernels of the CUDA backend's lowered steps against their unfused definitions: the
 // Q8_1 records a producer writes against quantize_activations of its result, rope_cache against
-// rope and set_rows, split attention against the CPU reference. Fresh random inputs, sizes that
-// are not multiples of any tile, outputs poisoned before every launch. Every case skips, passing
-// with a message, on a machine without a CUDA device.
+// rope and set_rows, split attention against the CPU reference, the router and its top k against
+// mul_mat_float and top_k. Fresh random inputs, sizes that are not multiples of any tile, outputs
+// poisoned before every launch. Every case skips, passing with a message, on a machine without a
+// CUDA device.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <llmrt/core/float_convert.hpp>
 #include <llmrt/cpu/ops.hpp>
 #include <llmrt/cuda/backend.cuh>
 #include <llmrt/cuda/steps.cuh>
@@ -441,4 +444,57 @@ TEST_CASE("an epilogue that does not fit its launch is an llmrt::error naming th
     products[0].y.data = stack.ptr + 1;
     CHECK_THROWS_WITH_AS(cuda::mmvq_prepared_many(products, x.x, nullptr), doctest::Contains("Y must be the launch's rows"),
                          error);
+}
+
+TEST_CASE("router_top_k gives the bits of mul_mat_float, then top_k with its softmax, whether the weights fit a lane's registers or not") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    cudaStream_t stream = nullptr;
+    testing::check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+    cuda::launch_options lo;
+    lo.programmatic_dependent_launch = true;  // the weights are loaded before the wait
+    // 100 and 2880 inputs: 16 and 32 weights a lane, the last partly used; 5000: the loop.
+    for (qtype type : {qtype::f32, qtype::f16})
+        for (int64_t k_in : {int64_t(100), int64_t(2880), int64_t(5000)})
+            for (int64_t n : {int64_t(32), int64_t(128), int64_t(200)}) {
+                CAPTURE(std::string(name(type)));
+                CAPTURE(k_in);
+                CAPTURE(n);
+                const int64_t k = 4, cols = 3;
+                const std::vector<float> w = gaussian(std::size_t(n * k_in), 61, 0.05f);
+                std::vector<uint16_t> w16(w.size());
+                for (std::size_t i = 0; i < w.size(); ++i) w16[i] = fp32_to_fp16(w[i]);
+                device_vector<float> w32_d(w), x(gaussian(std::size_t(k_in * cols), 62));
+                device_vector<uint16_t> w16_d(w16);
+                const void* weights = type == qtype::f16 ? static_cast<const void*>(w16_d.ptr) : w32_d.ptr;
+                device_vector<float> logits(std::size_t(n * cols)), probs(std::size_t(n * cols)), picked(std::size_t(k * cols));
+                device_vector<float> ref_logits(std::size_t(n * cols)), ref_probs(std::size_t(n * cols)), ref_picked(std::size_t(k * cols));
+                device_vector<int32_t> ids(std::size_t(k * cols)), ref_ids(std::size_t(k * cols)), counters{std::size_t(cols)};
+                counters.fill_bytes(0);
+                for (device_vector<float>* v : {&logits, &probs, &picked}) v->fill_bytes(0xff);  // NaN
+                ids.fill_bytes(0xff);                                                         // -1
+
+                cuda::ops::router_picks r;
+                r.type = type;
+                r.w = weights;
+                r.n = n;
+                r.k_in = k_in;
+                r.k = k;
+                r.x = x.ptr;
+                r.logits = logits.ptr;
+                r.probs = probs.ptr;
+                r.ids = ids.ptr;
+                r.weights = picked.ptr;
+                r.norm = graph::expert_norm::sum;
+                for (int launch = 0; launch < 2; ++launch)  // the counters are left at zero for the next
+                    cuda::ops::router_top_k(r, cols, counters.ptr, stream, lo);
+                cuda::ops::mul_mat_float(type, weights, n, k_in, x.ptr, ref_logits.ptr, cols, stream);
+                cuda::ops::top_k(ref_probs.ptr, ref_ids.ptr, n, k, cols, stream, {}, ref_picked.ptr, graph::expert_norm::sum,
+                                 ref_logits.ptr);
+                CHECK(same_bits(logits.download(), ref_logits.download()));
+                CHECK(same_bits(probs.download(), ref_probs.download()));
+                CHECK(ids.download() == ref_ids.download());
+                CHECK(same_bits(picked.download(), ref_picked.download()));
+                CHECK(counters.download() == std::vector<int32_t>(std::size_t(cols), 0));
+            }
+    cudaStreamDestroy(stream);
 }

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "llmrt/cuda/mmvq.cuh"
 #include "llmrt/cuda/ops/common.cuh"
@@ -247,11 +248,17 @@ namespace detail {
 // The router and its top k in one launch: mul_mat_float's blocks over the experts' scores of
 // column blockIdx.y; the block that finishes a column last (an integer counter per column, left
 // at zero) runs top_k_column on it with its warp 0: the softmax, the picks and their weights.
-template <class B, int PerLane>
+// KPerLane > 0: the router's weights are loaded before the wait for the kernel before
+// (mul_mat_float_rows_early), while that kernel (the norm) still runs.
+template <class B, int PerLane, int KPerLane>
 __global__ void __launch_bounds__(32 * mul_mat_warps) router_top_k_kernel(const router_picks a, int32_t* counters) {
-    enter_kernel();
     __shared__ int last;
-    mul_mat_float_rows<B>(static_cast<const B*>(a.w), a.x, a.logits, a.n, a.k_in, a.bias, a.biased);
+    if constexpr (KPerLane > 0) {
+        mul_mat_float_rows_early<B, KPerLane>(static_cast<const B*>(a.w), a.x, a.logits, a.n, a.k_in, a.bias, a.biased);
+    } else {
+        enter_kernel();
+        mul_mat_float_rows<B>(static_cast<const B*>(a.w), a.x, a.logits, a.n, a.k_in, a.bias, a.biased);
+    }
     __threadfence();  // the block's scores are visible before its arrival is
     __syncthreads();
     const int64_t c = blockIdx.y;
@@ -394,14 +401,21 @@ inline void router_top_k(const router_picks& r, int64_t cols, int32_t* counters,
     if (cols == 0) return;
     detail::check_columns(cols, op);
     const dim3 grid(detail::blocks_for(r.n, detail::mul_mat_rows_per_block, op), unsigned(cols));
+    // Routers of up to 4096 inputs (every released MoE's so far) hold their weights in registers.
+    const int64_t lanes = detail::mul_mat_early_lanes(r.k_in);
     dispatch<float_weight_types>(r.type, op, [&](auto tag) {
         using B = typename decltype(tag)::type;
-        if (r.n <= 128)
-            detail::launch(op, detail::router_top_k_kernel<B, 4>, grid, dim3(32 * detail::mul_mat_warps), 0, stream, o, r,
-                           counters);
-        else
-            detail::launch(op, detail::router_top_k_kernel<B, 8>, grid, dim3(32 * detail::mul_mat_warps), 0, stream, o, r,
-                           counters);
+        auto go = [&](auto kernel) {
+            detail::launch(op, kernel, grid, dim3(32 * detail::mul_mat_warps), 0, stream, o, r, counters);
+        };
+        auto with_picks = [&](auto per_lane) {
+            constexpr int P = decltype(per_lane)::value;
+            if (lanes <= 16) go(detail::router_top_k_kernel<B, P, 16>);
+            else if (lanes <= 32) go(detail::router_top_k_kernel<B, P, 32>);
+            else go(detail::router_top_k_kernel<B, P, 0>);
+        };
+        if (r.n <= 128) with_picks(std::integral_constant<int, 4>{});
+        else with_picks(std::integral_constant<int, 8>{});
     });
 }
 

@@ -77,6 +77,61 @@ __device__ __forceinline__ void mul_mat_float_rows(const B* w, const float* x, f
     if (bias) biased[int64_t(blockIdx.y) * rows + row] = __fadd_rn(sum, bias[row]);
 }
 
+// mul_mat_float_rows with W's elements (a weight: no kernel writes it) loaded into registers
+// before the kernel waits for the one before it, and x's after: the same products added in the
+// same order, the same bits. Each lane holds KPerLane elements, at least ceil(k / (32 ·
+// mul_mat_row_warps)) (mul_mat_early_lanes). Calls enter_kernel() itself.
+template <class B, int KPerLane>
+__device__ __forceinline__ void mul_mat_float_rows_early(const B* w, const float* x, float* y, int64_t rows, int64_t k,
+                                                         const float* bias = nullptr, float* biased = nullptr) {
+    __shared__ float partial[mul_mat_warps];
+    const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x) & 31;
+    const int part = warp % mul_mat_row_warps;
+    const int64_t row = int64_t(blockIdx.x) * mul_mat_rows_per_block + warp / mul_mat_row_warps;
+    constexpr int64_t stride = 32 * mul_mat_row_warps;
+    B wv[KPerLane];
+    if (row < rows) {
+        const B* wr = w + row * k;
+#pragma unroll
+        for (int j = 0; j < KPerLane; ++j) {
+            const int64_t i = part * 32 + lane + j * stride;
+            if (i < k) wv[j] = wr[i];
+        }
+    }
+    enter_kernel();
+    float acc = 0.0f;
+    if (row < rows) {
+        const float* xc = x + int64_t(blockIdx.y) * k;
+        float xv[KPerLane];
+#pragma unroll
+        for (int j = 0; j < KPerLane; ++j) {
+            const int64_t i = part * 32 + lane + j * stride;
+            xv[j] = i < k ? xc[i] : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < KPerLane; ++j) {
+            if (part * 32 + lane + j * stride < k) {
+                float wi;
+                dequantize_block(wv[j], &wi);
+                acc = __fmaf_rn(wi, xv[j], acc);
+            }
+        }
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, offset));
+    if (lane == 0) partial[warp] = acc;
+    __syncthreads();
+    if (part != 0 || lane != 0 || row >= rows) return;
+    float sum = partial[warp];
+#pragma unroll
+    for (int p = 1; p < mul_mat_row_warps; ++p) sum = __fadd_rn(sum, partial[warp + p]);
+    y[int64_t(blockIdx.y) * rows + row] = sum;
+    if (bias) biased[int64_t(blockIdx.y) * rows + row] = __fadd_rn(sum, bias[row]);
+}
+
+// The KPerLane mul_mat_float_rows_early needs for rows of k elements.
+constexpr int64_t mul_mat_early_lanes(int64_t k) { return (k + 32 * mul_mat_row_warps - 1) / (32 * mul_mat_row_warps); }
+
 template <class B>
 __global__ void __launch_bounds__(32 * mul_mat_warps)
     mul_mat_float_kernel(const B* w, const float* x, float* y, int64_t rows, int64_t k) {
