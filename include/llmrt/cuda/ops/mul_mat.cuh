@@ -43,6 +43,25 @@ constexpr int mul_mat_warps = 8;
 constexpr int mul_mat_row_warps = 4;  // warps per (row, column): a router's 128 rows still fill 64 blocks
 constexpr int mul_mat_rows_per_block = mul_mat_warps / mul_mat_row_warps;
 
+// The end of mul_mat_float_rows (every thread calls it, with acc its lane's part of the block's
+// row `row`): each warp's butterfly sum, then the row's warps' sums in warp order into y (and
+// biased = y + bias, with a bias).
+__device__ __forceinline__ void store_row_sum(float acc, int64_t row, int64_t rows, float* y, const float* bias,
+                                              float* biased) {
+    __shared__ float partial[mul_mat_warps];
+    const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x) & 31;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, offset));
+    if (lane == 0) partial[warp] = acc;
+    __syncthreads();
+    if (warp % mul_mat_row_warps != 0 || lane != 0 || row >= rows) return;
+    float sum = partial[warp];
+#pragma unroll
+    for (int p = 1; p < mul_mat_row_warps; ++p) sum = __fadd_rn(sum, partial[warp + p]);
+    y[int64_t(blockIdx.y) * rows + row] = sum;
+    if (bias) biased[int64_t(blockIdx.y) * rows + row] = __fadd_rn(sum, bias[row]);
+}
+
 // The block's rows of column blockIdx.y (a block of mul_mat_warps warps; every thread calls it).
 // Warp p of a row's four takes the elements p·32 + lane + 128·i; each warp's butterfly sum, then
 // the four warps' sums in warp order.
@@ -50,7 +69,6 @@ constexpr int mul_mat_rows_per_block = mul_mat_warps / mul_mat_row_warps;
 template <class B>
 __device__ __forceinline__ void mul_mat_float_rows(const B* w, const float* x, float* y, int64_t rows, int64_t k,
                                                    const float* bias = nullptr, float* biased = nullptr) {
-    __shared__ float partial[mul_mat_warps];
     const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x) & 31;
     const int part = warp % mul_mat_row_warps;
     const int64_t row = int64_t(blockIdx.x) * mul_mat_rows_per_block + warp / mul_mat_row_warps;
@@ -65,16 +83,7 @@ __device__ __forceinline__ void mul_mat_float_rows(const B* w, const float* x, f
             acc = __fmaf_rn(wi, xc[i], acc);
         }
     }
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, offset));
-    if (lane == 0) partial[warp] = acc;
-    __syncthreads();
-    if (part != 0 || lane != 0 || row >= rows) return;
-    float sum = partial[warp];
-#pragma unroll
-    for (int p = 1; p < mul_mat_row_warps; ++p) sum = __fadd_rn(sum, partial[warp + p]);
-    y[int64_t(blockIdx.y) * rows + row] = sum;
-    if (bias) biased[int64_t(blockIdx.y) * rows + row] = __fadd_rn(sum, bias[row]);
+    store_row_sum(acc, row, rows, y, bias, biased);
 }
 
 // mul_mat_float_rows with W's elements (a weight: no kernel writes it) loaded into registers
@@ -84,7 +93,6 @@ __device__ __forceinline__ void mul_mat_float_rows(const B* w, const float* x, f
 template <class B, int KPerLane>
 __device__ __forceinline__ void mul_mat_float_rows_early(const B* w, const float* x, float* y, int64_t rows, int64_t k,
                                                          const float* bias = nullptr, float* biased = nullptr) {
-    __shared__ float partial[mul_mat_warps];
     const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x) & 31;
     const int part = warp % mul_mat_row_warps;
     const int64_t row = int64_t(blockIdx.x) * mul_mat_rows_per_block + warp / mul_mat_row_warps;
@@ -117,16 +125,7 @@ __device__ __forceinline__ void mul_mat_float_rows_early(const B* w, const float
             }
         }
     }
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, offset));
-    if (lane == 0) partial[warp] = acc;
-    __syncthreads();
-    if (part != 0 || lane != 0 || row >= rows) return;
-    float sum = partial[warp];
-#pragma unroll
-    for (int p = 1; p < mul_mat_row_warps; ++p) sum = __fadd_rn(sum, partial[warp + p]);
-    y[int64_t(blockIdx.y) * rows + row] = sum;
-    if (bias) biased[int64_t(blockIdx.y) * rows + row] = __fadd_rn(sum, bias[row]);
+    store_row_sum(acc, row, rows, y, bias, biased);
 }
 
 // The KPerLane mul_mat_float_rows_early needs for rows of k elements.
