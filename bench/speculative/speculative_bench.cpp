@@ -1,16 +1,23 @@
 // llmrt-bench-speculative: what speculative decoding gains over plain decoding of the target.
 //
 //   llmrt-bench-speculative [--backend NAME] [-n N] [--reps R] [--clock wall|cpu] [--json FILE|-]
-//                           [--period P] [--repeats R] [--n-max N] [--no-fallback]
+//                           [--period P] [--repeats R] [--n-max N] [--p-min P] [--no-fallback]
+//                           [--target T.gguf --draft D.gguf --prompt-file NAME=PATH ... [--temps T,T]]
 //
-// Workloads, all greedy, each against plain decoding of the same prompt with the same generator,
-// with the library's fallback policy on (plain decoding while speculation measures slower) unless
-// --no-fallback:
+// Workloads, each against plain decoding of the same prompt with the same generator and sampler
+// chain, with the library's fallback policy on (plain decoding while speculation measures slower)
+// unless --no-fallback. Without --target, on the default pair (greedy):
 //   draft model           the default pair (Q8_0 target, Q2_K draft of the same weights)
 //   draft, fallback off   the same without the fallback, to show speculation itself (left out with
 //                         --no-fallback, where the first row already is that)
 //   ngram                 the n-gram drafter alone on a repetitive prompt (BOS, P words R times)
 //   ngram + draft model   both, chained (n-gram first), on the repetitive prompt
+// With --target and --draft (a trained pair sharing one vocabulary), for each --prompt-file (a text
+// file, tokenized with the target's vocabulary, BOS first):
+//   draft model           at every temperature of --temps (default 0,0.8; 0 is greedy), with greedy
+//                         (point-mass) drafts, so that the output equals plain decoding's with the
+//                         same seed token for token
+//   ngram                 the n-gram drafter alone, greedy
 // Each timing is the fastest of R runs, plain and speculative runs interleaved. Decoding tokens/s is
 // the generated tokens over the generate() call less the target's prompt processing (timed on its
 // own: the target evaluating the prompt but its last token); a draft model's own pass over the
@@ -25,6 +32,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -42,11 +50,45 @@ namespace {
 
 namespace spec = llmrt_examples::speculative;
 
+struct prompt_file {
+    std::string name, path;
+};
+
 struct arguments {
     std::string backend, json_path = "speculative.json", clock = "wall";
     int32_t n = 256, reps = 3, period = 8, repeats = 8, n_max = llmrt::sample::draft_policy{}.n_max;
+    float p_min = -1.0f;  // < 0: 0 for the default pair, the library's default for a given pair
     bool fallback = llmrt::sample::fallback_policy{}.enabled;
+    std::string target_path, draft_path;
+    std::vector<prompt_file> prompt_files;
+    std::vector<float> temperatures{0.0f, 0.8f};
 };
+
+// "NAME=PATH"
+prompt_file to_prompt_file(const std::string& v) {
+    const std::size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+        throw llmrt::error(llmrt::errc::invalid_argument, "--prompt-file takes NAME=PATH, not '" + v + "'");
+    return {v.substr(0, eq), v.substr(eq + 1)};
+}
+
+// "0,0.8"
+std::vector<float> to_temperatures(const std::string& v) {
+    std::vector<float> out;
+    std::size_t at = 0;
+    while (at <= v.size()) {
+        const std::size_t comma = std::min(v.find(',', at), v.size());
+        const std::string item = v.substr(at, comma - at);
+        char* end = nullptr;
+        const float t = std::strtof(item.c_str(), &end);
+        if (item.empty() || end != item.c_str() + item.size() || !(t >= 0.0f && t <= 100.0f))
+            throw llmrt::error(llmrt::errc::invalid_argument,
+                               "--temps takes comma-separated temperatures in [0, 100], not '" + v + "'");
+        out.push_back(t);
+        at = comma + 1;
+    }
+    return out;
+}
 
 arguments parse(int argc, char** argv) {
     arguments a;
@@ -60,21 +102,38 @@ arguments parse(int argc, char** argv) {
         else if (o == "--period") a.period = cl.int_value(1, 1000000);
         else if (o == "--repeats") a.repeats = cl.int_value(1, 1000000);
         else if (o == "--n-max") a.n_max = cl.int_value(1, 1000000);
+        else if (o == "--p-min") a.p_min = float(cl.number_value(0.0, 1.0));
         else if (o == "--no-fallback") a.fallback = false;
+        else if (o == "--target") a.target_path = cl.value();
+        else if (o == "--draft") a.draft_path = cl.value();
+        else if (o == "--prompt-file") a.prompt_files.push_back(to_prompt_file(cl.value()));
+        else if (o == "--temps") a.temperatures = to_temperatures(cl.value());
         else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-bench-speculative [--backend NAME] [-n N] [--reps R] [--clock wall|cpu] [--json FILE|-]\n"
-                      "                               [--period P] [--repeats R] [--n-max N] [--no-fallback]\n"
+                      "                               [--period P] [--repeats R] [--n-max N] [--p-min P] [--no-fallback]\n"
+                      "                               [--target T.gguf --draft D.gguf --prompt-file NAME=PATH ... [--temps T,T]]\n"
                       "\n"
                       "Defaults: -n 256, --reps 3, --clock wall, --json speculative.json, --period 8 --repeats 8,\n"
-                      "--n-max 16 (adaptive), p_min 0, greedy. The fallback policy is on in every row but one that\n"
-                      "shows the draft model without it: plain decoding while speculation measures slower (after 8\n"
-                      "timed rounds, 32 plain tokens, doubling up to 1024; llmrt::sample::fallback_policy).\n"
-                      "--no-fallback turns it off everywhere.");
+                      "--n-max 16 (adaptive). The fallback policy is on in every row but one that shows the default\n"
+                      "pair's draft model without it: plain decoding while speculation measures slower (after 8 timed\n"
+                      "rounds, 32 plain tokens, doubling up to 1024; llmrt::sample::fallback_policy). --no-fallback\n"
+                      "turns it off everywhere.\n"
+                      "\n"
+                      "Without --target: the default pair (a random llama as Q8_0 target and Q2_K draft), greedy,\n"
+                      "p_min 0. With --target and --draft: for each --prompt-file (text, tokenized with the target's\n"
+                      "vocabulary), the draft model at each temperature of --temps (default 0,0.8; greedy drafts) and\n"
+                      "the n-gram drafter (greedy); p_min defaults to the library's 0.75.");
             std::exit(0);
         } else cl.reject();
     }
     if (a.clock != "wall" && a.clock != "cpu")
         throw llmrt::error(llmrt::errc::invalid_argument, "--clock is wall or cpu, not '" + a.clock + "'");
+    if (a.target_path.empty() != a.draft_path.empty())
+        throw llmrt::error(llmrt::errc::invalid_argument, "--target and --draft come together (a trained pair)");
+    if (!a.target_path.empty() && a.prompt_files.empty())
+        throw llmrt::error(llmrt::errc::invalid_argument, "--target needs at least one --prompt-file NAME=PATH");
+    if (a.target_path.empty() && !a.prompt_files.empty())
+        throw llmrt::error(llmrt::errc::invalid_argument, "--prompt-file needs --target and --draft");
     return a;
 }
 
@@ -121,6 +180,8 @@ struct call_costs {
     double draft_one = 0.0;
 };
 
+constexpr int32_t cost_position = 64;  // where measure_costs times calls: a position typical of the runs
+
 // The fastest of `reps` calls at position `at` (the cache refilled up to there first).
 template <class Model>
 double call_seconds(Model& m, int32_t at, int32_t tokens, int32_t reps, const std::function<double()>& now) {
@@ -144,9 +205,8 @@ call_costs measure_costs(Model& target, Model& draft, int32_t batch, int32_t rep
     const std::function<double()> now = config.clock ? config.clock : [] {
         return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     };
-    const int32_t at = 64;  // a position typical of the runs
-    return {batch, call_seconds(target, at, 1, reps, now), call_seconds(target, at, batch, reps, now),
-            call_seconds(draft, at, 1, reps, now)};
+    return {batch, call_seconds(target, cost_position, 1, reps, now),
+            call_seconds(target, cost_position, batch, reps, now), call_seconds(draft, cost_position, 1, reps, now)};
 }
 
 template <class Model>
@@ -206,17 +266,24 @@ std::string json_escape(const std::string& s) {
     return out;
 }
 
+// What the table and the JSON say of the pair.
+struct pair_info {
+    std::string target, draft;  // "Q8_0" or a file path
+    llmrt::model::llama_shape shape;
+};
+
 void write_json(std::FILE* f, const std::vector<measurement>& results, const call_costs& costs, const std::string& backend,
-                const arguments& a, const llmrt::model::llama_shape& shape) {
+                const arguments& a, const pair_info& info) {
+    const auto& shape = info.shape;
     std::fprintf(f, "{\n  \"backend\": \"%s\",\n  \"clock\": \"%s\",\n  \"tokens\": %d,\n  \"reps\": %d,\n",
                  json_escape(backend).c_str(), a.clock.c_str(), a.n, a.reps);
     std::fprintf(f,
                  "  \"call_seconds\": {\"target_1\": %.6f, \"target_batch\": %.6f, \"batch\": %d, \"draft_1\": %.6f},\n",
                  costs.target_one, costs.target_batch, costs.batch, costs.draft_one);
     std::fprintf(f,
-                 "  \"model\": {\"target_type\": \"%s\", \"draft_type\": \"%s\", \"n_vocab\": %d, \"n_embd\": %d, "
+                 "  \"model\": {\"target\": \"%s\", \"draft\": \"%s\", \"n_vocab\": %d, \"n_embd\": %d, "
                  "\"n_layer\": %d, \"n_head\": %d, \"n_head_kv\": %d, \"n_ff\": %d},\n  \"results\": [\n",
-                 llmrt::name(spec::default_target_type), llmrt::name(spec::default_draft_type), shape.n_vocab,
+                 json_escape(info.target).c_str(), json_escape(info.draft).c_str(), shape.n_vocab,
                  shape.n_embd, shape.n_layer, shape.n_head, shape.n_head_kv, shape.n_ff);
     for (std::size_t i = 0; i < results.size(); ++i) {
         const auto& m = results[i];
@@ -254,48 +321,125 @@ void write_json(std::FILE* f, const std::vector<measurement>& results, const cal
     std::fprintf(f, "  ]\n}\n");
 }
 
+// The default pair's workloads (greedy): the draft model, with and without the fallback, on a short
+// prompt; the n-gram drafter alone and chained with the draft model on a repetitive prompt.
+std::vector<workload> default_workloads(const arguments& a, const spec::run_config& base,
+                                        std::deque<std::vector<int32_t>>& prompts) {
+    const std::vector<int32_t>& plain_prompt = prompts.emplace_back(spec::default_prompt());
+    const std::vector<int32_t>& repetitive = prompts.emplace_back(spec::repetitive_prompt(a.period, a.repeats));
+    std::vector<workload> w;
+    w.push_back({"default prompt", &plain_prompt, base});  // base drafts with the draft model
+    if (a.fallback) {
+        w.push_back({"default, fallback off", &plain_prompt, base});
+        w.back().config.policy.fallback.enabled = false;
+    }
+    w.push_back({"repetitive prompt", &repetitive, base});
+    w.back().config.draft_model = false;
+    w.back().config.ngram = true;
+    w.push_back({"repetitive prompt", &repetitive, base});
+    w.back().config.ngram = true;
+    return w;
+}
+
+std::string read_text(const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) throw llmrt::error(llmrt::errc::io_error, "--prompt-file: cannot open " + path);
+    std::string text;
+    char buf[4096];
+    for (std::size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, got);
+    std::fclose(f);
+    return text;
+}
+
+// A trained pair's workloads: per prompt file, the draft model at each temperature (greedy drafts)
+// and the n-gram drafter alone (greedy).
+std::vector<workload> pair_workloads(const llmrt::gguf::file& target, const arguments& a, const spec::run_config& base,
+                                     std::deque<std::vector<int32_t>>& prompts) {
+    using namespace llmrt;
+    const model::llama_hparams h = model::load_llama_weights(target).hparams;
+    const text::tokenizer tokenizer = model::tokenizer_of(target.metadata(), model::read_vocabulary(target.metadata(), h.n_vocab));
+    std::vector<workload> w;
+    for (const prompt_file& f : a.prompt_files) {
+        const std::vector<int32_t>& ids = prompts.emplace_back(tokenizer.encode(read_text(f.path)));
+        check(ids.size() >= 2, errc::invalid_argument,
+              [&] { return "--prompt-file " + f.name + ": " + f.path + " gives fewer than 2 tokens"; });
+        for (float t : a.temperatures) {
+            char name[64];
+            std::snprintf(name, sizeof name, "%s, %s", f.name.c_str(), t > 0.0f ? ("temp " + std::to_string(t).substr(0, 4)).c_str() : "greedy");
+            w.push_back({name, &ids, base});
+            if (t > 0.0f) {
+                w.back().config.sampling = sample::sampling_params{};
+                w.back().config.sampling.temperature = t;
+                w.back().config.sampling.seed = 1;
+            }
+        }
+        w.push_back({f.name + ", greedy", &ids, base});
+        w.back().config.draft_model = false;
+        w.back().config.ngram = true;
+    }
+    return w;
+}
+
 template <class Backend>
 int run(Backend& backend, const std::string& description, const arguments& a) {
     using namespace llmrt;
-    const model::llama_shape shape = spec::default_shape();
-    const spec::model_pair files = spec::generated_pair(shape);
-    const std::vector<int32_t> plain_prompt = spec::default_prompt();
-    const std::vector<int32_t> repetitive = spec::repetitive_prompt(a.period, a.repeats);
+    const bool given = !a.target_path.empty();
+    spec::model_pair files;
+    pair_info info;
+    if (given) {
+        files.target = std::make_shared<const gguf::file>(gguf::file::open(a.target_path));
+        files.draft = std::make_shared<const gguf::file>(gguf::file::open(a.draft_path));
+        const model::llama_hparams h = model::load_llama_weights(*files.target).hparams;
+        info = {a.target_path, a.draft_path,
+                {.n_vocab = h.n_vocab, .n_embd = h.n_embd, .n_layer = h.n_layer, .n_head = h.n_head,
+                 .n_head_kv = h.n_head_kv, .n_ff = h.n_ff, .n_ctx = h.n_ctx_train}};
+    } else {
+        info = {name(spec::default_target_type), name(spec::default_draft_type), spec::default_shape()};
+        files = spec::generated_pair(info.shape);
+    }
 
     spec::run_config base;
     base.policy.n_max = std::min(a.n_max, 63);  // a verification batch of n_max + 1 within max_batch 64
-    base.policy.p_min = 0.0f;  // a random model's top-1 probability is a few percent: 0.75 would never draft
+    // A random model's top-1 probability is a few percent: 0.75 would never draft.
+    base.policy.p_min = a.p_min >= 0.0f ? a.p_min : given ? base.policy.p_min : 0.0f;
     base.policy.fallback.enabled = a.fallback;
     base.stop_at_eos = false;  // every run generates exactly n tokens
     if (a.clock == "cpu") base.clock = spec::process_cpu_seconds;
 
-    std::vector<workload> workloads;
-    workloads.push_back({"default prompt", &plain_prompt, base});  // base drafts with the draft model
-    if (a.fallback) {
-        workloads.push_back({"default, fallback off", &plain_prompt, base});
-        workloads.back().config.policy.fallback.enabled = false;
-    }
-    workloads.push_back({"repetitive prompt", &repetitive, base});
-    workloads.back().config.draft_model = false;
-    workloads.back().config.ngram = true;
-    workloads.push_back({"repetitive prompt", &repetitive, base});
-    workloads.back().config.ngram = true;
-
-    const int32_t longest = int32_t(std::max(plain_prompt.size(), repetitive.size()));
-    const model::llama_options options{.n_ctx = spec::cache_length_for(shape.n_ctx, std::size_t(longest), a.n, base.policy),
-                                       .max_batch = base.policy.n_max + 1};
+    std::deque<std::vector<int32_t>> prompts;  // the workloads point into it
+    const std::vector<workload> workloads =
+        given ? pair_workloads(*files.target, a, base, prompts) : default_workloads(a, base, prompts);
+    std::size_t longest = 0;
+    for (const auto& p : prompts) longest = std::max(longest, p.size());
+    // Room for the runs, and for measure_costs' calls at position 64.
+    const int32_t n_ctx = std::min(info.shape.n_ctx, std::max(spec::cache_length_for(info.shape.n_ctx, longest, a.n, base.policy),
+                                                              cost_position + base.policy.n_max + 1));
+    const model::llama_options options{.n_ctx = n_ctx, .max_batch = base.policy.n_max + 1};
     model::llama_model<Backend> target(backend, files.target, options);
     model::llama_model<Backend> draft(backend, files.draft, options);
 
-    std::printf("llmrt-bench-speculative: %s target, %s draft of the same random weights\n", name(spec::default_target_type),
-                name(spec::default_draft_type));
-    std::printf("model:   llama, %d layers, n_embd %d, %d heads (%d kv), n_ff %d, vocab %d\n", shape.n_layer, shape.n_embd,
-                shape.n_head, shape.n_head_kv, shape.n_ff, shape.n_vocab);
+    const auto& s = info.shape;
+    if (given) std::printf("llmrt-bench-speculative: target %s, draft %s\n", info.target.c_str(), info.draft.c_str());
+    else std::printf("llmrt-bench-speculative: %s target, %s draft of the same random weights\n", info.target.c_str(), info.draft.c_str());
+    std::printf("model:   llama, %d layers, n_embd %d, %d heads (%d kv), n_ff %d, vocab %d\n", s.n_layer, s.n_embd,
+                s.n_head, s.n_head_kv, s.n_ff, s.n_vocab);
+    if (given) {
+        const auto& d = draft.hparams();
+        std::printf("draft:   llama, %d layers, n_embd %d, %d heads (%d kv), n_ff %d\n", d.n_layer, d.n_embd, d.n_head,
+                    d.n_head_kv, d.n_ff);
+    }
     std::printf("backend: %s\n", description.c_str());
-    std::printf("runs:    %d tokens, greedy, fastest of %d, %s clock; n_max %d (adaptive), p_min 0, fallback %s; "
-                "repetitive prompt: %d words x %d\n",
-                a.n, a.reps, a.clock == "cpu" ? "process CPU" : "wall", base.policy.n_max, a.fallback ? "on" : "off",
-                a.period, a.repeats);
+    std::printf("runs:    %d tokens, fastest of %d, %s clock; n_max %d (adaptive), p_min %.2f, fallback %s", a.n, a.reps,
+                a.clock == "cpu" ? "process CPU" : "wall", base.policy.n_max, double(base.policy.p_min),
+                a.fallback ? "on" : "off");
+    if (given) {
+        std::printf("; prompts:");
+        for (std::size_t i = 0; i < a.prompt_files.size(); ++i)
+            std::printf(" %s (%zu tokens)", a.prompt_files[i].name.c_str(), prompts[i].size());
+        std::printf("\n");
+    } else {
+        std::printf("; greedy; repetitive prompt: %d words x %d\n", a.period, a.repeats);
+    }
 
     const call_costs costs = measure_costs(target, draft, base.policy.n_max + 1, 5 * a.reps, base);
     std::printf("cost:    target %.2f ms for 1 token, %.2f ms for %d (%.1fx one); draft %.2f ms for 1 token (%.2fx the "
@@ -312,11 +456,11 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
     print_table(results);
 
     if (a.json_path == "-") {
-        write_json(stdout, results, costs, description, a, shape);
+        write_json(stdout, results, costs, description, a, info);
     } else {
         std::FILE* f = std::fopen(a.json_path.c_str(), "w");
         if (!f) throw error(errc::io_error, "cannot write " + a.json_path);
-        write_json(f, results, costs, description, a, shape);
+        write_json(f, results, costs, description, a, info);
         std::fclose(f);
         std::printf("wrote %s\n", a.json_path.c_str());
     }

@@ -5,7 +5,7 @@
 #   bash tools/train_pair/gpu_run.sh [DIR] [STEP ...]       (from the repository root)
 #
 # DIR (default /tmp/pair) receives everything. STEPs, run in the order given (default: all, in
-# this order): build corpus tiny target draft quantize check summary. A step whose outputs exist
+# this order): build corpus tiny target draft quantize check bench summary. A step whose outputs exist
 # is skipped, so the pipeline can run in pieces under a 10-minute limit per command, e.g.
 #
 #   bash tools/train_pair/gpu_run.sh /tmp/pair build corpus tiny    # build (CUDA: not timed yet), corpus, tiny ~1-2 min each
@@ -28,7 +28,7 @@ set -euo pipefail
 DIR=${1:-/tmp/pair}
 [ $# -gt 0 ] && shift
 STEPS=("$@")
-[ ${#STEPS[@]} -eq 0 ] && STEPS=(build corpus tiny target draft quantize check summary)
+[ ${#STEPS[@]} -eq 0 ] && STEPS=(build corpus tiny target draft quantize check bench summary)
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)  # the repository root
 cd "$ROOT"
@@ -39,6 +39,7 @@ TOKENIZE=$BUILD/examples/tokenize/llmrt-tokenize
 GENERATE=$BUILD/examples/generate/llmrt-generate
 QUANTIZE=$BUILD/examples/quantize/llmrt-quantize
 SPECULATIVE=$BUILD/examples/speculative/llmrt-speculative
+BENCH=$BUILD/bench/speculative/llmrt-bench-speculative
 SMOKE=${PAIR_SMOKE:-0}
 export PYTHONUNBUFFERED=1  # logs show training as it goes, also when a command is killed
 mkdir -p "$DIR/logs"
@@ -103,7 +104,8 @@ step_build() {
         cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
             ${PAIR_CMAKE_FLAGS:--DLLMRT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLMRT_VULKAN=OFF -DLLMRT_FUZZ=OFF}
     fi
-    cmake --build "$BUILD" -j "$(nproc)" --target llmrt-tokenize llmrt-generate llmrt-quantize llmrt-speculative
+    cmake --build "$BUILD" -j "$(nproc)" --target llmrt-tokenize llmrt-generate llmrt-quantize llmrt-speculative \
+        llmrt-bench-speculative
 }
 
 step_corpus() {
@@ -173,6 +175,37 @@ step_check() {
     done
 }
 
+# The text of the first held-out document of DIR/corpus/$1.bin with at least $2 + 64 tokens: its
+# first $2 tokens, decoded by llmrt-tokenize (so that llmrt and llama.cpp read the same prompt).
+prompt_text_of() {
+    local ids
+    ids=$("$PY" - "$DIR/corpus/$1.bin" "$2" <<'EOF'
+import sys, numpy as np
+ids, n = np.fromfile(sys.argv[1], "<u4"), int(sys.argv[2])
+starts = list(np.flatnonzero(ids == 128000)) + [len(ids)]
+doc = next((ids[a:b] for a, b in zip(starts, starts[1:]) if b - a >= n + 64), ids[:n])
+print(",".join(map(str, doc[:n])))
+EOF
+)
+    "$TOKENIZE" "$VOCAB" --ids "$ids"
+}
+
+step_bench() {
+    need "$TOKENIZE" "$BENCH"
+    local n=256 reps=3 prompt=128 pair
+    [ "$SMOKE" = 1 ] && n=16 reps=1 prompt=48  # the smoke models' context is 128
+    mkdir -p "$DIR/prompts"
+    prompt_text_of val_code "$prompt" > "$DIR/prompts/code.txt"
+    prompt_text_of val_prose "$prompt" > "$DIR/prompts/prose.txt"
+    for pair in "target-q8_0 draft-q4_K" "target-q4_K draft-q4_K"; do
+        read -r t d <<< "$pair"
+        echo "== llmrt-bench-speculative $t + $d"
+        "$BENCH" --target "$DIR/$t.gguf" --draft "$DIR/$d.gguf" --prompt-file "code=$DIR/prompts/code.txt" \
+            --prompt-file "prose=$DIR/prompts/prose.txt" -n "$n" --reps "$reps" --json "$DIR/speculative-$t.json" ||
+            echo "FAILED: llmrt-bench-speculative $t + $d"
+    done
+}
+
 step_summary() {
     "$PY" - "$DIR" <<'EOF'
 import json, sys
@@ -211,7 +244,8 @@ for s in "${STEPS[@]}"; do
         draft) run_step draft "$DIR/draft-train.json" ;;
         quantize) run_step quantize "$DIR/draft-q4_K.gguf" ;;  # the last file it writes
         check) run_step check "$DIR/.check_never" ;;
+        bench) run_step bench "$DIR/.bench_never" ;;
         summary) step_summary ;;
-        *) log "unknown step '$s' (build corpus tiny target draft quantize check summary)"; exit 2 ;;
+        *) log "unknown step '$s' (build corpus tiny target draft quantize check bench summary)"; exit 2 ;;
     esac
 done
