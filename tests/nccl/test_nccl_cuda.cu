@@ -80,14 +80,16 @@ std::vector<std::vector<float>> on_cpu(int32_t ranks, int64_t n, Make&& make) {
     return got;
 }
 
-// The same on the GPUs, graphs captured (use_graphs) or launched op by op.
+// The same on the GPUs, graphs captured (use_graphs) or launched op by op; device_all_reduce as
+// cuda::backend_options has it.
 template <class Make>
-std::vector<std::vector<float>> on_cuda(int32_t ranks, int64_t n, bool use_graphs, Make&& make) {
+std::vector<std::vector<float>> on_cuda(int32_t ranks, int64_t n, bool use_graphs, Make&& make, int device_all_reduce = 0) {
     std::vector<std::vector<float>> got(static_cast<std::size_t>(ranks));
     on_gpus(ranks, [&](const cuda::nccl_communicator& c) {
         auto net = make(c.rank());
         cuda::backend_options o = rank_options(c);
         o.use_graphs = use_graphs;
+        o.device_all_reduce = device_all_reduce;
         cuda::backend b(o);
         graph::executor ex(b, net.g);
         const auto x = rank_values(c.rank(), net.g[net.x].ne0 * n);
@@ -126,6 +128,27 @@ TEST_CASE("nccl: all_reduce on N GPUs equals the CPU group's sum, the same bits 
                     if (ranks == 2) CHECK(test::same_bits(got[r], expected[0]));  // a + b = b + a
                 }
             }
+}
+
+TEST_CASE("nccl: all_reduce over NCCL's device API gives the CPU group's bits on every rank (both add in rank order)") {
+    LLMRT_NEEDS_GPUS(2);
+#if !defined(LLMRT_HAVE_NCCL_DEVICE_API)
+    MESSAGE("skipped: this build's NCCL has no nccl_device.h (the backend keeps ncclAllReduce)");
+#else
+    for (int64_t ne0 : {int64_t(300), int64_t(8192)})
+        for (int32_t ranks = 2; ranks <= max_ranks(); ++ranks)
+            for (int64_t n : {1, 3})
+                for (bool use_graphs : {true, false}) {
+                    CAPTURE(ne0);
+                    CAPTURE(ranks);
+                    CAPTURE(n);
+                    CAPTURE(use_graphs);
+                    auto make = [&](int32_t) { return reduce_net(ne0, ranks); };
+                    const auto expected = on_cpu(ranks, n, make);
+                    const auto got = on_cuda(ranks, n, use_graphs, make, 1);
+                    for (std::size_t r = 0; r < got.size(); ++r) CHECK(test::same_bits(got[r], expected[0]));
+                }
+#endif
 }
 
 TEST_CASE("nccl: all_gather on N GPUs equals the CPU group's, bit for bit, slices even and uneven") {

@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -76,6 +77,11 @@ struct backend_options {
     // must be `device`; it must outlive the programs prepared with it. (Builds without NCCL have
     // no way to make one: the class is only declared there.)
     const nccl_communicator* nccl = nullptr;
+    // All-reduces of up to 8192 floats a column as one kernel over NCCL's device API
+    // (cuda/nccl_lsa.cuh; builds whose NCCL has nccl_device.h): 1 on, 0 off (ncclAllReduce), -1
+    // the environment's LLMRT_NCCL_DEVICE_ALL_REDUCE (0 unless set to 1). Every rank of the group
+    // must ask the same; a group that cannot (no symmetric memory) keeps ncclAllReduce.
+    int device_all_reduce = -1;
 };
 
 namespace detail {
@@ -98,6 +104,13 @@ struct owned_memory {
 };
 using device_memory = owned_memory<cudaFree>;
 using pinned_memory = owned_memory<cudaFreeHost>;
+
+// backend_options::device_all_reduce, the environment's where it is -1.
+inline bool device_all_reduce(const backend_options& o) {
+    if (o.device_all_reduce >= 0) return o.device_all_reduce == 1;
+    const char* on = std::getenv("LLMRT_NCCL_DEVICE_ALL_REDUCE");
+    return on && std::string(on) == "1";
+}
 
 inline device_memory allocate(std::size_t bytes, const std::string& what) {
     device_memory m;
@@ -221,6 +234,9 @@ private:
         cudaStream_t stream = nullptr;
         std::vector<steps::resolved> steps;
         std::vector<cudaGraphExec_t> graphs;  // per batch size n at n − 1
+#if defined(LLMRT_HAVE_NCCL_DEVICE_API)
+        std::unique_ptr<lsa_all_reduce> lsa;  // before the graphs go: ~state destroys them first
+#endif
 
         state() = default;
         state(const state&) = delete;
@@ -249,8 +265,12 @@ private:
         const state& s = *s_;
         launch_options lo;
         lo.programmatic_dependent_launch = s.options.programmatic_dependent_launch;
-        return {s.g,          s.p, &s.address, s.records.ptr, s.records_bytes, static_cast<int32_t*>(s.counters.ptr),
-                s.counter_bytes, s.stream, lo, s.options.nccl};
+        steps::context cx{s.g,          s.p, &s.address, s.records.ptr, s.records_bytes, static_cast<int32_t*>(s.counters.ptr),
+                          s.counter_bytes, s.stream, lo, s.options.nccl};
+#if defined(LLMRT_HAVE_NCCL_DEVICE_API)
+        cx.lsa = s.lsa.get();
+#endif
+        return cx;
     }
 
     void enqueue(int64_t n, const std::function<bool(const graph::step&)>* include) const {
@@ -452,6 +472,16 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
         if (r.st->carries >= 0) r.carried = &s.steps[std::size_t(r.st->carries)];
 
     LLMRT_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+#if defined(LLMRT_HAVE_NCCL_DEVICE_API)
+    if (options.nccl && detail::device_all_reduce(options)) {  // collective: every rank prepares in lockstep
+        int64_t floats = 0;
+        for (int32_t id : p.order)
+            if (nodes[std::size_t(id)].op == graph::op::all_reduce)
+                floats = std::max(floats, nodes[std::size_t(id)].ne0 * g.max_batch());
+        std::string why;
+        if (floats > 0 && floats <= 8192 * g.max_batch()) s.lsa = lsa_all_reduce::make(*options.nccl, std::size_t(floats), 16, why);
+    }
+#endif
     LLMRT_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads and memsets are done before any run
     if (options.use_graphs && !s.steps.empty()) {
         s.graphs.assign(std::size_t(g.max_batch()), nullptr);

@@ -371,6 +371,12 @@ inline void collective(const context& cx, const resolved& r, int64_t n) {
 #if defined(LLMRT_HAVE_NCCL)
     const nccl_communicator& c = *cx.nccl;
     if (nd.op == graph::op::all_reduce) {
+#if defined(LLMRT_HAVE_NCCL_DEVICE_API)
+        if (cx.lsa && std::size_t(nd.ne0 * cols) <= cx.lsa->max_floats()) {
+            cx.lsa->run(x, y, std::size_t(nd.ne0 * cols), cx.stream, cx.launch);
+            return;
+        }
+#endif
         c.all_reduce(x, y, std::size_t(nd.ne0 * cols), cx.stream);
         return;
     }
