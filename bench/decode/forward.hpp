@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include <llmrt/comm/rank_threads.hpp>
@@ -22,15 +23,13 @@ class single_forward {
 public:
     single_forward(Backend& backend, const model::llama_weights& w, int32_t n_ctx, bool fuse,
                    const graph::lower_options& allow = {})
-        : built_(model::build_llama_graph(w, n_ctx, batch, qtype::f16)),
-          ex_(backend, built_.g, {.fuse = fuse, .allow = allow}) {}
+        : single_forward(backend, model::build_llama_graph(w, n_ctx, batch, qtype::f16), fuse, allow) {}
     // A tensor-parallel rank's forward: its shard's graph, with the all-reduces and the logits'
     // all-gather over the backend's communicator (the shard's weights alone build a graph that
     // never communicates, whose ids are wrong and whose speed leaves the collectives out).
     single_forward(Backend& backend, const model::llama_shard& shard, int32_t n_ctx, bool fuse,
                    const graph::lower_options& allow = {})
-        : built_(model::build_llama_graph(shard, n_ctx, batch, qtype::f16)),
-          ex_(backend, built_.g, {.fuse = fuse, .allow = allow}) {}
+        : single_forward(backend, model::build_llama_graph(shard, n_ctx, batch, qtype::f16), fuse, allow) {}
 
     static constexpr int32_t batch = 8;
     std::size_t steps() const { return ex_.get_plan().steps.size(); }
@@ -48,6 +47,9 @@ public:
     graph::executor<Backend>& executor() { return ex_; }
 
 private:
+    single_forward(Backend& backend, model::llama_graph built, bool fuse, const graph::lower_options& allow)
+        : built_(std::move(built)), ex_(backend, built_.g, {.fuse = fuse, .allow = allow}) {}
+
     model::llama_graph built_;
     graph::executor<Backend> ex_;
 };

@@ -77,15 +77,10 @@ inline arch_variant gpt_oss_variant() {
     return {"gpt-oss, 4 experts of 64 rows, top 2, YaRN 4 over 64, window 3 on layer 0", s};
 }
 
-// Llama 3 70B's attention on a narrow model: 64 query heads of 128 in groups of 8 over 8 kv heads
-// (the 8B's groups are 4), so q is 8192 wide while n_embd stays 64 (qwen3 reads head_dim from the
-// file).
+// Llama 3 70B's attention on a narrow model: q is 8192 wide while n_embd stays 64.
 inline arch_variant wide_heads_variant() {
-    model::llama_shape s = variant_shape("qwen3");
-    s.n_head = 64;
-    s.n_head_kv = 8;
-    s.head_dim = 128;
-    return {"qwen3, 64 heads of 128 in groups of 8 (Llama 3 70B's attention), n_embd 64", s};
+    return {"qwen3, 64 heads of 128 in groups of 8 (Llama 3 70B's attention), n_embd 64",
+            with_70b_attention(variant_shape("qwen3"))};
 }
 
 inline std::vector<arch_variant> every_arch_variant() {

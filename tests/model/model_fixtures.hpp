@@ -293,6 +293,15 @@ std::vector<float> prompt_then_tokens(Model& m) {
     return all;
 }
 
+// Llama 3 70B's attention on shape s: 64 query heads of 128 in groups of 8 over 8 kv heads (the
+// 8B's groups are 4), whatever s's n_embd (qwen3 and qwen3moe read head_dim from the file).
+inline model::llama_shape with_70b_attention(model::llama_shape s) {
+    s.n_head = 64;
+    s.n_head_kv = 8;
+    s.head_dim = 128;
+    return s;
+}
+
 // The tensor-parallel tests' models: llama, qwen2 with biases and a tied output, qwen3 with
 // per-head q/k norms (head_dim 32).
 struct tp_case {
@@ -315,11 +324,7 @@ inline std::vector<tp_case> tp_cases() {
     v.push_back({"gpt-oss, experts and sinks split", tp_shape("gpt-oss")});
     // Llama 3 70B's attention (64 heads of 128 in groups of 8): a rank holds 4 kv heads at 2
     // ranks, 2 at 4.
-    model::llama_shape wide = tp_shape("qwen3");
-    wide.n_head = 64;
-    wide.n_head_kv = 8;
-    wide.head_dim = 128;
-    v.push_back({"qwen3, 64 heads of 128 over 8 kv heads", wide});
+    v.push_back({"qwen3, 64 heads of 128 over 8 kv heads", with_70b_attention(tp_shape("qwen3"))});
     return v;
 }
 

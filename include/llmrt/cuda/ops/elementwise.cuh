@@ -171,9 +171,7 @@ inline void swiglu_round(const float* gate, int64_t gate_stride, const float* up
     check(!records || n % 32 == 0, errc::shape_mismatch, [&] {
         return std::string(op) + ": Q8_1 records need a length that is a multiple of 32, got " + std::to_string(n);
     });
-    check(!records || valid_record_chunk_cols(record_chunk_cols), errc::invalid_argument, [&] {
-        return std::string(op) + ": records in chunks of 1 or 8 columns, got " + std::to_string(record_chunk_cols);
-    });
+    check_record_chunk_cols(op, records != nullptr, record_chunk_cols);
     const int64_t items = (n + 31) / 32 * cols;
     const detail::swiglu_round_args a{gate, up,  gate_stride, up_stride, y, static_cast<uint8_t*>(records), n, cols,
                                       record_chunk_cols, act.oai ? 1 : 0, act.alpha, act.limit};

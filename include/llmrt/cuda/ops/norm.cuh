@@ -208,10 +208,10 @@ inline void add_rms_norm_mul(const float* a, const float* b, float* sum, float* 
     check(!records || n % 32 == 0, errc::shape_mismatch, [&] {
         return "cuda::ops::rms_norm: Q8_1 records need a length that is a multiple of 32, got " + std::to_string(n);
     });
-    check(!records || valid_record_chunk_cols(record_chunk_cols), errc::invalid_argument, [&] {
-        return "cuda::ops::rms_norm: records in chunks of 1 or 8 columns, got " + std::to_string(record_chunk_cols);
-    });
-    check(groups_per_col >= 1 && groups_per_col <= 0x7fffffff && (x_col_stride == 0 || (!b && x_col_stride >= groups_per_col * n)), errc::invalid_argument,
+    check_record_chunk_cols(op, records != nullptr, record_chunk_cols);
+    check(groups_per_col >= 1 && groups_per_col <= 0x7fffffff &&
+              (x_col_stride == 0 || (!b && x_col_stride >= groups_per_col * n)),
+          errc::invalid_argument,
           "cuda::ops::rms_norm: strided input columns are for a norm without add, each stride holding its groups");
     const detail::norm_args p{a,    b,   sum, norm, w, product, static_cast<uint8_t*>(records), n, cols, eps, record_chunk_cols,
                               x_col_stride ? x_col_stride : groups_per_col * n, groups_per_col};

@@ -12,7 +12,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
+#include "llmrt/core/error.hpp"
 #include "llmrt/cuda/activations.cuh"
 
 namespace llmrt::cuda::ops {
@@ -25,6 +27,13 @@ inline std::size_t rounded_records_bytes(int64_t k, int64_t cols) {
 
 // The chunk widths write_record takes.
 constexpr bool valid_record_chunk_cols(int64_t chunk_cols) { return chunk_cols == 1 || chunk_cols == 8; }
+
+// The host's check of them, for an op that writes records (records: whether it does).
+inline void check_record_chunk_cols(const char* op, bool records, int64_t chunk_cols) {
+    check(!records || valid_record_chunk_cols(chunk_cols), errc::invalid_argument, [&] {
+        return std::string(op) + ": records in chunks of 1 or 8 columns, got " + std::to_string(chunk_cols);
+    });
+}
 
 namespace detail {
 
