@@ -40,7 +40,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -52,6 +51,7 @@
 #include "llmrt/core/error.hpp"
 #include "llmrt/cuda/activations.cuh"
 #include "llmrt/cuda/check.cuh"
+#include "llmrt/cuda/device_all_reduce.cuh"
 #include "llmrt/cuda/nccl.cuh"
 #include "llmrt/cuda/ops/gather.cuh"
 #include "llmrt/cuda/steps.cuh"
@@ -77,11 +77,11 @@ struct backend_options {
     // must be `device`; it must outlive the programs prepared with it. (Builds without NCCL have
     // no way to make one: the class is only declared there.)
     const nccl_communicator* nccl = nullptr;
-    // All-reduces of up to 8192 floats a column as one kernel over NCCL's device API
-    // (cuda/nccl_lsa.cuh; builds whose NCCL has nccl_device.h): 1 on, 0 off (ncclAllReduce), -1
-    // the environment's LLMRT_NCCL_DEVICE_ALL_REDUCE (0 unless set to 1). Every rank of the group
-    // must ask the same; a group that cannot (no symmetric memory) keeps ncclAllReduce.
-    int device_all_reduce = -1;
+    // With nccl: makes the kernel that runs the graph's all-reduces in place of ncclAllReduce
+    // (cuda/device_all_reduce.cuh; cuda::make_lsa_all_reduce of cuda/nccl_lsa.cuh, over NCCL's
+    // device API). Every rank of the group sets the same; a group where it returns null keeps
+    // ncclAllReduce. Null: ncclAllReduce.
+    device_all_reduce_factory device_all_reduce = nullptr;
 };
 
 namespace detail {
@@ -104,13 +104,6 @@ struct owned_memory {
 };
 using device_memory = owned_memory<cudaFree>;
 using pinned_memory = owned_memory<cudaFreeHost>;
-
-// backend_options::device_all_reduce, the environment's where it is -1.
-inline bool device_all_reduce(const backend_options& o) {
-    if (o.device_all_reduce >= 0) return o.device_all_reduce == 1;
-    const char* on = std::getenv("LLMRT_NCCL_DEVICE_ALL_REDUCE");
-    return on && std::string(on) == "1";
-}
 
 inline device_memory allocate(std::size_t bytes, const std::string& what) {
     device_memory m;
@@ -234,9 +227,8 @@ private:
         cudaStream_t stream = nullptr;
         std::vector<steps::resolved> steps;
         std::vector<cudaGraphExec_t> graphs;  // per batch size n at n − 1
-#if defined(LLMRT_HAVE_NCCL_DEVICE_API)
-        std::unique_ptr<lsa_all_reduce> lsa;  // before the graphs go: ~state destroys them first
-#endif
+        std::unique_ptr<device_all_reduce> device_reduce;  // before the graphs go: ~state destroys them first
+        std::string device_reduce_refusal;                 // why the factory returned null
 
         state() = default;
         state(const state&) = delete;
@@ -267,9 +259,7 @@ private:
         lo.programmatic_dependent_launch = s.options.programmatic_dependent_launch;
         steps::context cx{s.g,          s.p, &s.address, s.records.ptr, s.records_bytes, static_cast<int32_t*>(s.counters.ptr),
                           s.counter_bytes, s.stream, lo, s.options.nccl};
-#if defined(LLMRT_HAVE_NCCL_DEVICE_API)
-        cx.lsa = s.lsa.get();
-#endif
+        cx.device_reduce = s.device_reduce.get();
         return cx;
     }
 
@@ -472,16 +462,13 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
         if (r.st->carries >= 0) r.carried = &s.steps[std::size_t(r.st->carries)];
 
     LLMRT_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
-#if defined(LLMRT_HAVE_NCCL_DEVICE_API)
-    if (options.nccl && detail::device_all_reduce(options)) {  // collective: every rank prepares in lockstep
+    if (options.nccl && options.device_all_reduce) {  // collective: every rank prepares in lockstep
         int64_t floats = 0;
         for (int32_t id : p.order)
             if (nodes[std::size_t(id)].op == graph::op::all_reduce)
                 floats = std::max(floats, nodes[std::size_t(id)].ne0 * g.max_batch());
-        std::string why;
-        if (floats > 0 && floats <= 8192 * g.max_batch()) s.lsa = lsa_all_reduce::make(*options.nccl, std::size_t(floats), 16, why);
+        if (floats > 0) s.device_reduce = options.device_all_reduce(*options.nccl, std::size_t(floats), s.device_reduce_refusal);
     }
-#endif
     LLMRT_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads and memsets are done before any run
     if (options.use_graphs && !s.steps.empty()) {
         s.graphs.assign(std::size_t(g.max_batch()), nullptr);

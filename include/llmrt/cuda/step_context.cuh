@@ -11,7 +11,7 @@
 
 #include "llmrt/cuda/activations.cuh"
 #include "llmrt/cuda/nccl.cuh"
-#include "llmrt/cuda/nccl_lsa.cuh"
+#include "llmrt/cuda/device_all_reduce.cuh"
 #include "llmrt/cuda/views.cuh"
 #include "llmrt/graph/plan.hpp"
 
@@ -49,9 +49,7 @@ struct context {
     cudaStream_t stream;
     launch_options launch;
     const nccl_communicator* nccl = nullptr;  // the collectives' group (null: one rank)
-#if defined(LLMRT_HAVE_NCCL_DEVICE_API)
-    const lsa_all_reduce* lsa = nullptr;  // all-reduces over NCCL's device API (null: ncclAllReduce)
-#endif
+    const device_all_reduce* device_reduce = nullptr;  // all-reduces in a kernel (null: ncclAllReduce)
 
     const graph::node& node(int32_t id) const { return g->nodes()[std::size_t(id)]; }
     bool kept(int32_t id) const { return p->where[std::size_t(id)] != graph::storage::fused; }
