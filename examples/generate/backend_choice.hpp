@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@
 
 #include <llmrt/cuda/backend.cuh>
 #include <llmrt/cuda/nccl.cuh>
+#include <llmrt/cuda/nccl_lsa.cuh>  // (with NCCL's device API) brings CUDA's namespace ::cuda: say llmrt::cuda::
 #endif
 #if __has_include(<llmrt/vulkan/ops/embedded_spirv.hpp>)  // the program links llmrt::vulkan
 #define LLMRT_EXAMPLES_VULKAN 1
@@ -157,16 +159,27 @@ void with_gpus(int32_t gpus, const std::string& backend_spec, F&& f) {
         LLMRT_CUDA_CHECK(cudaGetDeviceProperties(&props, d));
         names += (d ? ", " : "") + std::to_string(d) + ": " + props.name;
     }
-    auto make_backend = [&group](int32_t r) {
+    // The all-reduces as one kernel over NCCL's device API (cuda/nccl_lsa.cuh) where this build's
+    // NCCL has it and the group allows it (else ncclAllReduce; the same bits either way), unless
+    // LLMRT_NCCL_DEVICE_ALL_REDUCE=0.
+    const char* device_env = std::getenv("LLMRT_NCCL_DEVICE_ALL_REDUCE");
+    llmrt::cuda::device_all_reduce_factory device_all_reduce = nullptr;
+#if defined(LLMRT_HAVE_NCCL_DEVICE_API)
+    if (!(device_env && std::string(device_env) == "0")) device_all_reduce = llmrt::cuda::make_lsa_all_reduce;
+#endif
+    auto make_backend = [&group, device_all_reduce](int32_t r) {
         llmrt::cuda::backend_options o;
         o.device = group[std::size_t(r)].device();
         o.nccl = &group[std::size_t(r)];
+        o.device_all_reduce = device_all_reduce;
         return std::make_unique<llmrt::cuda::backend>(o);
     };
     auto cancel = [&group] { llmrt::cuda::cancel_nccl_group(group); };
     f(make_backend, cancel,
       "cuda, tensor parallel over " + std::to_string(gpus) + " GPUs (devices " + names +
-          "; one rank each, all_reduce and all_gather over NCCL, each forward replayed as a CUDA graph)");
+          "; one rank each, " + (device_all_reduce ? "all_reduce in a kernel over NCCL's device API where the group allows, all_gather"
+                              : "all_reduce and all_gather") +
+          " over NCCL, each forward replayed as a CUDA graph)");
 #else
     (void)f;
 #if defined(__CUDACC__)

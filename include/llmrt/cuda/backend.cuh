@@ -51,6 +51,7 @@
 #include "llmrt/core/error.hpp"
 #include "llmrt/cuda/activations.cuh"
 #include "llmrt/cuda/check.cuh"
+#include "llmrt/cuda/device_all_reduce.cuh"
 #include "llmrt/cuda/nccl.cuh"
 #include "llmrt/cuda/ops/gather.cuh"
 #include "llmrt/cuda/steps.cuh"
@@ -76,6 +77,11 @@ struct backend_options {
     // must be `device`; it must outlive the programs prepared with it. (Builds without NCCL have
     // no way to make one: the class is only declared there.)
     const nccl_communicator* nccl = nullptr;
+    // With nccl: makes the kernel that runs the graph's all-reduces in place of ncclAllReduce
+    // (cuda/device_all_reduce.cuh; cuda::make_lsa_all_reduce of cuda/nccl_lsa.cuh, over NCCL's
+    // device API). Every rank of the group sets the same; a group where it returns null keeps
+    // ncclAllReduce. Null: ncclAllReduce.
+    device_all_reduce_factory device_all_reduce = nullptr;
 };
 
 namespace detail {
@@ -221,6 +227,8 @@ private:
         cudaStream_t stream = nullptr;
         std::vector<steps::resolved> steps;
         std::vector<cudaGraphExec_t> graphs;  // per batch size n at n − 1
+        std::unique_ptr<device_all_reduce> device_reduce;  // before the graphs go: ~state destroys them first
+        std::string device_reduce_refusal;                 // why the factory returned null
 
         state() = default;
         state(const state&) = delete;
@@ -249,8 +257,10 @@ private:
         const state& s = *s_;
         launch_options lo;
         lo.programmatic_dependent_launch = s.options.programmatic_dependent_launch;
-        return {s.g,          s.p, &s.address, s.records.ptr, s.records_bytes, static_cast<int32_t*>(s.counters.ptr),
-                s.counter_bytes, s.stream, lo, s.options.nccl};
+        steps::context cx{s.g,          s.p, &s.address, s.records.ptr, s.records_bytes, static_cast<int32_t*>(s.counters.ptr),
+                          s.counter_bytes, s.stream, lo, s.options.nccl};
+        cx.device_reduce = s.device_reduce.get();
+        return cx;
     }
 
     void enqueue(int64_t n, const std::function<bool(const graph::step&)>* include) const {
@@ -452,6 +462,13 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
         if (r.st->carries >= 0) r.carried = &s.steps[std::size_t(r.st->carries)];
 
     LLMRT_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+    if (options.nccl && options.device_all_reduce) {  // collective: every rank prepares in lockstep
+        int64_t floats = 0;
+        for (int32_t id : p.order)
+            if (nodes[std::size_t(id)].op == graph::op::all_reduce)
+                floats = std::max(floats, nodes[std::size_t(id)].ne0 * g.max_batch());
+        if (floats > 0) s.device_reduce = options.device_all_reduce(*options.nccl, std::size_t(floats), s.device_reduce_refusal);
+    }
     LLMRT_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads and memsets are done before any run
     if (options.use_graphs && !s.steps.empty()) {
         s.graphs.assign(std::size_t(g.max_batch()), nullptr);

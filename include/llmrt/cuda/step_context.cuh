@@ -11,6 +11,7 @@
 
 #include "llmrt/cuda/activations.cuh"
 #include "llmrt/cuda/nccl.cuh"
+#include "llmrt/cuda/device_all_reduce.cuh"
 #include "llmrt/cuda/views.cuh"
 #include "llmrt/graph/plan.hpp"
 
@@ -48,6 +49,7 @@ struct context {
     cudaStream_t stream;
     launch_options launch;
     const nccl_communicator* nccl = nullptr;  // the collectives' group (null: one rank)
+    const device_all_reduce* device_reduce = nullptr;  // all-reduces in a kernel (null: ncclAllReduce)
 
     const graph::node& node(int32_t id) const { return g->nodes()[std::size_t(id)]; }
     bool kept(int32_t id) const { return p->where[std::size_t(id)] != graph::storage::fused; }
