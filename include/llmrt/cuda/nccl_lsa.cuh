@@ -17,8 +17,8 @@
 // Why: ncclAllReduce of 32 KB in a captured decode step costs 8.7 µs on 2 H100s and 11 µs on 4
 // (bench/RESULTS.md, Several GPUs), 161 times a token for a 70B-shaped model.
 //
-// On 4 H200s (NCCL 2.28.3) it gives ncclAllReduce's bits and takes 0.44 ms off a 70B-shaped
-// model's token on 2 GPUs and 0.70 ms on 4 (bench/RESULTS.md, Several GPUs).
+// On 4 H200s (NCCL 2.28.3) it gives ncclAllReduce's bits and takes 0.42 ms off a 70B-shaped
+// model's token on 2 GPUs and 0.67 ms on 4 (bench/RESULTS.md, Several GPUs).
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
