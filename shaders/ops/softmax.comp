@@ -6,7 +6,8 @@
 // position + 1 scores at a stride of row_stride, of which a window w > 0 keeps the last w; with
 // sinks, head h's sink_h is one more logit in the max and (added after the tree) the sum, with no
 // output of its own. x and y may be the same memory: each invocation reads and writes only its
-// own elements.
+// own elements. top_only: y holds one float per row, the row's top probability (softmax's value at
+// its largest element, exp(0) · inv), and the row itself is not written.
 #extension GL_GOOGLE_include_directive : require
 #include "ops_common.glsl"
 
@@ -21,6 +22,8 @@ layout(push_constant) uniform llmrt_softmax_params {
     uint row_length;
     uint rows_per_token;
     uint window;          // attention: 0, or the keys each query sees
+    uint top_only;
+    uint unused;
 } p;
 
 shared float partial_max[LLMRT_OPS_WG];
@@ -52,7 +55,7 @@ void main() {
     double sum = 0.0;
     for (uint i = lane; i < n; i += LLMRT_OPS_WG) {
         const float e = exp(x.v[i] - m);
-        y.v[i] = e;
+        if (p.top_only == 0u) y.v[i] = e;
         sum += double(e);
     }
     partial_sum[lane] = sum;
@@ -64,5 +67,9 @@ void main() {
     double total = partial_sum[0];
     if (has_sink) total += double(exp(sink - m));
     const float inv = float(1.0lf / total);
+    if (p.top_only != 0u) {
+        if (lane == 0u) llmrt_op_f32(p.y).v[row] = inv;
+        return;
+    }
     for (uint i = lane; i < n; i += LLMRT_OPS_WG) y.v[i] *= inv;
 }

@@ -281,6 +281,17 @@ TEST_CASE("argmax returns the first index of the largest element of each column"
     CHECK(y[1] == 1);
 }
 
+TEST_CASE("top_probability is softmax's value at each column's largest element") {
+    const std::vector<float> x{1, 5, 5, 2, /**/ -3, -1, -2, -1, /**/ 0, 0, 0, 0};
+    std::vector<float> y(3, NAN), soft(x.size());
+    cpu::top_probability(x.data(), y.data(), 4, 3);
+    cpu::softmax(x.data(), soft.data(), 4, 3);
+    CHECK(y[0] == soft[1]);
+    CHECK(y[1] == soft[5]);
+    CHECK(y[2] == 0.25f);
+    CHECK(y[0] == doctest::Approx(1.0 / (2.0 + std::exp(-4.0) + std::exp(-3.0))).epsilon(1e-6));  // 1, 5, 5, 2
+}
+
 TEST_CASE("cpu::mul_mat gives the bits of cpu::matvec for every type, activation format and column count") {
     const int64_t rows = 7, k = 256;
     const auto wf = gaussian(std::size_t(rows * k), 61);

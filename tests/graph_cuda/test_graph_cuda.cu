@@ -34,7 +34,7 @@ using test::pair_of_executors;
 using test::same_bits;
 using test::test_backend;
 
-TEST_CASE("element-wise ops, rms_norm, softmax and argmax agree with the CPU backend at every batch size") {
+TEST_CASE("element-wise ops, rms_norm, softmax, argmax and top_probability agree with the CPU backend at every batch size") {
     LLMRT_NEEDS_CUDA_DEVICE();
     const int64_t n0 = 300;  // not a multiple of any block or warp
     graph::graph g(8);
@@ -43,7 +43,7 @@ TEST_CASE("element-wise ops, rms_norm, softmax and argmax agree with the CPU bac
     auto b = g.input("b", qtype::f32, n0);
     auto w = g.weight("w", qtype::f32, n0, 1, col.data());
     for (graph::tensor t : {g.rms_norm(x, 1e-5f), g.mul(x, b), g.mul(x, w), g.add(x, b), g.add(x, w), g.softmax(x),
-                            g.silu(x), g.swiglu(x, b), g.argmax(x)})
+                            g.silu(x), g.swiglu(x, b), g.argmax(x), g.top_probability(x)})
         g.mark_output(t);
     pair_of_executors ex(g);
     for (int64_t n : {1, 3, 8}) {
@@ -52,6 +52,29 @@ TEST_CASE("element-wise ops, rms_norm, softmax and argmax agree with the CPU bac
         ex.write(b, gaussian(std::size_t(n0 * n), 20 + uint32_t(n)));
         ex.run(n);
         ex.check_nodes(n, exact_ops);
+    }
+}
+
+TEST_CASE("top_probability of vocabulary-long columns agrees with the CPU backend, the output poisoned first") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int64_t n0 = 128256 + 5;  // Llama 3's vocabulary and a few: not a multiple of the block
+    graph::graph g(5);
+    auto x = g.input("x", qtype::f32, n0);
+    const auto top = g.top_probability(x);
+    g.mark_output(top);
+    pair_of_executors ex(g);
+    for (int64_t n : {1, 5}) {
+        CAPTURE(n);
+        std::vector<float> v = gaussian(std::size_t(n0 * n), 30 + uint32_t(n), 3.0f);
+        v[std::size_t(n0 - 1)] = 40.0f;  // column 0: one token far ahead, a probability near 1
+        ex.write(x, v);
+        const std::vector<float> nan(std::size_t(n), NAN);
+        ex.gpu.write(top, std::span<const float>(nan));
+        ex.run(n);
+        ex.check_nodes(n, exact_ops);
+        const std::vector<float> got = floats_of(ex.gpu, top, std::size_t(n));
+        CHECK(got[0] > 0.99f);
+        for (float p : got) CHECK((p > 0.0f && p <= 1.0f));
     }
 }
 

@@ -163,7 +163,7 @@ TEST_CASE("mul_mats of one input share its Q8_1 activations and agree with the C
     CHECK(planned_unfused.stats(1).dispatches == 1 + 1 + 3 + 2);  // rms_norm, one quantization, 3 mmvq, 2 adds
 }
 
-TEST_CASE("rms_norm, mul, add, softmax, silu, swiglu and argmax agree with the CPU backend") {
+TEST_CASE("rms_norm, mul, add, softmax, silu, swiglu, argmax and top_probability agree with the CPU backend") {
     LLMRT_VULKAN_TEST_DEVICE(ctx);
     const int64_t n = 300, max_batch = 5;  // columns longer than a work-group, not a multiple of it
     const std::vector<float> norm = gaussian(std::size_t(n), 41);
@@ -179,6 +179,7 @@ TEST_CASE("rms_norm, mul, add, softmax, silu, swiglu and argmax agree with the C
     const auto gated = g.swiglu(act, b);
     g.mark_output(g.softmax(gated));
     g.mark_output(g.argmax(gated));
+    g.mark_output(g.top_probability(gated));
     side_by_side s(ctx, g);
     for (int64_t tokens : {1, 5}) {
         CAPTURE(tokens);
@@ -186,6 +187,24 @@ TEST_CASE("rms_norm, mul, add, softmax, silu, swiglu and argmax agree with the C
               tokens);
         MESSAGE("largest NMSE of the element-wise ops: " << s.check_nodes(tokens));
     }
+}
+
+TEST_CASE("top_probability of vocabulary-long columns agrees with the CPU backend, the output poisoned first") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    const int64_t n = 128256 + 5;  // Llama 3's vocabulary and a few: not a multiple of the work-group
+    std::vector<float> x = gaussian(std::size_t(n * 3), 112, 3.0f);
+    x[std::size_t(n - 1)] = 40.0f;  // column 0: one token far ahead, a probability near 1
+    graph::graph g(3);
+    const auto in = g.input("x", qtype::f32, n);
+    const auto top = g.top_probability(in);
+    g.mark_output(top);
+    side_by_side s(ctx, g);
+    s.poison(top);
+    s.run({input_of(in, x)}, 3);
+    MESSAGE("NMSE of top_probability: " << s.check_nodes(3));
+    const std::vector<float> got = s.read_vk<float>(top, 3);
+    CHECK(got[0] > 0.99f);
+    for (float p : got) CHECK((p > 0.0f && p <= 1.0f));
 }
 
 TEST_CASE("argmax over a vocabulary-long column gives the CPU backend's index, ties and NaN included") {

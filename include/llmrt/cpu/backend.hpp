@@ -397,6 +397,7 @@ private:
                 set_rows(nd.type, dst, nd.ne0, nd.ne1, b, static_cast<const int32_t*>(in(2)), n);
                 return;
             case graph::op::argmax: argmax(a, static_cast<int32_t*>(dst), src(0).ne0, cols); return;
+            case graph::op::top_probability: top_probability(a, y, src(0).ne0, cols); return;
             case graph::op::top_k: top_k(a, static_cast<int32_t*>(dst), src(0).ne0, nd.ne0, cols); return;
             case graph::op::expert_weights:
                 expert_weights(a, static_cast<const int32_t*>(in(1)), y, src(0).ne0, nd.ne0, cols, nd.norm);

@@ -106,6 +106,18 @@ inline void softmax(const float* x, float* y, int64_t n, int64_t cols) {
     for (int64_t c = 0; c < cols; ++c) softmax_column(x + c * n, y + c * n, n);
 }
 
+// y[c] = softmax_column's value at the largest element of column c: exp(0) · float(1 / Σ), the
+// exponentials in float and their sum in double, as softmax computes them.
+inline void top_probability(const float* x, float* y, int64_t n, int64_t cols) {
+    for (int64_t c = 0; c < cols; ++c, x += n) {
+        float max = -INFINITY;
+        for (int64_t i = 0; i < n; ++i) max = std::fmax(max, x[i]);
+        double sum = 0.0;
+        for (int64_t i = 0; i < n; ++i) sum += double(std::exp(x[i] - max));
+        y[c] = float(1.0 / sum);
+    }
+}
+
 namespace detail {
 inline void check_position(int32_t p, int64_t limit, const char* operation, int64_t column) {
     check(p >= 0 && p < limit, errc::invalid_argument, [&] {

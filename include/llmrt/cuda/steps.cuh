@@ -447,6 +447,7 @@ void node(const context& cx, const resolved& r, int64_t n) {
         case graph::op::rope: ops::rope(a, y, ids(1), cols, nd.rope, factors(cx, nd), stream, lo); return;
         case graph::op::attention: attention(cx, r, n); return;
         case graph::op::softmax: ops::softmax(a, y, nd.ne0, cols, stream, lo); return;
+        case graph::op::top_probability: ops::top_probability(a, y, src(0).ne0, cols, stream, lo); return;
         case graph::op::silu: ops::silu(a, y, nd.ne0 * cols, stream, lo); return;
         case graph::op::swiglu: ops::swiglu(a, b, y, nd.ne0 * cols, stream, lo); return;
         case graph::op::swiglu_oai: ops::swiglu_oai(a, b, y, nd.ne0 * cols, nd.alpha, nd.limit, stream, lo); return;

@@ -319,6 +319,13 @@ public:
         return push(derived(op::argmax, i32_type, 1, a, {x.id}));
     }
 
+    // The probability softmax gives the most likely element of each column (what a drafter's
+    // confidence threshold needs), without the column itself.
+    tensor top_probability(tensor x) {
+        const node& a = activation(x, "top_probability");
+        return push(derived(op::top_probability, qtype::f32, 1, a, {x.id}));
+    }
+
     // ---- Collectives (tensor parallelism: each of `ranks` ranks builds its own graph with the
     // same collectives in the same order; the backend's communicator connects them) ----
 

@@ -45,6 +45,7 @@ enum class op : uint8_t {
     swiglu_oai,  // gpt-oss: g = min(gate, limit), u = clamp(up, ±limit), y = g·σ(alpha·g)·(u + 1)
     set_rows,   // cache[:, pos[t]] = src[:, t]; the result is the updated cache
     argmax,     // y[t] = first index of the largest element of x[:, t]
+    top_probability,  // y[t] = max softmax(x[:, t]) = float(1 / Σ_i exp(x[i, t] − max)): softmax's value at the argmax
     // Mixture of experts (k slots per token, n_expert matrices stacked in one weight):
     top_k,           // y[j, t] = index of the j-th largest of x[:, t], j < k (i32; ties: lower index first)
     expert_weights,  // y[j, t] = p[ids[j, t], t], then y /= max(Σ_j y[j, t], 2⁻¹⁴) when norm = sum
@@ -79,6 +80,7 @@ inline const char* to_string(op o) noexcept {
         case op::swiglu_oai: return "swiglu_oai";
         case op::set_rows: return "set_rows";
         case op::argmax: return "argmax";
+        case op::top_probability: return "top_probability";
         case op::top_k: return "top_k";
         case op::expert_weights: return "expert_weights";
         case op::mul_mat_id: return "mul_mat_id";

@@ -386,6 +386,7 @@ private:
                                       scratch_of(step, out.part(0, 0)), nd.n_src() > 4 ? in(4) : ops::operand{});
                 return;
             case graph::op::softmax: ops::record_softmax(*ops_, r, in(0), out, nd.ne0, cols); return;
+            case graph::op::top_probability: ops::record_top_probability(*ops_, r, in(0), out, src(0).ne0, cols); return;
             case graph::op::silu:
                 ops::record_elementwise(*ops_, r, ops::elementwise_op::silu, in(0), in(0), out, nd.ne0, cols, false);
                 return;

@@ -2,6 +2,7 @@
 //
 //   rms_norm  y = x · 1/sqrt(Σx²/n + eps)             (Σ in double, then float as on the CPU)
 //   softmax   y = exp(x − max) · (1 / Σ exp(x − max))  (Σ in double)
+//   top_probability  y[c] = softmax's value at column c's largest element: float(1 / Σ)
 //
 // and the fusion a llama layer asks for, one kernel instead of three:
 //
@@ -167,26 +168,32 @@ __global__ void __launch_bounds__(norm_wide_threads) rms_norm_wide_kernel(const 
     }
 }
 
-template <int Threads>
+// TopOnly: y holds one float per column, softmax's value at the column's largest element
+// (exp(0) · inv = inv), and the column's own values are not written.
+template <int Threads, bool TopOnly = false>
 __global__ void __launch_bounds__(Threads) softmax_kernel(const float* x, float* y, int64_t n) {
     enter_kernel();
     __shared__ float partial_max[Threads / 32 + 1];
     __shared__ double partial_sum[Threads / 32 + 1];
     x += int64_t(blockIdx.x) * n;
-    y += int64_t(blockIdx.x) * n;
+    y += int64_t(blockIdx.x) * (TopOnly ? 1 : n);
     float max = -INFINITY;
     for (int64_t i = threadIdx.x; i < n; i += Threads) max = fmaxf(max, x[i]);
     max = block_reduce<Threads>(max, max_op{}, partial_max);
     double sum = 0.0;
     for (int64_t i = threadIdx.x; i < n; i += Threads) {
         const float e = expf(__fsub_rn(x[i], max));
-        y[i] = e;
+        if constexpr (!TopOnly) y[i] = e;
         sum += double(e);
     }
     sum = block_reduce<Threads>(sum, sum_op{}, partial_sum);
     const float inv = float(1.0 / sum);
-    // Each thread rescales the elements it wrote itself: no other thread's writes are read.
-    for (int64_t i = threadIdx.x; i < n; i += Threads) y[i] = __fmul_rn(y[i], inv);
+    if constexpr (TopOnly) {
+        if (threadIdx.x == 0) y[0] = inv;
+    } else {
+        // Each thread rescales the elements it wrote itself: no other thread's writes are read.
+        for (int64_t i = threadIdx.x; i < n; i += Threads) y[i] = __fmul_rn(y[i], inv);
+    }
 }
 
 }  // namespace detail
@@ -262,6 +269,16 @@ inline void softmax(const float* x, float* y, int64_t n, int64_t cols, cudaStrea
     check(cols <= 0x7fffffff, errc::invalid_argument, "cuda::ops::softmax: too many columns");
     detail::launch("cuda::ops::softmax", detail::softmax_kernel<detail::norm_threads>, dim3(unsigned(cols)),
                    dim3(detail::norm_threads), 0, stream, o, x, y, n);
+}
+
+// y[c] = softmax(x[:, c]) at the column's largest element (one float per column).
+inline void top_probability(const float* x, float* y, int64_t n, int64_t cols, cudaStream_t stream,
+                            const launch_options& o = {}) {
+    if (n == 0 || cols == 0) return;
+    check(cols <= 0x7fffffff, errc::invalid_argument, "cuda::ops::top_probability: too many columns");
+    // 1024 threads: a column is a vocabulary of logits (128256 for Llama 3), one block each.
+    detail::launch("cuda::ops::top_probability", detail::softmax_kernel<1024, true>, dim3(unsigned(cols)), dim3(1024), 0,
+                   stream, o, x, y, n);
 }
 
 }  // namespace llmrt::cuda::ops

@@ -90,7 +90,7 @@ inline void record_attention(kernels& k, recorder& r, const operand& q, qtype kv
     r.dispatch(k.pipeline("attention_scores", sizeof s, {uint32_t(p.head_dim)}), s, gs);
 
     const detail::softmax_push m{scratch.address, scratch.address, positions.address, sinks.bytes ? sinks.address : 0,
-                                 uint32_t(n_ctx), uint32_t(n_ctx), uint32_t(p.n_head), uint32_t(p.window)};
+                                 uint32_t(n_ctx), uint32_t(n_ctx), uint32_t(p.n_head), uint32_t(p.window), 0, 0};
     const grid gm = make_grid(device, uint64_t(cols) * uint64_t(p.n_head), 1, name);
     check(gm.z == 1, errc::shape_mismatch, [&] { return std::string(name) + ": too many (token, head) rows"; });
     if (sinks.bytes)
