@@ -3,6 +3,7 @@
 //   llmrt-bench-speculative [--backend NAME] [-n N] [--reps R] [--clock wall|cpu] [--json FILE|-]
 //                           [--period P] [--repeats R] [--n-max N] [--p-min P] [--no-fallback]
 //                           [--target T.gguf --draft D.gguf --prompt-file NAME=PATH ... [--temps T,T]]
+//                           [--logits-on-host]
 //
 // Workloads, each against plain decoding of the same prompt with the same generator and sampler
 // chain, with the library's fallback policy on (plain decoding while speculation measures slower)
@@ -62,6 +63,7 @@ struct arguments {
     std::string target_path, draft_path;
     std::vector<prompt_file> prompt_files;
     std::vector<float> temperatures{0.0f, 0.8f};
+    bool logits_on_host = false;
 };
 
 // "NAME=PATH"
@@ -104,6 +106,7 @@ arguments parse(int argc, char** argv) {
         else if (o == "--n-max") a.n_max = cl.int_value(1, 1000000);
         else if (o == "--p-min") a.p_min = float(cl.number_value(0.0, 1.0));
         else if (o == "--no-fallback") a.fallback = false;
+        else if (o == "--logits-on-host") a.logits_on_host = true;
         else if (o == "--target") a.target_path = cl.value();
         else if (o == "--draft") a.draft_path = cl.value();
         else if (o == "--prompt-file") a.prompt_files.push_back(to_prompt_file(cl.value()));
@@ -112,6 +115,7 @@ arguments parse(int argc, char** argv) {
             std::puts("usage: llmrt-bench-speculative [--backend NAME] [-n N] [--reps R] [--clock wall|cpu] [--json FILE|-]\n"
                       "                               [--period P] [--repeats R] [--n-max N] [--p-min P] [--no-fallback]\n"
                       "                               [--target T.gguf --draft D.gguf --prompt-file NAME=PATH ... [--temps T,T]]\n"
+                      "                               [--logits-on-host]\n"
                       "\n"
                       "Defaults: -n 256, --reps 3, --clock wall, --json speculative.json, --period 8 --repeats 8,\n"
                       "--n-max 16 (adaptive). The fallback policy is on in every row but one that shows the default\n"
@@ -122,7 +126,11 @@ arguments parse(int argc, char** argv) {
                       "Without --target: the default pair (a random llama as Q8_0 target and Q2_K draft), greedy,\n"
                       "p_min 0. With --target and --draft: for each --prompt-file (text, tokenized with the target's\n"
                       "vocabulary), the draft model at each temperature of --temps (default 0,0.8; greedy drafts) and\n"
-                      "the n-gram drafter (greedy); p_min defaults to the library's 0.75.");
+                      "the n-gram drafter (greedy); p_min defaults to the library's 0.75.\n"
+                      "\n"
+                      "--logits-on-host: greedy decoding reads every row of logits back and takes its argmax on the\n"
+                      "host, as sampling does, instead of the argmax ids (and top probabilities) the model finds on\n"
+                      "its device: what those save.");
             std::exit(0);
         } else cl.reject();
     }
@@ -173,7 +181,8 @@ double prompt_seconds(Model& target, const std::vector<int32_t>& prompt, const s
 
 // What a forward call costs, which bounds what speculation can gain: verifying n draft tokens is one
 // target call of n + 1 tokens in place of up to n + 1 calls of one, and each draft token costs a
-// draft call of one.
+// draft call of one. Timed as greedy decoding makes them (argmax ids, no logits, where the model
+// finds them); sampling also reads the logits back.
 struct call_costs {
     int32_t batch = 0;                          // n_max + 1: the longest verification
     double target_one = 0.0, target_batch = 0.0;  // seconds per call of 1 and of `batch` tokens
@@ -189,11 +198,15 @@ double call_seconds(Model& m, int32_t at, int32_t tokens, int32_t reps, const st
     m.truncate(0);
     m.eval(std::span<const int32_t>(filler).first(std::size_t(at)), 0, {});
     std::vector<float> logits(std::size_t(tokens) * std::size_t(m.vocab_size()));
+    std::vector<int32_t> ids(static_cast<std::size_t>(tokens));
     double best = 0.0;
     for (int32_t r = 0; r < reps; ++r) {
         m.truncate(at);
+        const auto span = std::span<const int32_t>(filler).subspan(std::size_t(at), std::size_t(tokens));
         const double start = now();
-        m.eval(std::span<const int32_t>(filler).subspan(std::size_t(at), std::size_t(tokens)), at, logits);
+        // As greedy decoding calls it: the rows' argmax ids alone where the model finds them.
+        if constexpr (llmrt::sample::greedy_model<Model>) m.eval_greedy(span, at, ids, {});
+        else m.eval(span, at, logits);
         const double s = now() - start;
         best = r == 0 ? s : std::min(best, s);
     }
@@ -266,6 +279,24 @@ std::string json_escape(const std::string& s) {
     return out;
 }
 
+// A model as greedy decoding read it before argmax ids (--logits-on-host): without eval_greedy,
+// so the generator and the drafter read every row of logits back and reduce it on the host.
+template <class Model>
+class logits_on_host {
+public:
+    explicit logits_on_host(Model& m) : m_(m) {}
+    const llmrt::sample::vocabulary& vocab() const { return m_.vocab(); }
+    int32_t vocab_size() const { return m_.vocab_size(); }
+    int32_t context_length() const { return m_.context_length(); }
+    int32_t cache_length() const { return m_.cache_length(); }
+    int32_t max_batch() const { return m_.max_batch(); }
+    void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) { m_.eval(tokens, position, logits); }
+    void truncate(int32_t n) { m_.truncate(n); }
+
+private:
+    Model& m_;
+};
+
 // What the table and the JSON say of the pair.
 struct pair_info {
     std::string target, draft;  // "Q8_0" or a file path
@@ -275,8 +306,8 @@ struct pair_info {
 void write_json(std::FILE* f, const std::vector<measurement>& results, const call_costs& costs, const std::string& backend,
                 const arguments& a, const pair_info& info) {
     const auto& shape = info.shape;
-    std::fprintf(f, "{\n  \"backend\": \"%s\",\n  \"clock\": \"%s\",\n  \"tokens\": %d,\n  \"reps\": %d,\n",
-                 json_escape(backend).c_str(), a.clock.c_str(), a.n, a.reps);
+    std::fprintf(f, "{\n  \"backend\": \"%s\",\n  \"clock\": \"%s\",\n  \"tokens\": %d,\n  \"reps\": %d,\n  \"logits_on_host\": %s,\n",
+                 json_escape(backend).c_str(), a.clock.c_str(), a.n, a.reps, a.logits_on_host ? "true" : "false");
     std::fprintf(f,
                  "  \"call_seconds\": {\"target_1\": %.6f, \"target_batch\": %.6f, \"batch\": %d, \"draft_1\": %.6f},\n",
                  costs.target_one, costs.target_batch, costs.batch, costs.draft_one);
@@ -416,7 +447,9 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
                                                               cost_position + base.policy.n_max + 1));
     const model::llama_options options{.n_ctx = n_ctx, .max_batch = base.policy.n_max + 1};
     model::llama_model<Backend> target(backend, files.target, options);
-    model::llama_model<Backend> draft(backend, files.draft, options);
+    model::llama_options draft_options = options;
+    draft_options.top_probability = true;  // the drafter's p_min without reading its logits back
+    model::llama_model<Backend> draft(backend, files.draft, draft_options);
 
     const auto& s = info.shape;
     if (given) std::printf("llmrt-bench-speculative: target %s, draft %s\n", info.target.c_str(), info.draft.c_str());
@@ -441,17 +474,26 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
         std::printf("; greedy; repetitive prompt: %d words x %d\n", a.period, a.repeats);
     }
 
-    const call_costs costs = measure_costs(target, draft, base.policy.n_max + 1, 5 * a.reps, base);
-    std::printf("cost:    target %.2f ms for 1 token, %.2f ms for %d (%.1fx one); draft %.2f ms for 1 token (%.2fx the "
-                "target's)\n",
-                costs.target_one * 1e3, costs.target_batch * 1e3, costs.batch, costs.target_batch / costs.target_one,
-                costs.draft_one * 1e3, costs.draft_one / costs.target_one);
-
+    call_costs costs;
     std::vector<measurement> results;
-    for (const auto& w : workloads) {
-        results.push_back(measure(target, draft, w, a));
-        std::printf("  done: %s, %s\n", w.name.c_str(), results.back().drafters.c_str());
-        std::fflush(stdout);
+    const auto measure_all = [&](auto& t, auto& d) {
+        costs = measure_costs(t, d, base.policy.n_max + 1, 5 * a.reps, base);
+        std::printf("cost:    target %.2f ms for 1 token, %.2f ms for %d (%.1fx one); draft %.2f ms for 1 token (%.2fx "
+                    "the target's)%s\n",
+                    costs.target_one * 1e3, costs.target_batch * 1e3, costs.batch, costs.target_batch / costs.target_one,
+                    costs.draft_one * 1e3, costs.draft_one / costs.target_one,
+                    a.logits_on_host ? "; every row's logits read back (--logits-on-host)" : "");
+        for (const auto& w : workloads) {
+            results.push_back(measure(t, d, w, a));
+            std::printf("  done: %s, %s\n", w.name.c_str(), results.back().drafters.c_str());
+            std::fflush(stdout);
+        }
+    };
+    if (a.logits_on_host) {
+        logits_on_host<model::llama_model<Backend>> t(target), d(draft);
+        measure_all(t, d);
+    } else {
+        measure_all(target, draft);
     }
     print_table(results);
 

@@ -165,7 +165,9 @@ int run(Backend& backend, const std::string& backend_description, const spec::mo
     const model::llama_options options{.n_ctx = n_ctx, .max_batch = std::min(config.policy.n_max + 1, 64)};
     model::llama_model<Backend> target(backend, files.target, options);
     std::unique_ptr<model::llama_model<Backend>> draft;
-    if (files.draft) draft = std::make_unique<model::llama_model<Backend>>(backend, files.draft, options);
+    model::llama_options draft_options = options;
+    draft_options.top_probability = true;  // the drafter's p_min without reading its logits back
+    if (files.draft) draft = std::make_unique<model::llama_model<Backend>>(backend, files.draft, draft_options);
 
     const auto& h = target.hparams();
     std::printf("target:   %s\n          llama, %d layers, n_embd %d, %d heads (%d kv), n_ff %d, vocab %d\n",

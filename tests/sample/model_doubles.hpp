@@ -137,6 +137,53 @@ private:
 
 static_assert(causal_model<batched_model>, "batched_model must satisfy causal_model");
 
+// A function_model that also finds each row's argmax and top probability itself (greedy_model),
+// as llama_model does on its device; logit_rows counts the rows eval handed out, argmax_rows
+// those eval_greedy reduced.
+class argmax_model {
+public:
+    explicit argmax_model(function_model inner, bool top_probability = true)
+        : inner_(std::move(inner)), top_(top_probability) {}
+
+    const vocabulary& vocab() const { return inner_.vocab(); }
+    int32_t vocab_size() const { return inner_.vocab_size(); }
+    int32_t context_length() const { return inner_.context_length(); }
+    int32_t cache_length() const { return inner_.cache_length(); }
+    const function_model& inner() const { return inner_; }
+    bool has_top_probability() const { return top_; }
+
+    void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
+        inner_.eval(tokens, position, logits);
+        if (!logits.empty()) logit_rows += int64_t(tokens.size());
+    }
+    void eval_greedy(std::span<const int32_t> tokens, int32_t position, std::span<int32_t> ids, std::span<float> top) {
+        check(ids.size() == tokens.size() && (top.empty() || (top_ && top.size() == tokens.size())),
+              errc::invalid_argument, "argmax_model: one id per token, and one top probability per token or none");
+        const size_t v = size_t(vocab_size());
+        std::vector<float> rows(tokens.size() * v);
+        inner_.eval(tokens, position, rows);
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            const std::span<const float> row(rows.data() + i * v, v);
+            const size_t best = size_t(std::max_element(row.begin(), row.end()) - row.begin());  // the first largest
+            ids[i] = int32_t(best);
+            if (top.empty()) continue;
+            double sum = 0.0;  // the formula model_drafter applies to the rows
+            for (float l : row) sum += std::exp(double(l) - double(row[best]));
+            top[i] = float(1.0 / sum);
+        }
+        argmax_rows += int64_t(tokens.size());
+    }
+    void truncate(int32_t n) { inner_.truncate(n); }
+
+    int64_t logit_rows = 0, argmax_rows = 0;
+
+private:
+    function_model inner_;
+    bool top_;
+};
+
+static_assert(greedy_model<argmax_model>, "argmax_model must satisfy greedy_model");
+
 inline uint64_t mix64(uint64_t x) {
     x += 0x9E3779B97F4A7C15ull;
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;

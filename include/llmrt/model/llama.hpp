@@ -48,6 +48,10 @@ struct llama_options {
     // connects it to the other ranks, each running the same calls on a model of its own. Every
     // rank returns the whole vocabulary's logits, the same bits on each.
     tensor_parallel tp{};
+    // Computes each token's top probability on the device (llama_graph::top), which eval_greedy
+    // reads: a draft model's confidence threshold without its logits. One small reduction more
+    // per forward call.
+    bool top_probability = false;
 };
 
 // The largest KV cache that n_ctx = 0 allocates. A file's llama.context_length is the longest
@@ -89,8 +93,9 @@ public:
           shard_(sharded(*weights_, options.tp, b)),
           options_(fits(resolved(options, local_hparams()), local_hparams(), b)),
           vocab_(read_vocabulary(file_->metadata(), weights_->hparams.n_vocab)),
-          built_(shard_ ? build_llama_graph(*shard_, options_.n_ctx, options_.max_batch, options_.kv_type)
-                        : build_llama_graph(*weights_, options_.n_ctx, options_.max_batch, options_.kv_type)),
+          built_(with_outputs(shard_ ? build_llama_graph(*shard_, options_.n_ctx, options_.max_batch, options_.kv_type)
+                                     : build_llama_graph(*weights_, options_.n_ctx, options_.max_batch, options_.kv_type),
+                              options_)),
           exec_(b, built_.g),
           logits_(std::size_t(options_.max_batch) * std::size_t(weights_->hparams.n_vocab)),
           next_(std::size_t(options_.max_batch)) {
@@ -191,18 +196,44 @@ public:
     }
 
     // Appends tokens at `position` (which must equal cache_length()) in calls of up to max_batch
-    // tokens; logits_out is tokens.size() x vocab_size() floats, or empty when not needed.
+    // tokens; logits_out is tokens.size() x vocab_size() floats, or empty when not needed (then no
+    // logits are read back: a prefill reads only the argmax ids greedy() holds).
     void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits_out) {
         check_eval(tokens, position, logits_out.size());
         const std::size_t v = std::size_t(vocab_size());
-        std::array<int32_t, 64> pos_chunk{};
-        for (std::size_t done = 0; done < tokens.size();) {
-            const std::size_t n = std::min({tokens.size() - done, std::size_t(options_.max_batch), pos_chunk.size()});
-            for (std::size_t i = 0; i < n; ++i) pos_chunk[i] = int32_t(std::size_t(position) + done + i);
-            const auto logits = forward(tokens.subspan(done, n), std::span<const int32_t>(pos_chunk).first(n));
-            if (!logits_out.empty()) std::memcpy(logits_out.data() + done * v, logits.data(), logits.size_bytes());
-            done += n;
-        }
+        in_chunks(tokens, position, [&](std::span<const int32_t> chunk, std::span<const int32_t> positions, std::size_t done) {
+            if (logits_out.empty()) {
+                forward_greedy(chunk, positions);
+                return;
+            }
+            const auto logits = forward(chunk, positions);
+            std::memcpy(logits_out.data() + done * v, logits.data(), logits.size_bytes());
+        });
+    }
+
+    // Whether eval_greedy can give top probabilities (llama_options::top_probability).
+    bool has_top_probability() const noexcept { return built_.top.valid(); }
+
+    // As eval, with each row of logits reduced on the device to what greedy decoding reads:
+    // ids_out[i] = the row's argmax (the first index of its largest logit) and, when top_out is not
+    // empty, top_out[i] = softmax's value there (llama_options::top_probability). tokens.size()
+    // entries each; no logits are read back.
+    void eval_greedy(std::span<const int32_t> tokens, int32_t position, std::span<int32_t> ids_out,
+                     std::span<float> top_out) {
+        check_eval(tokens, position, 0);
+        check(ids_out.size() == tokens.size() && (top_out.empty() || top_out.size() == tokens.size()),
+              errc::invalid_argument, [&] {
+                  return "llama_model::eval_greedy: " + std::to_string(tokens.size()) + " tokens, " +
+                         std::to_string(ids_out.size()) + " ids and " + std::to_string(top_out.size()) +
+                         " top probabilities (need one id per token, and one probability per token or none)";
+              });
+        check(top_out.empty() || built_.top.valid(), errc::invalid_argument,
+              "llama_model::eval_greedy: top probabilities need llama_options::top_probability");
+        in_chunks(tokens, position, [&](std::span<const int32_t> chunk, std::span<const int32_t> positions, std::size_t done) {
+            const auto ids = forward_greedy(chunk, positions);
+            std::copy(ids.begin(), ids.end(), ids_out.begin() + std::ptrdiff_t(done));
+            if (!top_out.empty()) exec_.read(built_.top, top_out.subspan(done, chunk.size()));
+        });
     }
 
     // Drops the cache back to its first n tokens (for speculative decoding's rejected drafts).
@@ -258,6 +289,23 @@ public:
 private:
     // Checks the tokens and positions, writes them and runs the graph; the cache then ends after
     // them. Returns the number of tokens.
+    // f(chunk, its positions, tokens before it) for tokens at position, position + 1, ... in
+    // chunks of at most max_batch.
+    template <class F>
+    void in_chunks(std::span<const int32_t> tokens, int32_t position, F&& f) {
+        std::array<int32_t, 64> pos_chunk{};
+        for (std::size_t done = 0; done < tokens.size();) {
+            const std::size_t n = std::min({tokens.size() - done, std::size_t(options_.max_batch), pos_chunk.size()});
+            for (std::size_t i = 0; i < n; ++i) pos_chunk[i] = int32_t(std::size_t(position) + done + i);
+            f(tokens.subspan(done, n), std::span<const int32_t>(pos_chunk).first(n), done);
+            done += n;
+        }
+    }
+
+    static llama_graph with_outputs(llama_graph m, const llama_options& o) {
+        return o.top_probability ? with_top_probability(std::move(m)) : m;
+    }
+
     int64_t run(std::span<const int32_t> tokens, std::span<const int32_t> positions) {
         check_forward(tokens, positions);
         const auto n = int64_t(tokens.size());

@@ -46,6 +46,7 @@ struct llama_graph {
     graph::graph g;
     graph::tensor tokens, positions;  // inputs: one i32 per token
     graph::tensor logits, next;       // outputs: n_vocab floats and the argmax per token
+    graph::tensor top;                // optional output (with_top_probability): softmax's value at the argmax
     std::vector<graph::tensor> k_cache, v_cache;  // states: n_embd_kv x n_ctx per layer
 };
 
@@ -182,7 +183,7 @@ inline llama_graph build_llama_graph(const llama_weights& w, int32_t n_ctx, int3
     const llama_hparams& h = w.hparams;
     check(n_ctx >= 1, errc::invalid_argument,
           [&] { return "llama graph: n_ctx = " + std::to_string(n_ctx) + " must be at least 1"; });
-    llama_graph m{graph::graph(max_batch), {}, {}, {}, {}, {}, {}};
+    llama_graph m{graph::graph(max_batch), {}, {}, {}, {}, {}, {}, {}};
     graph::graph& g = m.g;
     detail::block_builder b(g, h, ranks);
 
@@ -218,6 +219,15 @@ inline llama_graph build_llama_graph(const llama_weights& w, int32_t n_ctx, int3
 // weights it points into) must outlive the graph.
 inline llama_graph build_llama_graph(const llama_shard& s, int32_t n_ctx, int32_t max_batch, qtype kv_type = qtype::f32) {
     return detail::build_llama_graph(s.weights, n_ctx, max_batch, kv_type, s.tp.ranks);
+}
+
+// Adds each token's top probability (softmax of its logits at the argmax) as an output, for a
+// drafter's confidence threshold without reading the logits back.
+inline llama_graph with_top_probability(llama_graph m) {
+    m.top = m.g.top_probability(m.logits);
+    m.g.set_name(m.top, "top_probability");
+    m.g.mark_output(m.top);
+    return m;
 }
 
 }  // namespace llmrt::model

@@ -5,7 +5,8 @@
 //
 // Bookkeeping: before each step the target's cache holds every sequence token but the last; a
 // round evaluates [last, x_1 .. x_n] at position L − 1 and truncates the cache back to the
-// accepted part afterwards.
+// accepted part afterwards. A target that is a greedy_model, under a chain that picks the argmax,
+// is read as its rows' argmax ids alone: no logits travel.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -162,6 +163,23 @@ private:
         ++stats_.target_calls;
     }
 
+    // Whether the target's rows can be read as their argmax ids alone (greedy_model).
+    bool argmax_rows() const {
+        if constexpr (greedy_model<Target>) return chain_.picks_argmax();
+        else return false;
+    }
+
+    // ids_ = the argmax of each row, the target evaluating tokens (argmax_rows() only).
+    void timed_eval_argmax(std::span<const int32_t> tokens, int32_t position) {
+        if constexpr (greedy_model<Target>) {
+            ids_.resize(tokens.size());
+            const double t0 = now();
+            target_.eval_greedy(tokens, position, ids_, {});
+            stats_.target_seconds += now() - t0;
+            ++stats_.target_calls;
+        }
+    }
+
     int32_t draft_limit(const drafter_slot& s, int32_t cap) const {
         int32_t limit = policy_.n_max;
         if (policy_.adaptive.enabled)
@@ -170,10 +188,15 @@ private:
     }
 
     std::vector<int32_t> plain_step() {
-        const int32_t vocab = target_.vocab_size();
-        rows_.resize(size_t(vocab));
-        timed_eval(std::span<const int32_t>(&sequence_.back(), 1), int32_t(sequence_.size()) - 1, rows_);
-        const int32_t y = chain_.sample(rows_);
+        int32_t y = 0;
+        if (argmax_rows()) {
+            timed_eval_argmax(std::span<const int32_t>(&sequence_.back(), 1), int32_t(sequence_.size()) - 1);
+            y = ids_[0];
+        } else {
+            rows_.resize(size_t(target_.vocab_size()));
+            timed_eval(std::span<const int32_t>(&sequence_.back(), 1), int32_t(sequence_.size()) - 1, rows_);
+            y = chain_.sample(rows_);
+        }
         chain_.accept(y);
         ++stats_.plain_steps;
         if (phase_ == phase::backing_off) ++stats_.fallback_steps;
@@ -206,12 +229,18 @@ private:
         const int32_t vocab = target_.vocab_size();
         const size_t length = sequence_.size();
         const int32_t n = int32_t(draft_.tokens.size());
+        const int32_t stop = options_.stop_at_eos ? target_.vocab().eos : -1;
         batch_.assign(1, sequence_.back());
         batch_.insert(batch_.end(), draft_.tokens.begin(), draft_.tokens.end());
-        rows_.resize(batch_.size() * size_t(vocab));
-        timed_eval(batch_, int32_t(length) - 1, rows_);
-        verify_result v = verify_draft<Rule>(draft_, rows_, vocab, chain_, policy_.mode,
-                                             options_.stop_at_eos ? target_.vocab().eos : -1);
+        verify_result v;
+        if (argmax_rows() && draft_.point_mass()) {  // the rows' argmax ids are all verification reads
+            timed_eval_argmax(batch_, int32_t(length) - 1);
+            v = verify_argmax(draft_, ids_, chain_, stop);
+        } else {
+            rows_.resize(batch_.size() * size_t(vocab));
+            timed_eval(batch_, int32_t(length) - 1, rows_);
+            v = verify_draft<Rule>(draft_, rows_, vocab, chain_, policy_.mode, stop);
+        }
         // The cache must end up holding the new sequence minus its last token.
         const int32_t keep = int32_t(length + v.emitted.size()) - 1;
         if (target_.cache_length() > keep) target_.truncate(keep);
@@ -284,7 +313,7 @@ private:
     std::vector<drafter_slot> slots_;
     speculative_stats stats_;
 
-    std::vector<int32_t> sequence_, batch_;
+    std::vector<int32_t> sequence_, batch_, ids_;
     std::vector<float> rows_;
     draft draft_;
 

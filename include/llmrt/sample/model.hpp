@@ -55,6 +55,22 @@ concept causal_model = requires(M& m, const M& cm, std::span<const int32_t> toke
     m.truncate(n);
 };
 
+// A causal_model that can also reduce each row of logits on its device to what greedy decoding
+// reads, so that the logits (a vocabulary of floats per token) never travel:
+//   eval_greedy(tokens, first_position, ids_out, top_out): as eval, but ids_out[i] receives row
+//       i's argmax (the first index of its largest logit) and, when top_out is not empty,
+//       top_out[i] softmax's value there (float(1 / Σ exp(l − max))). ids_out holds tokens.size()
+//       ids; top_out tokens.size() floats, or none.
+//   has_top_probability(): whether eval_greedy can fill top_out.
+// The generator and the model drafter use it when their sampler chain picks the argmax (the
+// drafter, with a p_min threshold, only where the model has top probabilities).
+template <class M>
+concept greedy_model = causal_model<M> && requires(M& m, const M& cm, std::span<const int32_t> tokens, int32_t position,
+                                                   std::span<int32_t> ids_out, std::span<float> top_out) {
+    m.eval_greedy(tokens, position, ids_out, top_out);
+    { cm.has_top_probability() } -> std::convertible_to<bool>;
+};
+
 namespace detail {
 inline std::string quoted_token(const std::string& text) {
     std::string out = "\"";

@@ -2,7 +2,9 @@
 // chain samples each draft token and reports the q it was drawn from (its fully processed
 // distribution), for lossless speculative sampling. Before drafting, the draft model catches up on
 // the sequence tokens it has not seen (a round's emitted tokens; a whole window after the fallback
-// decoded plainly) in one forward call per max_batch tokens, not one per token.
+// decoded plainly) in one forward call per max_batch tokens, not one per token. A draft model that
+// is a greedy_model, under a chain that picks the argmax, drafts from its rows' argmax ids and top
+// probabilities alone: no logits travel.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -75,13 +77,19 @@ public:
         const size_t tail = (missing.size() - 1) % catch_up_chunk() + 1;
         const size_t head = missing.size() - tail;
         if (head > 0) evaluate(missing.first(head), int32_t(keep), {});
+        work_.catch_up += int64_t(missing.size());
+        const int32_t n_limit = int32_t(std::min<size_t>(size_t(request.n_max), size_t(model_.context_length()) - length + 1));
+        if constexpr (greedy_model<Draft>) {
+            if (chain_.picks_argmax() && (request.p_min <= 0.0f || model_.has_top_probability())) {
+                draft_argmax(missing.last(tail), int32_t(keep + head), int32_t(length), n_limit, request.p_min, out);
+                return;
+            }
+        }
         rows_.resize(tail * size_t(vocab));
         evaluate(missing.last(tail), int32_t(keep + head), rows_);
         logits_.assign(rows_.end() - vocab, rows_.end());
-        work_.catch_up += int64_t(missing.size());
 
         // 3. Draft. Draft token k is evaluated at position length + k to draft token k + 1.
-        const int32_t n_limit = int32_t(std::min<size_t>(size_t(request.n_max), size_t(model_.context_length()) - length + 1));
         for (int32_t k = 0; k < n_limit; ++k) {
             if (request.p_min > 0.0f && top1_probability(logits_) < request.p_min) break;
             token_distribution q = chain_.distribution(logits_);
@@ -111,8 +119,34 @@ public:
 private:
     void evaluate(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
         model_.eval(tokens, position, logits);
-        work_.tokens += int64_t(tokens.size());
-        work_.forwards += int64_t((tokens.size() + catch_up_chunk() - 1) / catch_up_chunk());
+        count(tokens.size());
+    }
+
+    void count(size_t tokens) {
+        work_.tokens += int64_t(tokens);
+        work_.forwards += int64_t((tokens + catch_up_chunk() - 1) / catch_up_chunk());
+    }
+
+    // Steps 2 (the caught-up tail) and 3 from argmax ids and top probabilities: the same tokens
+    // the rows would give (the chain picks the argmax), the threshold on the device's probability.
+    void draft_argmax(std::span<const int32_t> tail, int32_t tail_position, int32_t length, int32_t n_limit,
+                      float p_min, draft& out) {
+        const bool threshold = p_min > 0.0f;
+        ids_.resize(tail.size());
+        top_.resize(threshold ? tail.size() : 0);
+        model_.eval_greedy(tail, tail_position, ids_, top_);
+        count(tail.size());
+        for (int32_t k = 0; k < n_limit; ++k) {
+            if (threshold && top_.back() < p_min) break;
+            const int32_t x = ids_.back();
+            out.tokens.push_back(x);
+            chain_.accept(x);
+            if (x == model_.vocab().eos || k + 1 == n_limit) break;
+            ids_.resize(1);
+            top_.resize(threshold ? 1 : 0);
+            model_.eval_greedy(std::span<const int32_t>(&out.tokens.back(), 1), length + k, ids_, top_);
+            count(1);
+        }
     }
 
     // softmax(logits) at its largest entry = 1 / Σ exp(l − max).
@@ -129,7 +163,8 @@ private:
     sampler_chain chain_;
     std::string name_;
     size_t synced_ = 0;
-    std::vector<float> logits_, rows_;
+    std::vector<float> logits_, rows_, top_;
+    std::vector<int32_t> ids_;
     drafter_work work_;
 };
 

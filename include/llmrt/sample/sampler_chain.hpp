@@ -8,6 +8,7 @@
 
 #include "llmrt/core/cxx20.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -77,6 +78,14 @@ public:
             std::visit([](const auto& stage) { stage.validate(); }, s);
             if (std::holds_alternative<greedy_stage>(s)) greedy_ = true;
         }
+        argmax_ = greedy_ && std::all_of(stages_.begin(), stages_.end(), [](const sampler_stage& s) {
+            // Stages that keep the largest logit, and its rank among equal ones: the lowest id.
+            // Penalties and typical sampling can drop it; a temperature can round two logits equal.
+            if (const auto* p = std::get_if<penalty_stage>(&s)) return !p->active();
+            if (const auto* t = std::get_if<typical_stage>(&s)) return t->p >= 1.0f;
+            return std::holds_alternative<greedy_stage>(s) || std::holds_alternative<top_k_stage>(s) ||
+                   std::holds_alternative<top_p_stage>(s) || std::holds_alternative<min_p_stage>(s);
+        });
     }
 
     // ---- state ----
@@ -108,6 +117,10 @@ public:
 
     // True when the chain always yields a point mass (it contains greedy).
     bool is_greedy() const noexcept { return greedy_; }
+    // True when the chain's token is always its row's argmax, the first index of the largest
+    // logit, whatever the history: greedy after stages that all keep that logit. A model that finds
+    // the argmax on its device (greedy_model) then needs to read back no logits.
+    bool picks_argmax() const noexcept { return argmax_; }
     std::span<const sampler_stage> stages() const noexcept { return stages_; }
 
     // ---- processing ----
@@ -138,6 +151,7 @@ private:
     uint64_t seed_ = 0;
     rng_stream stream_ = rng_stream::target_sample;
     bool greedy_ = false;
+    bool argmax_ = false;
     std::vector<int32_t> history_;
     mutable candidate_set work_;  // scratch, reused across calls
 };

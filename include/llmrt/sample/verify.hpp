@@ -107,4 +107,26 @@ verify_result verify_draft(const draft& d, std::span<const float> rows, int32_t 
     return result;
 }
 
+// verify_draft for a point-mass draft and a chain that picks the argmax (sampler_chain::
+// picks_argmax), from the rows' argmax ids alone (ids[i]: row i's argmax, d.tokens.size() + 1 of
+// them): the same accepted count and emitted tokens, each accepted into the chain.
+inline verify_result verify_argmax(const draft& d, std::span<const int32_t> ids, sampler_chain& chain,
+                                   int32_t stop_token = -1) {
+    const size_t n = d.tokens.size();
+    check(ids.size() == n + 1 && d.point_mass() && chain.picks_argmax(), errc::invalid_argument, [&] {
+        return "verify_argmax: " + std::to_string(ids.size()) + " argmax ids for a draft of " + std::to_string(n) +
+               " tokens (need n + 1), a point-mass draft and a chain that picks the argmax";
+    });
+    verify_result result;
+    for (size_t i = 0; i <= n; ++i) {
+        const int32_t y = ids[i];
+        chain.accept(y);
+        result.emitted.push_back(y);
+        if (i == n || y != d.tokens[i]) break;
+        ++result.accepted;
+        if (y == stop_token) break;
+    }
+    return result;
+}
+
 }  // namespace llmrt::sample
