@@ -8,9 +8,9 @@
 # this order): build corpus tiny target draft quantize check bench summary. A step whose outputs exist
 # is skipped, so the pipeline can run in pieces under a 10-minute limit per command, e.g.
 #
-#   bash tools/train_pair/gpu_run.sh /tmp/pair build corpus tiny    # build (CUDA: not timed yet), corpus, tiny ~1-2 min each
+#   bash tools/train_pair/gpu_run.sh /tmp/pair build corpus tiny    # build (CUDA: not timed yet), corpus and tiny under a minute each
 #   bash tools/train_pair/gpu_run.sh /tmp/pair target               # at most PAIR_TARGET_MINUTES + ~1
-#   bash tools/train_pair/gpu_run.sh /tmp/pair draft quantize check summary
+#   bash tools/train_pair/gpu_run.sh /tmp/pair draft quantize check bench summary
 #
 # and a piece killed by the limit is run again as it was (it starts over from its last finished step).
 #
