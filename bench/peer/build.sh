@@ -11,7 +11,7 @@
 # rebuilds only what changed.
 #
 #   llama.cpp  (.peer/llama.cpp, static libraries, CUDA on, no CPU-specific code):
-#              llama-bench, test-backend-ops, lcpp-greedy
+#              llama-bench, test-backend-ops, lcpp-greedy, llama-simple, llama-speculative-simple
 #   llmrt      (this checkout, Release, CUDA on): llmrt-generate, llmrt-bench-decode,
 #              llmrt-bench-mmvq-cuda
 #
@@ -76,8 +76,9 @@ if [ $build_llama = 1 ]; then
         -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_TOOLS=ON \
         -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF \
         "${llama_extra[@]}"
-    cmake --build "$llama_build" --parallel "$jobs" --target llama-bench test-backend-ops lcpp-greedy
-    for t in llama-bench test-backend-ops lcpp-greedy; do cp "$llama_build/bin/$t" "$bin/"; done
+    llama_targets=(llama-bench test-backend-ops lcpp-greedy llama-simple llama-speculative-simple)
+    cmake --build "$llama_build" --parallel "$jobs" --target "${llama_targets[@]}"
+    for t in "${llama_targets[@]}"; do cp "$llama_build/bin/$t" "$bin/"; done
 fi
 
 if [ $build_llmrt = 1 ]; then
