@@ -11,7 +11,7 @@
 # rebuilds only what changed.
 #
 #   llama.cpp  (.peer/llama.cpp, static libraries, CUDA on, no CPU-specific code):
-#              llama-bench, test-backend-ops, lcpp-greedy, llama-simple, llama-speculative-simple
+#              llama-bench, test-backend-ops, lcpp-greedy, llama-speculative-simple
 #   llmrt      (this checkout, Release, CUDA on): llmrt-generate, llmrt-bench-decode,
 #              llmrt-bench-mmvq-cuda
 #
@@ -76,7 +76,7 @@ if [ $build_llama = 1 ]; then
         -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_TOOLS=ON \
         -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF \
         "${llama_extra[@]}"
-    llama_targets=(llama-bench test-backend-ops lcpp-greedy llama-simple llama-speculative-simple)
+    llama_targets=(llama-bench test-backend-ops lcpp-greedy llama-speculative-simple)
     cmake --build "$llama_build" --parallel "$jobs" --target "${llama_targets[@]}"
     for t in "${llama_targets[@]}"; do cp "$llama_build/bin/$t" "$bin/"; done
 fi

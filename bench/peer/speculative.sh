@@ -5,15 +5,15 @@
 #
 #   bash bench/peer/speculative.sh PAIR_DIR [REPS]
 #
-# PAIR_DIR holds target-q8_0.gguf, draft-q4_K.gguf and prompts/*.txt (gpu_run.sh's bench step
+# PAIR_DIR holds target-q8_0.gguf, draft-q4_K.gguf and prompts/KIND-K.txt (gpu_run.sh's bench step
 # writes them). For each prompt, the fastest of REPS (default 3) runs of 256 greedy tokens:
-#   plain    llama-speculative-simple --spec-type none (the same loop and timer, no drafts);
-#            llama-simple where that refuses (its time includes the prompt's)
+#   plain    llama-speculative-simple --spec-type none (the same loop and timer, no drafts)
 #   draft    llama-speculative-simple -md draft-q4_K.gguf, n_max 16, p_min 0.75 (llmrt's defaults)
 #   n-gram   llama-speculative-simple --spec-type ngram-simple
-# Decoding tokens/s is llama.cpp's own "decoded N tokens in T seconds" (the prompt excluded).
-# Prints a table and writes it to OUT (default PAIR_DIR)/llama-speculative.md, each run's log
-# beside it. Needs .peer/bin/llama-speculative-simple and llama-simple (bench/peer/build.sh).
+# A kind's tokens/s is its prompts' decoded tokens over their decoding seconds, as llama.cpp
+# reports them ("decoded N tokens in T seconds": the prompt excluded), as llmrt-bench-speculative
+# adds its prompts up. Prints a table and writes it to OUT (default PAIR_DIR)/llama-speculative.md,
+# each run's log beside it. Needs .peer/bin/llama-speculative-simple (bench/peer/build.sh).
 set -uo pipefail
 
 pair=${1:?"speculative.sh: give the pair's folder (tools/train_pair/gpu_run.sh's DIR)"}
@@ -21,49 +21,64 @@ reps=${2:-3}
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bin=${PEER_BIN:-$script_dir/../../.peer/bin}
 out=${OUT:-$pair}
-mkdir -p "$out/llama-speculative-logs"
+logs=$out/llama-speculative-logs
+mkdir -p "$logs"
 target=$pair/target-q8_0.gguf
 draft=$pair/draft-q4_K.gguf
-for f in "$target" "$draft" "$bin/llama-speculative-simple" "$bin/llama-simple"; do
+for f in "$target" "$draft" "$bin/llama-speculative-simple"; do
     [ -e "$f" ] || { echo "speculative.sh: missing $f" >&2; exit 1; }
 done
 common=(-m "$target" -n 256 -ngl 99 -c 1024 --temp 0 --seed 1 --spec-draft-n-max 16)
 
-speed_of() { grep -o 'decoded *[0-9]* tokens in *[0-9.]* seconds, speed: *[0-9.]*' "$1" | tail -1 | awk '{print $NF}'; }
-simple_speed_of() { grep -o 'speed: *[0-9.]* t/s' "$1" | tail -1 | awk '{print $2}'; }
-accept_of() { grep -o 'accept *= *[0-9.]*%' "$1" | tail -1 | awk '{print $NF}'; }
-
-best() {  # NAME COMMAND...: the fastest of reps runs' decoding tokens/s (and the log of the last)
-    local name=$1 b="" s log
-    shift
+# runs MODE PROMPT ARGS...: REPS runs, logs named MODE.PROMPT.R.log
+runs() {
+    local mode=$1 prompt=$2 name
+    shift 2
+    name=$(basename "$prompt" .txt)
     for r in $(seq "$reps"); do
-        log="$out/llama-speculative-logs/$name.$r.log"
-        timeout 300 "$@" > "$log" 2>&1
-        s=$(speed_of "$log")
-        [ -z "$s" ] && s=$(simple_speed_of "$log")
-        [ -n "$s" ] && b=$(python3 -c "print(max(float('$s'), float('${b:-0}')))")
+        timeout 300 "$bin/llama-speculative-simple" "${common[@]}" -f "$prompt" "$@" > "$logs/$mode.$name.$r.log" 2>&1
     done
-    echo "${b:-failed}"
 }
 
-table="$out/llama-speculative.md"
-{
-    echo "llama.cpp $(cat "$script_dir/../../.peer/LLAMA_CPP_COMMIT" 2> /dev/null || echo '(commit unknown)'), target $(basename "$target"), draft $(basename "$draft"), 256 greedy tokens, fastest of $reps"
-    echo
-    echo "| prompt | plain tokens/s | draft model tokens/s | speedup | acceptance | n-gram tokens/s | speedup |"
-    echo "|---|---|---|---|---|---|---|"
-} > "$table"
 for p in "$pair"/prompts/*.txt; do
-    name=$(basename "$p" .txt)
-    plain=$(best "$name-plain" "$bin/llama-speculative-simple" "${common[@]}" -f "$p" --spec-type none)
-    if [ "$plain" = failed ]; then
-        plain=$(best "$name-plain-simple" "$bin/llama-simple" -m "$target" -n 256 -ngl 99 "$(cat "$p")")
-    fi
-    spec=$(best "$name-draft" "$bin/llama-speculative-simple" "${common[@]}" -f "$p" -md "$draft" -ngld 99 \
-        --spec-draft-p-min 0.75)
-    accept=$(accept_of "$out/llama-speculative-logs/$name-draft.$reps.log")
-    ngram=$(best "$name-ngram" "$bin/llama-speculative-simple" "${common[@]}" -f "$p" --spec-type ngram-simple)
-    ratio() { python3 -c "print(f'{float(\"$1\") / float(\"$2\"):.2f}x')" 2> /dev/null || echo "-"; }
-    echo "| $name | $plain | $spec | $(ratio "$spec" "$plain") | ${accept:-?} | $ngram | $(ratio "$ngram" "$plain") |" >> "$table"
+    runs plain "$p" --spec-type none
+    runs draft "$p" -md "$draft" -ngld 99 --spec-draft-p-min 0.75
+    runs ngram "$p" --spec-type ngram-simple
 done
-cat "$table"
+
+python3 - "$logs" "$out/llama-speculative.md" "$(cat "$script_dir/../../.peer/LLAMA_CPP_COMMIT" 2> /dev/null || echo unknown)" <<'PY'
+import re, sys
+from collections import defaultdict
+from pathlib import Path
+logs, table, commit = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+best = {}  # (mode, prompt) -> (tokens, seconds, drafted, accepted) of the fastest run
+for log in sorted(logs.glob("*.log")):
+    mode, prompt, _ = log.name[:-4].split(".", 2)
+    text = log.read_text(errors="replace")
+    m = re.findall(r"decoded\s+(\d+) tokens in\s+([0-9.]+) seconds", text)
+    if not m:
+        continue
+    tokens, seconds = int(m[-1][0]), float(m[-1][1])
+    drafted = re.findall(r"n_drafted\s*=\s*(\d+)", text)
+    accepted = re.findall(r"n_accept\s*=\s*(\d+)", text)
+    run = (tokens, seconds, int(drafted[-1]) if drafted else 0, int(accepted[-1]) if accepted else 0)
+    if (mode, prompt) not in best or tokens / seconds > best[(mode, prompt)][0] / best[(mode, prompt)][1]:
+        best[(mode, prompt)] = run
+kinds = defaultdict(lambda: defaultdict(lambda: [0, 0.0, 0, 0]))
+for (mode, prompt), run in best.items():
+    total = kinds[prompt.rsplit("-", 1)[0]][mode]
+    for i, v in enumerate(run):
+        total[i] += v
+rate = lambda t: t[0] / t[1] if t[1] else 0.0
+lines = [f"llama.cpp {commit}: llama-speculative-simple, 256 greedy tokens per prompt, the fastest of each prompt's runs",
+         "", "| prompts | plain tokens/s | draft model tokens/s | speedup | acceptance | n-gram tokens/s | speedup |",
+         "|---|---|---|---|---|---|---|"]
+for kind, modes in sorted(kinds.items()):
+    n = sum(1 for (m, p) in best if m == "plain" and p.rsplit("-", 1)[0] == kind)
+    plain, draft, ngram = rate(modes["plain"]), rate(modes["draft"]), rate(modes["ngram"])
+    acc = modes["draft"][3] / modes["draft"][2] if modes["draft"][2] else 0.0
+    sp = lambda x: f"{x / plain:.2f}x" if plain else "-"
+    lines.append(f"| {kind} ({n}) | {plain:.1f} | {draft:.1f} | {sp(draft)} | {acc:.3f} | {ngram:.1f} | {sp(ngram)} |")
+table.write_text("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY

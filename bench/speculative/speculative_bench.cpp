@@ -2,7 +2,7 @@
 //
 //   llmrt-bench-speculative [--backend NAME] [-n N] [--reps R] [--clock wall|cpu] [--json FILE|-]
 //                           [--period P] [--repeats R] [--n-max N] [--p-min P] [--no-fallback]
-//                           [--target T.gguf --draft D.gguf --prompt-file NAME=PATH ... [--temps T,T]]
+//                           [--target T.gguf --draft D.gguf --prompt-file NAME=PATH[,PATH...] ... [--temps T,T]]
 //                           [--logits-on-host]
 //
 // Workloads, each against plain decoding of the same prompt with the same generator and sampler
@@ -13,8 +13,9 @@
 //                         --no-fallback, where the first row already is that)
 //   ngram                 the n-gram drafter alone on a repetitive prompt (BOS, P words R times)
 //   ngram + draft model   both, chained (n-gram first), on the repetitive prompt
-// With --target and --draft (a trained pair sharing one vocabulary), for each --prompt-file (a text
-// file, tokenized with the target's vocabulary, BOS first):
+// With --target and --draft (a trained pair sharing one vocabulary), for each --prompt-file (text
+// files, each tokenized with the target's vocabulary, BOS first, decoded in turn; the workload's
+// figures are their sums, each prompt's runs the fastest of R):
 //   draft model           at every temperature of --temps (default 0,0.8; 0 is greedy), with greedy
 //                         (point-mass) drafts, so that the output equals plain decoding's with the
 //                         same seed token for token
@@ -52,7 +53,8 @@ namespace {
 namespace spec = llmrt_examples::speculative;
 
 struct prompt_file {
-    std::string name, path;
+    std::string name;
+    std::vector<std::string> paths;
 };
 
 struct arguments {
@@ -66,12 +68,20 @@ struct arguments {
     bool logits_on_host = false;
 };
 
-// "NAME=PATH"
+// "NAME=PATH[,PATH...]"
 prompt_file to_prompt_file(const std::string& v) {
     const std::size_t eq = v.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
-        throw llmrt::error(llmrt::errc::invalid_argument, "--prompt-file takes NAME=PATH, not '" + v + "'");
-    return {v.substr(0, eq), v.substr(eq + 1)};
+        throw llmrt::error(llmrt::errc::invalid_argument, "--prompt-file takes NAME=PATH[,PATH...], not '" + v + "'");
+    prompt_file f{v.substr(0, eq), {}};
+    for (std::size_t at = eq + 1; at <= v.size();) {
+        const std::size_t comma = std::min(v.find(',', at), v.size());
+        if (comma == at)
+            throw llmrt::error(llmrt::errc::invalid_argument, "--prompt-file '" + v + "' has an empty path");
+        f.paths.push_back(v.substr(at, comma - at));
+        at = comma + 1;
+    }
+    return f;
 }
 
 // "0,0.8"
@@ -114,7 +124,7 @@ arguments parse(int argc, char** argv) {
         else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-bench-speculative [--backend NAME] [-n N] [--reps R] [--clock wall|cpu] [--json FILE|-]\n"
                       "                               [--period P] [--repeats R] [--n-max N] [--p-min P] [--no-fallback]\n"
-                      "                               [--target T.gguf --draft D.gguf --prompt-file NAME=PATH ... [--temps T,T]]\n"
+                      "                               [--target T.gguf --draft D.gguf --prompt-file NAME=PATH[,PATH...] ... [--temps T,T]]\n"
                       "                               [--logits-on-host]\n"
                       "\n"
                       "Defaults: -n 256, --reps 3, --clock wall, --json speculative.json, --period 8 --repeats 8,\n"
@@ -124,9 +134,10 @@ arguments parse(int argc, char** argv) {
                       "turns it off everywhere.\n"
                       "\n"
                       "Without --target: the default pair (a random llama as Q8_0 target and Q2_K draft), greedy,\n"
-                      "p_min 0. With --target and --draft: for each --prompt-file (text, tokenized with the target's\n"
-                      "vocabulary), the draft model at each temperature of --temps (default 0,0.8; greedy drafts) and\n"
-                      "the n-gram drafter (greedy); p_min defaults to the library's 0.75.\n"
+                      "p_min 0. With --target and --draft: for each --prompt-file (text files, tokenized with the\n"
+                      "target's vocabulary and decoded in turn, their figures added up), the draft model at each\n"
+                      "temperature of --temps (default 0,0.8; greedy drafts) and the n-gram drafter (greedy); p_min\n"
+                      "defaults to the library's 0.75.\n"
                       "\n"
                       "--logits-on-host: greedy decoding reads every row of logits back and takes its argmax on the\n"
                       "host, as sampling does, instead of the argmax ids (and top probabilities) the model finds on\n"
@@ -147,23 +158,25 @@ arguments parse(int argc, char** argv) {
 
 struct workload {
     std::string name;
-    const std::vector<int32_t>* prompt;
+    std::vector<const std::vector<int32_t>*> prompts;  // each decoded in turn; the results add up
     spec::run_config config;
 };
 
+// A workload's results: per prompt the fastest of R runs, then the prompts' sums.
 struct measurement {
     std::string workload, drafters;
-    std::size_t prompt_tokens = 0;
-    double prompt_seconds = 0.0;          // the target's prompt processing, the fastest of R
-    spec::run_result plain, speculative;  // the fastest of each
-    bool equal = false;
+    std::size_t prompts = 0, prompt_tokens = 0, generated = 0;
+    double prompt_seconds = 0.0;  // the target's prompt processing
+    double plain_seconds = 0.0, speculative_seconds = 0.0;
+    llmrt::sample::speculative_stats stats;  // the speculative runs'
+    bool equal = true;
 
-    double decode_rate(const spec::run_result& r) const {
-        const double seconds = r.seconds - prompt_seconds;
-        return seconds > 0.0 ? double(r.tokens.size()) / seconds : 0.0;
+    double decode_rate(double seconds) const {
+        seconds -= prompt_seconds;
+        return seconds > 0.0 ? double(generated) / seconds : 0.0;
     }
-    double plain_rate() const { return decode_rate(plain); }
-    double speculative_rate() const { return decode_rate(speculative); }
+    double plain_rate() const { return decode_rate(plain_seconds); }
+    double speculative_rate() const { return decode_rate(speculative_seconds); }
     double speedup() const { return plain_rate() > 0.0 ? speculative_rate() / plain_rate() : 0.0; }
 };
 
@@ -224,17 +237,30 @@ call_costs measure_costs(Model& target, Model& draft, int32_t batch, int32_t rep
 
 template <class Model>
 measurement measure(Model& target, Model& draft, const workload& w, const arguments& a) {
-    measurement m{w.name, spec::drafters_name(w.config), w.prompt->size(), 0.0, {}, {}, true};
+    measurement m;
+    m.workload = w.name;
+    m.drafters = spec::drafters_name(w.config);
     spec::run_config plain_config = w.config;
     plain_config.draft_model = plain_config.ngram = false;
-    for (int32_t r = 0; r < a.reps; ++r) {
-        const double p0 = prompt_seconds(target, *w.prompt, w.config);
-        m.prompt_seconds = r == 0 ? p0 : std::min(m.prompt_seconds, p0);
-        spec::run_result p = spec::run(target, &draft, plain_config, *w.prompt, a.n);
-        spec::run_result s = spec::run(target, &draft, w.config, *w.prompt, a.n);
-        m.equal = m.equal && s.tokens == p.tokens;
-        if (r == 0 || p.seconds < m.plain.seconds) m.plain = std::move(p);
-        if (r == 0 || s.seconds < m.speculative.seconds) m.speculative = std::move(s);
+    for (const std::vector<int32_t>* prompt : w.prompts) {
+        double prompt_best = 0.0;
+        spec::run_result plain, fast;  // the fastest of each
+        for (int32_t r = 0; r < a.reps; ++r) {
+            const double p0 = prompt_seconds(target, *prompt, w.config);
+            prompt_best = r == 0 ? p0 : std::min(prompt_best, p0);
+            spec::run_result p = spec::run(target, &draft, plain_config, *prompt, a.n);
+            spec::run_result s = spec::run(target, &draft, w.config, *prompt, a.n);
+            m.equal = m.equal && s.tokens == p.tokens;
+            if (r == 0 || p.seconds < plain.seconds) plain = std::move(p);
+            if (r == 0 || s.seconds < fast.seconds) fast = std::move(s);
+        }
+        ++m.prompts;
+        m.prompt_tokens += prompt->size();
+        m.generated += fast.tokens.size();
+        m.prompt_seconds += prompt_best;
+        m.plain_seconds += plain.seconds;
+        m.speculative_seconds += fast.seconds;
+        m.stats += fast.stats;
     }
     return m;
 }
@@ -254,7 +280,7 @@ void print_table(const std::vector<measurement>& results) {
                 "plain/s", "spec/s", "speedup", "accept", "mean", "calls", "target ms", "draft ms", "draft fwd",
                 "exact", "acceptance rate by draft position 1..8");
     for (const auto& m : results) {
-        const auto& s = m.speculative.stats;
+        const auto& s = m.stats;
         int64_t draft_forwards = 0;
         for (const auto& d : s.per_drafter) draft_forwards += d.work.forwards;
         std::printf("%-21s %-27s | %8.1f %8.1f %6.2fx | %6.3f %6.2f %6lld | %9.1f %9.1f %9lld | %-5s | %s\n",
@@ -318,17 +344,17 @@ void write_json(std::FILE* f, const std::vector<measurement>& results, const cal
                  shape.n_embd, shape.n_layer, shape.n_head, shape.n_head_kv, shape.n_ff);
     for (std::size_t i = 0; i < results.size(); ++i) {
         const auto& m = results[i];
-        const auto& s = m.speculative.stats;
+        const auto& s = m.stats;
         std::fprintf(f,
-                     "    {\"workload\": \"%s\", \"drafters\": \"%s\", \"prompt_tokens\": %zu, \"generated\": %zu,\n"
+                     "    {\"workload\": \"%s\", \"drafters\": \"%s\", \"prompts\": %zu, \"prompt_tokens\": %zu, \"generated\": %zu,\n"
                      "     \"prompt_seconds\": %.6f, \"plain_seconds\": %.6f, \"speculative_seconds\": %.6f,\n"
                      "     \"plain_tokens_per_s\": %.3f, \"speculative_tokens_per_s\": %.3f, \"speedup\": %.4f, \"equal_to_plain\": %s,\n"
                      "     \"rounds\": %lld, \"drafted\": %lld, \"accepted\": %lld, \"acceptance_rate\": %.4f,\n"
                      "     \"mean_acceptance_length\": %.4f, \"plain_steps\": %lld, \"fallback_steps\": %lld,\n"
                      "     \"target_calls\": %lld, \"target_seconds\": %.6f, \"draft_seconds\": %.6f,\n"
                      "     \"acceptance_rate_at\": [",
-                     json_escape(m.workload).c_str(), json_escape(m.drafters).c_str(), m.prompt_tokens,
-                     m.speculative.tokens.size(), m.prompt_seconds, m.plain.seconds, m.speculative.seconds,
+                     json_escape(m.workload).c_str(), json_escape(m.drafters).c_str(), m.prompts, m.prompt_tokens,
+                     m.generated, m.prompt_seconds, m.plain_seconds, m.speculative_seconds,
                      m.plain_rate(), m.speculative_rate(), m.speedup(), m.equal ? "true" : "false", (long long)s.rounds,
                      (long long)s.drafted, (long long)s.accepted, s.acceptance_rate(), s.mean_acceptance_length(),
                      (long long)s.plain_steps, (long long)s.fallback_steps, (long long)s.target_calls, s.target_seconds,
@@ -359,15 +385,15 @@ std::vector<workload> default_workloads(const arguments& a, const spec::run_conf
     const std::vector<int32_t>& plain_prompt = prompts.emplace_back(spec::default_prompt());
     const std::vector<int32_t>& repetitive = prompts.emplace_back(spec::repetitive_prompt(a.period, a.repeats));
     std::vector<workload> w;
-    w.push_back({"default prompt", &plain_prompt, base});  // base drafts with the draft model
+    w.push_back({"default prompt", {&plain_prompt}, base});  // base drafts with the draft model
     if (a.fallback) {
-        w.push_back({"default, fallback off", &plain_prompt, base});
+        w.push_back({"default, fallback off", {&plain_prompt}, base});
         w.back().config.policy.fallback.enabled = false;
     }
-    w.push_back({"repetitive prompt", &repetitive, base});
+    w.push_back({"repetitive prompt", {&repetitive}, base});
     w.back().config.draft_model = false;
     w.back().config.ngram = true;
-    w.push_back({"repetitive prompt", &repetitive, base});
+    w.push_back({"repetitive prompt", {&repetitive}, base});
     w.back().config.ngram = true;
     return w;
 }
@@ -382,8 +408,8 @@ std::string read_text(const std::string& path) {
     return text;
 }
 
-// A trained pair's workloads: per prompt file, the draft model at each temperature (greedy drafts)
-// and the n-gram drafter alone (greedy).
+// A trained pair's workloads: per --prompt-file (its texts decoded in turn), the draft model at
+// each temperature (greedy drafts) and the n-gram drafter alone (greedy).
 std::vector<workload> pair_workloads(const llmrt::gguf::file& target, const arguments& a, const spec::run_config& base,
                                      std::deque<std::vector<int32_t>>& prompts) {
     using namespace llmrt;
@@ -391,20 +417,23 @@ std::vector<workload> pair_workloads(const llmrt::gguf::file& target, const argu
     const text::tokenizer tokenizer = model::tokenizer_of(target.metadata(), model::read_vocabulary(target.metadata(), h.n_vocab));
     std::vector<workload> w;
     for (const prompt_file& f : a.prompt_files) {
-        const std::vector<int32_t>& ids = prompts.emplace_back(tokenizer.encode(read_text(f.path)));
-        check(ids.size() >= 2, errc::invalid_argument,
-              [&] { return "--prompt-file " + f.name + ": " + f.path + " gives fewer than 2 tokens"; });
+        std::vector<const std::vector<int32_t>*> ids;
+        for (const std::string& path : f.paths) {
+            ids.push_back(&prompts.emplace_back(tokenizer.encode(read_text(path))));
+            check(ids.back()->size() >= 2, errc::invalid_argument,
+                  [&] { return "--prompt-file " + f.name + ": " + path + " gives fewer than 2 tokens"; });
+        }
         for (float t : a.temperatures) {
             char name[64];
             std::snprintf(name, sizeof name, "%s, %s", f.name.c_str(), t > 0.0f ? ("temp " + std::to_string(t).substr(0, 4)).c_str() : "greedy");
-            w.push_back({name, &ids, base});
+            w.push_back({name, ids, base});
             if (t > 0.0f) {
                 w.back().config.sampling = sample::sampling_params{};
                 w.back().config.sampling.temperature = t;
                 w.back().config.sampling.seed = 1;
             }
         }
-        w.push_back({f.name + ", greedy", &ids, base});
+        w.push_back({f.name + ", greedy", ids, base});
         w.back().config.draft_model = false;
         w.back().config.ngram = true;
     }
@@ -467,8 +496,12 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
                 a.fallback ? "on" : "off");
     if (given) {
         std::printf("; prompts:");
-        for (std::size_t i = 0; i < a.prompt_files.size(); ++i)
-            std::printf(" %s (%zu tokens)", a.prompt_files[i].name.c_str(), prompts[i].size());
+        std::size_t at = 0;  // prompts holds each file's texts in order
+        for (const prompt_file& f : a.prompt_files) {
+            std::printf(" %s (", f.name.c_str());
+            for (std::size_t i = 0; i < f.paths.size(); ++i, ++at) std::printf("%s%zu", i ? ", " : "", prompts[at].size());
+            std::printf(" tokens)");
+        }
         std::printf("\n");
     } else {
         std::printf("; greedy; repetitive prompt: %d words x %d\n", a.period, a.repeats);

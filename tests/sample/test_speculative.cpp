@@ -271,6 +271,31 @@ TEST_CASE("statistics follow the usual definitions") {
     CHECK(s.rounds + s.plain_steps == s.target_calls - 1);  // the prefill is one more call
 }
 
+TEST_CASE("statistics of two runs add up: counts, per position and per drafter") {
+    speculative_stats a, b;
+    a.record_round(3, 2);
+    a.record_round(1, 1);
+    a.per_drafter.push_back({"draft-model", 2, 2, 4, 3, 0.5, {10, 4, 3}});
+    b.record_round(5, 0);
+    b.target_seconds = 1.5;
+    b.per_drafter.push_back({"draft-model", 1, 1, 5, 0, 0.25, {6, 1, 2}});
+    b.per_drafter.push_back({"ngram", 3, 0, 0, 0, 0.0, {}});
+    a += b;
+    CHECK(a.rounds == 3);
+    CHECK(a.drafted == 9);
+    CHECK(a.accepted == 3);
+    CHECK(a.drafted_at == std::vector<int64_t>{3, 2, 2, 1, 1});
+    CHECK(a.accepted_at == std::vector<int64_t>{2, 1, 0, 0, 0});
+    CHECK(a.target_seconds == 1.5);
+    REQUIRE(a.per_drafter.size() == 2);
+    CHECK(a.per_drafter[0].calls == 3);
+    CHECK(a.per_drafter[0].drafted == 9);
+    CHECK(a.per_drafter[0].seconds == 0.75);
+    CHECK(a.per_drafter[0].work.tokens == 16);
+    CHECK(a.per_drafter[0].work.forwards == 5);
+    CHECK(a.per_drafter[1].name == "ngram");
+}
+
 TEST_CASE("draft length adapts to recent acceptance") {
     const sampler_chain chain(sampling_params::greedy());
     draft_policy policy = exact_policy();

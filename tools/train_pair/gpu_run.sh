@@ -175,34 +175,45 @@ step_check() {
     done
 }
 
-# The text of the first held-out document of DIR/corpus/$1.bin with at least $2 + 64 tokens: its
-# first $2 tokens, decoded by llmrt-tokenize (so that llmrt and llama.cpp read the same prompt).
+# The text of the k-th held-out document ($3, from 1) of DIR/corpus/$1.bin with at least $2 + 64
+# tokens: its first $2 tokens, decoded by llmrt-tokenize (so that llmrt and llama.cpp read the same
+# prompt). Nothing when there are fewer such documents.
 prompt_text_of() {
     local ids
-    ids=$("$PY" - "$DIR/corpus/$1.bin" "$2" <<'EOF'
+    ids=$("$PY" - "$DIR/corpus/$1.bin" "$2" "$3" <<'EOF'
 import sys, numpy as np
-ids, n = np.fromfile(sys.argv[1], "<u4"), int(sys.argv[2])
+ids, n, k = np.fromfile(sys.argv[1], "<u4"), int(sys.argv[2]), int(sys.argv[3])
 starts = list(np.flatnonzero(ids == 128000)) + [len(ids)]
-doc = next((ids[a:b] for a, b in zip(starts, starts[1:]) if b - a >= n + 64), ids[:n])
-print(",".join(map(str, doc[:n])))
+docs = [ids[a:b] for a, b in zip(starts, starts[1:]) if b - a >= n + 64]
+if len(docs) >= k:
+    print(",".join(map(str, docs[k - 1][:n])))
 EOF
 )
-    "$TOKENIZE" "$VOCAB" --ids "$ids"
+    if [ -n "$ids" ]; then "$TOKENIZE" "$VOCAB" --ids "$ids"; fi
 }
 
+# Prompts: the first PAIR_PROMPTS (default 4) held-out code and prose documents long enough, as
+# DIR/prompts/code-K.txt and prose-K.txt; each workload of the bench decodes them all in turn.
 step_bench() {
     need "$TOKENIZE" "$BENCH"
-    local n=256 reps=3 prompt=128 pair
+    local n=256 reps=3 prompt=128 pair kind k files
     [ "$SMOKE" = 1 ] && n=16 reps=1 prompt=48  # the smoke models' context is 128
-    mkdir -p "$DIR/prompts"
-    prompt_text_of val_code "$prompt" > "$DIR/prompts/code.txt"
-    prompt_text_of val_prose "$prompt" > "$DIR/prompts/prose.txt"
+    rm -rf "$DIR/prompts" && mkdir -p "$DIR/prompts"
+    local args=()
+    for kind in code prose; do
+        files=""
+        for k in $(seq "${PAIR_PROMPTS:-4}"); do
+            prompt_text_of "val_$kind" "$prompt" "$k" > "$DIR/prompts/$kind-$k.txt"
+            if [ -s "$DIR/prompts/$kind-$k.txt" ]; then files="$files${files:+,}$DIR/prompts/$kind-$k.txt"
+            else rm "$DIR/prompts/$kind-$k.txt"; fi
+        done
+        if [ -n "$files" ]; then args+=(--prompt-file "$kind=$files"); fi
+    done
     for pair in "target-q8_0 draft-q4_K" "target-q4_K draft-q4_K"; do
         read -r t d <<< "$pair"
         echo "== llmrt-bench-speculative $t + $d"
-        "$BENCH" --target "$DIR/$t.gguf" --draft "$DIR/$d.gguf" --prompt-file "code=$DIR/prompts/code.txt" \
-            --prompt-file "prose=$DIR/prompts/prose.txt" -n "$n" --reps "$reps" --json "$DIR/speculative-$t.json" ||
-            echo "FAILED: llmrt-bench-speculative $t + $d"
+        "$BENCH" --target "$DIR/$t.gguf" --draft "$DIR/$d.gguf" "${args[@]}" -n "$n" --reps "$reps" \
+            --json "$DIR/speculative-$t.json" || echo "FAILED: llmrt-bench-speculative $t + $d"
     done
 }
 

@@ -45,6 +45,16 @@ struct drafter_stats {
     drafter_work work;     // what its model evaluated (zeros for the n-gram drafter)
 
     double acceptance_rate() const noexcept { return drafted ? double(accepted) / double(drafted) : 0.0; }
+
+    drafter_stats& operator+=(const drafter_stats& o) noexcept {
+        calls += o.calls;
+        rounds += o.rounds;
+        drafted += o.drafted;
+        accepted += o.accepted;
+        seconds += o.seconds;
+        work += o.work;
+        return *this;
+    }
 };
 
 struct speculative_stats {
@@ -65,6 +75,33 @@ struct speculative_stats {
     double mean_acceptance_length() const noexcept { return rounds ? 1.0 + double(accepted) / double(rounds) : 0.0; }
     double acceptance_rate_at(size_t i) const noexcept {
         return i < drafted_at.size() && drafted_at[i] ? double(accepted_at[i]) / double(drafted_at[i]) : 0.0;
+    }
+
+    // The statistics of two runs as one (several prompts, say): counts and times added, per
+    // position and per drafter; drafters match by position, and o's extra ones are appended.
+    speculative_stats& operator+=(const speculative_stats& o) {
+        rounds += o.rounds;
+        drafted += o.drafted;
+        accepted += o.accepted;
+        emitted += o.emitted;
+        plain_steps += o.plain_steps;
+        fallback_steps += o.fallback_steps;
+        target_calls += o.target_calls;
+        target_seconds += o.target_seconds;
+        draft_seconds += o.draft_seconds;
+        if (drafted_at.size() < o.drafted_at.size()) {
+            drafted_at.resize(o.drafted_at.size(), 0);
+            accepted_at.resize(o.drafted_at.size(), 0);
+        }
+        for (size_t i = 0; i < o.drafted_at.size(); ++i) {
+            drafted_at[i] += o.drafted_at[i];
+            accepted_at[i] += o.accepted_at[i];
+        }
+        for (size_t d = 0; d < o.per_drafter.size(); ++d) {
+            if (d < per_drafter.size()) per_drafter[d] += o.per_drafter[d];
+            else per_drafter.push_back(o.per_drafter[d]);
+        }
+        return *this;
     }
 
     void record_round(int32_t n_drafted, int32_t n_accepted) {
