@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <vector>
@@ -122,6 +123,51 @@ TEST_CASE("top-k keeps the k largest logits") {
     CHECK(survivors(top_k_stage{2}, {1.0f, 5.0f, 3.0f, 4.0f}) == std::vector<int32_t>{1, 3});
     CHECK(survivors(top_k_stage{0}, {1.0f, 5.0f, 3.0f}) == std::vector<int32_t>{0, 1, 2});
     CHECK(survivors(top_k_stage{9}, {1.0f, 5.0f, 3.0f}) == std::vector<int32_t>{0, 1, 2});
+}
+
+TEST_CASE("loading the top k of a row gives what loading it whole and top-k give, ties and -inf included") {
+    std::vector<float> row(5000);
+    uint64_t h = 7;
+    for (float& l : row) {
+        h = h * 6364136223846793005ull + 1442695040888963407ull;
+        l = float(int32_t(h >> 54) - 512) / 8.0f;  // 1024 values: many ties
+    }
+    for (size_t i = 0; i < row.size(); i += 7) row[i] = -std::numeric_limits<float>::infinity();
+    row[4999] = 200.0f;  // the best at the end
+    for (size_t k : {size_t(1), size_t(2), size_t(40), size_t(999), size_t(4999)}) {
+        CAPTURE(k);
+        candidate_set whole, top;
+        whole.load(row);
+        top_k_stage{int32_t(k)}.apply(whole, {});
+        top.load_top_k(row, k);
+        REQUIRE(top.items.size() == whole.items.size());
+        for (size_t i = 0; i < k; ++i) {
+            CHECK(top.items[i].id == whole.items[i].id);
+            CHECK(top.items[i].logit == whole.items[i].logit);
+        }
+        CHECK(top.sorted);
+        CHECK_FALSE(top.identity);
+    }
+    // A chain that starts with top-k (which takes that path) gives the distribution of the same
+    // stages after a no-op one (which loads the whole row).
+    sampling_params p;
+    p.seed = 5;
+    const std::vector<sampler_stage> fast = p.build_stages();
+    std::vector<sampler_stage> slow{typical_stage{1.0f}};
+    slow.insert(slow.end(), fast.begin(), fast.end());
+    REQUIRE(std::holds_alternative<top_k_stage>(fast.front()));
+    const sampler_chain a(fast, 5), b(slow, 5);
+    const token_distribution da = a.distribution(row), db = b.distribution(row);
+    REQUIRE(da.size() == db.size());
+    for (size_t i = 0; i < da.size(); ++i) {
+        CHECK(da.entries()[i].id == db.entries()[i].id);
+        CHECK(da.entries()[i].p == db.entries()[i].p);
+    }
+    std::vector<float> bad(row);
+    bad[3000] = std::nanf("");
+    CHECK_THROWS_AS(a.distribution(bad), llmrt::error);
+    bad[3000] = std::numeric_limits<float>::infinity();
+    CHECK_THROWS_AS(a.distribution(bad), llmrt::error);
 }
 
 TEST_CASE("top-p keeps the smallest prefix whose mass reaches p") {

@@ -126,8 +126,18 @@ public:
     // ---- processing ----
     // The fully processed distribution of the next token, given one row of logits.
     token_distribution distribution(std::span<const float> logits) const {
-        work_.load(logits);
-        for (const auto& s : stages_) std::visit([&](const auto& stage) { stage.apply(work_, history_); }, s);
+        // A chain that starts with top-k (no penalty before it) loads only those k candidates:
+        // the same set and order as the whole row and the stage give, in one pass.
+        std::size_t first = 0;
+        const top_k_stage* top = stages_.empty() ? nullptr : std::get_if<top_k_stage>(&stages_.front());
+        if (top && top->k > 0 && std::size_t(top->k) < logits.size()) {
+            work_.load_top_k(logits, std::size_t(top->k));
+            first = 1;
+        } else {
+            work_.load(logits);
+        }
+        for (std::size_t i = first; i < stages_.size(); ++i)
+            std::visit([&](const auto& stage) { stage.apply(work_, history_); }, stages_[i]);
         check(!work_.items.empty(), errc::invalid_argument, "sampler chain: no candidate survived the stages");
         if (work_.items.size() == 1) return token_distribution::point_mass(work_.items[0].id);
         const std::vector<double> p = work_.probabilities();

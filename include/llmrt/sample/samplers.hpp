@@ -46,6 +46,36 @@ struct candidate_set {
         identity = true;
     }
 
+    // load(logits), then top_k_stage{k}, in one pass and without writing the whole row out: the k
+    // first candidates in `before`'s order, sorted (0 < k < logits.size()). A heap keeps the k best
+    // seen so far with the worst on top; a later logit must be strictly larger to enter, since a
+    // later id loses a tie.
+    void load_top_k(std::span<const float> logits, size_t k) {
+        check(!logits.empty() && k > 0 && k < logits.size(), errc::invalid_argument, [&] {
+            return "sampler chain: top " + std::to_string(k) + " of a row of " + std::to_string(logits.size());
+        });
+        items.clear();
+        items.reserve(k);
+        for (size_t i = 0; i < logits.size(); ++i) {
+            const float l = logits[i];
+            if (!(l < std::numeric_limits<float>::infinity()))  // NaN or +inf, as load() refuses
+                check(false, errc::invalid_argument, [&] {
+                    return "sampler chain: logit of token " + std::to_string(i) + " is " + std::to_string(l);
+                });
+            if (items.size() < k) {
+                items.push_back({int32_t(i), l});
+                std::push_heap(items.begin(), items.end(), before);
+            } else if (l > items.front().logit) {
+                std::pop_heap(items.begin(), items.end(), before);
+                items.back() = {int32_t(i), l};
+                std::push_heap(items.begin(), items.end(), before);
+            }
+        }
+        std::sort_heap(items.begin(), items.end(), before);
+        sorted = true;
+        identity = false;
+    }
+
     static bool before(const candidate& a, const candidate& b) noexcept {
         return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
     }
