@@ -11,6 +11,7 @@
 
 #include "model_fixtures.hpp"
 #include "greedy_reproducibility.hpp"
+#include "eval_greedy_check.hpp"
 
 using namespace llmrt;
 using cpu_model = model::llama_model<cpu::backend>;
@@ -138,37 +139,7 @@ TEST_CASE("eval appends tokens in chunks of max_batch with the logits forward gi
 
 TEST_CASE("eval_greedy gives each row's argmax and softmax's value there, in chunks of max_batch, without the logits") {
     cpu::backend b;
-    cpu_model rows(b, test::small_model_file(qtype::q8_0), {.n_ctx = 32, .max_batch = 3});
-    cpu_model ids(b, test::small_model_file(qtype::q8_0), {.n_ctx = 32, .max_batch = 3, .top_probability = true});
-    CHECK(ids.has_top_probability());
-    CHECK_FALSE(rows.has_top_probability());
-    const std::size_t v = std::size_t(rows.vocab_size()), n = prompt.size();
-    std::vector<float> logits(n * v), top(n, NAN);
-    std::vector<int32_t> best(n, -1);
-    rows.eval(prompt, 0, logits);
-    ids.eval_greedy(prompt, 0, best, top);
-    CHECK(ids.cache_length() == int32_t(n));
-    for (std::size_t t = 0; t < n; ++t) {
-        CAPTURE(t);
-        const std::span<const float> row = std::span<const float>(logits).subspan(t * v, v);
-        std::vector<float> soft(v);
-        cpu::softmax(row.data(), soft.data(), int64_t(v), 1);
-        const std::size_t argmax = std::size_t(std::max_element(row.begin(), row.end()) - row.begin());
-        CHECK(best[t] == int32_t(argmax));
-        CHECK(top[t] == soft[argmax]);
-    }
-    // Ids alone, from a model without top probabilities; and the refusals.
-    rows.truncate(0);
-    std::vector<int32_t> again(n, -1);
-    rows.eval_greedy(prompt, 0, again, {});
-    CHECK(again == best);
-    rows.truncate(0);
-    CHECK_THROWS_AS(rows.eval_greedy(prompt, 0, again, top), llmrt::error);  // no top probabilities built
-    CHECK(rows.cache_length() == 0);
-    CHECK_THROWS_AS(ids.eval_greedy(prompt, 0, again, top), llmrt::error);  // not at the cache's end
-    CHECK_THROWS_AS(ids.eval_greedy(std::span<const int32_t>(prompt).first(2), ids.cache_length(),
-                                    std::span<int32_t>(again).first(1), {}),
-                    llmrt::error);  // one id per token
+    test::check_eval_greedy(b, prompt, 0.0);
 }
 
 TEST_CASE("a model without output.weight reuses token_embd for the logits") {

@@ -15,6 +15,7 @@
 #include <llmrt/graph/compare.hpp>
 #include <llmrt/testing/measures.hpp>
 
+#include "../model/eval_greedy_check.hpp"
 #include "../model/forward_allocations.hpp"
 #include "../model/model_fixtures.hpp"
 
@@ -147,6 +148,12 @@ TEST_CASE("greedy decoding for 64 steps gives the CPU backend's tokens, except a
         }
         MESSAGE(name(t), ": ", agreed, " of 64 greedy steps agree with the CPU backend; largest logits NMSE ", worst);
     }
+}
+
+TEST_CASE("eval_greedy on CUDA gives the argmax and top probability of the logits eval gives, without them") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    cuda::backend b;
+    test::check_eval_greedy(b, prompt, 1e-5);  // the device's sum runs in another order than the host's
 }
 
 TEST_CASE("the CUDA model gives the same tokens and logits on every run and after save and restore") {

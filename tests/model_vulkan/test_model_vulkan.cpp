@@ -16,6 +16,7 @@
 #include <llmrt/vulkan/backend.hpp>
 
 #include "../model/model_fixtures.hpp"
+#include "../model/eval_greedy_check.hpp"
 #include "../model/greedy_reproducibility.hpp"
 #include "../vulkan/vulkan_test_device.hpp"
 
@@ -162,6 +163,12 @@ TEST_CASE("greedy generation on Vulkan gives the same tokens on every run and af
     LLMRT_VULKAN_TEST_DEVICE(ctx);
     vulkan::backend b(ctx);
     test::check_greedy_reproducible(b, prompt);
+}
+
+TEST_CASE("eval_greedy on Vulkan gives the argmax and top probability of the logits eval gives, without them") {
+    LLMRT_VULKAN_TEST_DEVICE(ctx);
+    vulkan::backend b(ctx);
+    test::check_eval_greedy(b, prompt, 1e-5);  // the device's sum runs in another order than the host's
 }
 
 TEST_CASE("a batch forward on Vulkan gives every token the bits of token-by-token forwards, past 8 tokens too") {

@@ -1,0 +1,56 @@
+// One check shared by every backend's model tests: eval_greedy's ids are the argmax of the rows
+// eval gives on the same backend, and its top probabilities softmax's value there, in chunks of
+// max_batch, the outputs poisoned first.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <vector>
+
+#include "model_fixtures.hpp"
+
+namespace llmrt::test {
+
+// tolerance: the largest relative difference allowed between a top probability and the softmax
+// of the logits computed on the host (0: the same bits, as the CPU backend gives).
+template <class Backend>
+void check_eval_greedy(Backend& b, const std::vector<int32_t>& prompt, double tolerance) {
+    using model_type = model::llama_model<Backend>;
+    model_type rows(b, small_model_file(qtype::q8_0), {.n_ctx = 32, .max_batch = 3});
+    model_type ids(b, small_model_file(qtype::q8_0), {.n_ctx = 32, .max_batch = 3, .top_probability = true});
+    CHECK(ids.has_top_probability());
+    CHECK_FALSE(rows.has_top_probability());
+    const std::size_t v = std::size_t(rows.vocab_size()), n = prompt.size();
+    std::vector<float> logits(n * v), top(n, NAN);
+    std::vector<int32_t> best(n, -1);
+    rows.eval(prompt, 0, logits);
+    ids.eval_greedy(prompt, 0, best, top);
+    CHECK(ids.cache_length() == int32_t(n));
+    for (std::size_t t = 0; t < n; ++t) {
+        CAPTURE(t);
+        const std::span<const float> row = std::span<const float>(logits).subspan(t * v, v);
+        std::vector<float> soft(v);
+        cpu::softmax(row.data(), soft.data(), int64_t(v), 1);
+        const std::size_t argmax = std::size_t(std::max_element(row.begin(), row.end()) - row.begin());
+        CHECK(best[t] == int32_t(argmax));
+        if (tolerance == 0.0) CHECK(top[t] == soft[argmax]);
+        else CHECK(std::fabs(double(top[t]) - double(soft[argmax])) <= tolerance * double(soft[argmax]));
+    }
+    // Ids alone, from a model without top probabilities; and the refusals, which change nothing.
+    rows.truncate(0);
+    std::vector<int32_t> again(n, -1);
+    rows.eval_greedy(prompt, 0, again, {});
+    CHECK(again == best);
+    rows.truncate(0);
+    CHECK_THROWS_AS(rows.eval_greedy(prompt, 0, again, top), llmrt::error);  // no top probabilities built
+    CHECK(rows.cache_length() == 0);
+    CHECK_THROWS_AS(ids.eval_greedy(prompt, 0, again, top), llmrt::error);  // not at the cache's end
+    CHECK_THROWS_AS(ids.eval_greedy(std::span<const int32_t>(prompt).first(2), ids.cache_length(),
+                                    std::span<int32_t>(again).first(1), {}),
+                    llmrt::error);  // one id per token
+}
+
+}  // namespace llmrt::test
