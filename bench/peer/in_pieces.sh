@@ -158,6 +158,12 @@ def llmrt(log):  # (tokens/s, ids) of an llmrt-generate log
     speed = re.search(r"generation \d+ tokens in [0-9.]+ ms \(([0-9.]+) tokens/s\)", text)
     ids = re.search(r"^output: *(.*)$", text, re.M)
     return (float(speed.group(1)) if speed else None), (ids.group(1).split() if ids else None)
+def margins(log):  # the margins line of an llmrt-generate --margins log
+    try:
+        found = re.search(r"^margins: *(.*)$", open(log).read(), re.M)
+    except OSError:
+        return None
+    return found.group(1).split() if found else None
 def bench(log):  # llama-bench -o jsonl: the mean tokens/s of its last test
     try:
         lines = [l for l in open(log) if l.startswith("{")]
@@ -171,10 +177,11 @@ print("-p 0 -n 128 -fa 1 -ngl 99 -r 3 with -sm none on one GPU, -sm layer, row a
 print("tensor parallel) on N")
 print("(CUDA_VISIBLE_DEVICES=0..N-1). Greedy ids: how many leading ids of llmrt on N GPUs equal one GPU's.")
 print()
-print("llama.cpp's margin: its top-2 logit gap at the step where they part (lcpp-greedy, one GPU).")
+print("Margins there: the top-2 logit gap at the step where they part, of llama.cpp on one GPU (lcpp-greedy)")
+print("and of llmrt on one GPU and on N (llmrt-generate --margins -n 33; '-' past step 32).")
 print()
-print("| model | GPUs | llmrt tokens/s | × 1 GPU | ids equal to 1 GPU's | llama.cpp's margin there | llama.cpp -sm layer | -sm row | -sm tensor | llmrt / best llama.cpp |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| model | GPUs | llmrt tokens/s | × 1 GPU | ids equal to 1 GPU's | llama.cpp's margin there | llmrt's margins there (1 GPU, N) | llama.cpp -sm layer | -sm row | -sm tensor | llmrt / best llama.cpp |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for m in models:
     a, b, c = (m.split(":") + [None])[:3] if m.count(":") == 2 else ["llama"] + m.split(":")
     name = f"{a}-{b}-{c}"
@@ -202,10 +209,15 @@ for m in models:
                 margin = found.group(1) if found else "-"
             except OSError:
                 margin = "-"
+        ours = "-"
+        if margin:
+            one_m, n_m = margins(f"{results}/gpus-{name}-1-llmrt-margins.log"), margins(f"{results}/gpus-{name}-{n}-llmrt-margins.log")
+            at = lambda ms: ms[k] if ms and k < len(ms) else "-"
+            ours = f"{at(one_m)}, {at(n_m)}"
         best = max([x for x in (layer, row, tensor) if x], default=None)
         ratio = f"{speed / best:.2f}" if speed and best else "-"
         others = f"{f(row)} | {f(tensor)}" if n > 1 else "(-sm none) | (-sm none)"
-        print(f"| {m} | {n} | {f(speed)} | {scale} | {same} | {margin} | {f(layer)} | {others} | {ratio} |")
+        print(f"| {m} | {n} | {f(speed)} | {scale} | {same} | {margin} | {ours} | {f(layer)} | {others} | {ratio} |")
 PY
 }
 
@@ -291,6 +303,10 @@ if wanted gpus && ! done_ gpus; then
             # One GPU is llmrt's plain forward; N > 1 its tensor-parallel one.
             piece "$name" "$n" llmrt "$state/bin/llmrt-generate" "$f" --prompt "$prompt_ids" -n 129 --backend cuda \
                 $([ "$n" -gt 1 ] && echo "--gpus $n") || { all=0; break 2; }
+            # Untimed: the same greedy ids with each step's top-2 margin (the logits read back), for
+            # the step where N GPUs part from one.
+            piece "$name" "$n" llmrt-margins "$state/bin/llmrt-generate" "$f" --prompt "$prompt_ids" -n 33 --backend cuda \
+                --margins $([ "$n" -gt 1 ] && echo "--gpus $n") || { all=0; break 2; }
             # llama.cpp's own greedy ids and top-2 margins on one GPU: how near a tie the step is
             # where N GPUs part from one.
             if [ "$n" = 1 ]; then

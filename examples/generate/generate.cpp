@@ -15,6 +15,8 @@
 //           --cache-type T   the KV cache's type, f16 or f32 (default f32)
 //           --temp T         sample at temperature T through the sampler chain (default 0: greedy),
 //           --top-k N (40)   --top-p P (0.95)  --min-p P (0.05)  --seed N (1): the same text every run
+//           --margins        greedy: also print each generated token's top-2 logit margin (the
+//                            logits read back): how near a tie each step was, where two runs part
 //           --tp N           tensor parallelism on the CPU backend: N ranks, one thread each, every
 //                            rank its slices of the weights (model/tensor_parallel.hpp); the same ids
 //           --gpus N         tensor parallelism on CUDA devices 0..N-1 (one rank each, collectives over
@@ -23,9 +25,11 @@
 // Shape options (--make-model and the no-argument demo):
 //           --type T (q4_K)  --vocab N (512)  --embd N (256)  --layers N (4)  --heads N (4)
 //           --kv-heads N (2) --ff N (768)     --ctx N (512)   --seed N (1)    --tied
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +66,7 @@ struct arguments {
     int32_t tp = 0;    // --tp N: N ranks of a tensor-parallel group on N threads (CPU backend)
     int32_t gpus = 0;  // --gpus N: N ranks on CUDA devices 0..N-1 over NCCL
     llmrt::qtype kv_type = llmrt::qtype::f32;  // --cache-type
+    bool margins = false;                      // --margins
 };
 
 llmrt::qtype cache_type_named(const std::string& s) {
@@ -98,21 +103,26 @@ arguments parse(int argc, char** argv) {
         else if (o == "--tied") a.shape.tied_output = true;
         else if (o == "--tp") a.tp = cl.int_value();
         else if (o == "--gpus") a.gpus = cl.int_value(1, 64);
+        else if (o == "--margins") a.margins = true;
         else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-generate [MODEL.gguf] [--backend NAME] [-p TEXT | --prompt-ids IDS] [-n N] [--ctx N] [--batch N]\n"
                       "                      [--cache-type f16|f32]\n"
                       "                      [--temp T] [--top-k N] [--top-p P] [--min-p P] [--seed N] [--tp N | --gpus N]\n"
+                      "                      [--margins]\n"
                       "       llmrt-generate --make-model OUT.gguf [--type T] [--vocab N] [--embd N] [--layers N]\n"
                       "                      [--heads N] [--kv-heads N] [--ff N] [--ctx N] [--seed N] [--tied]\n"
                       "With no model, a small random llama is made in memory and run.\n"
                       "--tp N    tensor parallel over N CPU ranks, one thread each (--backend cpu, cpu:f32, cpu:ggml)\n"
                       "--gpus N  tensor parallel over CUDA devices 0..N-1, one rank each, collectives over NCCL\n"
-                      "          (needs a build with CUDA and NCCL; --backend cuda or none)");
+                      "          (needs a build with CUDA and NCCL; --backend cuda or none)\n"
+                      "--margins greedy: print each generated token's top-2 logit margin (reads the logits back)");
             std::exit(0);
         } else if (!o.empty() && o[0] != '-' && a.model_path.empty()) a.model_path = o;
         else cl.reject();
     }
     if (!ctx_given) a.n_ctx = 0;
+    if (a.margins && a.temperature > 0.0f)
+        throw llmrt::error(llmrt::errc::invalid_argument, "--margins is for greedy decoding; --temp samples");
     return a;
 }
 
@@ -200,9 +210,21 @@ void run(Model& m, const std::string& backend_description, const llmrt::gguf::fi
         chain.emplace(sp);
         chain->accept(prompt);
     }
+    std::vector<float> margins;  // --margins: per generated token, its logit less the runner-up's
     auto next_after = [&](int32_t last) {  // `last` enters the cache; the token after it
-        if (!chain) return model::generate_greedy(m, std::span<const int32_t>(&last, 1), 1).front();
+        if (!chain && !a.margins) return model::generate_greedy(m, std::span<const int32_t>(&last, 1), 1).front();
         const int32_t position = m.cache_length();
+        if (!chain) {  // greedy from the logits: the argmax (the first largest) and the margin
+            const auto row = m.forward(std::span<const int32_t>(&last, 1), std::span<const int32_t>(&position, 1));
+            std::size_t best = 0;
+            for (std::size_t i = 1; i < row.size(); ++i)
+                if (row[i] > row[best]) best = i;
+            float runner_up = -std::numeric_limits<float>::infinity();
+            for (std::size_t i = 0; i < row.size(); ++i)
+                if (i != best) runner_up = std::max(runner_up, row[i]);
+            margins.push_back(row.size() > 1 ? row[best] - runner_up : 0.0f);
+            return int32_t(best);
+        }
         const int32_t token = chain->sample(m.forward(std::span<const int32_t>(&last, 1), std::span<const int32_t>(&position, 1)));
         chain->accept(token);
         return token;
@@ -239,6 +261,11 @@ void run(Model& m, const std::string& backend_description, const llmrt::gguf::fi
     std::printf("output:  ");
     for (int32_t t : out) std::printf("%d ", t);
     std::printf("\n");
+    if (a.margins) {
+        std::printf("margins: ");
+        for (float d : margins) std::printf("%.6f ", double(d));
+        std::printf("\n");
+    }
     const int generated = std::max(int(out.size()) - 1, 0);
     std::printf("speed:   prompt %zu tokens in %.1f ms (%.1f tokens/s), generation %d tokens in %.1f ms (%.1f tokens/s)\n",
                 prompt.size(), prompt_seconds * 1e3, double(prompt.size()) / prompt_seconds, generated,
