@@ -162,9 +162,9 @@ void with_gpus(int32_t gpus, const std::string& backend_spec, F&& f) {
     // The all-reduces as one kernel over NCCL's device API (cuda/nccl_lsa.cuh) where this build's
     // NCCL has it and the group allows it (else ncclAllReduce; the same bits either way), unless
     // LLMRT_NCCL_DEVICE_ALL_REDUCE=0.
-    const char* device_env = std::getenv("LLMRT_NCCL_DEVICE_ALL_REDUCE");
     llmrt::cuda::device_all_reduce_factory device_all_reduce = nullptr;
 #if defined(LLMRT_HAVE_NCCL_DEVICE_API)
+    const char* device_env = std::getenv("LLMRT_NCCL_DEVICE_ALL_REDUCE");
     if (!(device_env && std::string(device_env) == "0")) device_all_reduce = llmrt::cuda::make_lsa_all_reduce;
 #endif
     auto make_backend = [&group, device_all_reduce](int32_t r) {

@@ -228,7 +228,6 @@ private:
         std::vector<steps::resolved> steps;
         std::vector<cudaGraphExec_t> graphs;  // per batch size n at n − 1
         std::unique_ptr<device_all_reduce> device_reduce;  // before the graphs go: ~state destroys them first
-        std::string device_reduce_refusal;                 // why the factory returned null
 
         state() = default;
         state(const state&) = delete;
@@ -467,7 +466,9 @@ basic_program<Types>::basic_program(const graph::graph& g, const graph::plan& p,
         for (int32_t id : p.order)
             if (nodes[std::size_t(id)].op == graph::op::all_reduce)
                 floats = std::max(floats, nodes[std::size_t(id)].ne0 * g.max_batch());
-        if (floats > 0) s.device_reduce = options.device_all_reduce(*options.nccl, std::size_t(floats), s.device_reduce_refusal);
+        // A group that cannot (why: not kept, nothing reads it yet) keeps ncclAllReduce.
+        std::string why;
+        if (floats > 0) s.device_reduce = options.device_all_reduce(*options.nccl, std::size_t(floats), why);
     }
     LLMRT_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads and memsets are done before any run
     if (options.use_graphs && !s.steps.empty()) {

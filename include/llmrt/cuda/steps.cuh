@@ -371,11 +371,9 @@ inline void collective(const context& cx, const resolved& r, int64_t n) {
 #if defined(LLMRT_HAVE_NCCL)
     const nccl_communicator& c = *cx.nccl;
     if (nd.op == graph::op::all_reduce) {
-        if (cx.device_reduce && std::size_t(nd.ne0 * cols) <= cx.device_reduce->max_floats()) {
-            cx.device_reduce->run(x, y, std::size_t(nd.ne0 * cols), cx.stream, cx.launch);
-            return;
-        }
-        c.all_reduce(x, y, std::size_t(nd.ne0 * cols), cx.stream);
+        const std::size_t count = std::size_t(nd.ne0 * cols);
+        if (cx.device_reduce && count <= cx.device_reduce->max_floats()) cx.device_reduce->run(x, y, count, cx.stream, cx.launch);
+        else c.all_reduce(x, y, count, cx.stream);
         return;
     }
     // NCCL gathers the same count from every rank: each sends a slot as long as the widest slice,

@@ -287,8 +287,6 @@ public:
     }
 
 private:
-    // Checks the tokens and positions, writes them and runs the graph; the cache then ends after
-    // them. Returns the number of tokens.
     // f(chunk, its positions, tokens before it) for tokens at position, position + 1, ... in
     // chunks of at most max_batch.
     template <class F>
@@ -306,6 +304,8 @@ private:
         return o.top_probability ? with_top_probability(std::move(m)) : m;
     }
 
+    // Checks the tokens and positions, writes them and runs the graph; the cache then ends after
+    // them. Returns the number of tokens.
     int64_t run(std::span<const int32_t> tokens, std::span<const int32_t> positions) {
         check_forward(tokens, positions);
         const auto n = int64_t(tokens.size());

@@ -156,11 +156,17 @@ private:
         return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     }
 
-    void timed_eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
+    // eval() is one target call, timed into the statistics.
+    template <class Eval>
+    void timed_target(Eval&& eval) {
         const double t0 = now();
-        target_.eval(tokens, position, logits);
+        eval();
         stats_.target_seconds += now() - t0;
         ++stats_.target_calls;
+    }
+
+    void timed_eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
+        timed_target([&] { target_.eval(tokens, position, logits); });
     }
 
     // Whether the target's rows can be read as their argmax ids alone (greedy_model).
@@ -173,10 +179,7 @@ private:
     void timed_eval_argmax(std::span<const int32_t> tokens, int32_t position) {
         if constexpr (greedy_model<Target>) {
             ids_.resize(tokens.size());
-            const double t0 = now();
-            target_.eval_greedy(tokens, position, ids_, {});
-            stats_.target_seconds += now() - t0;
-            ++stats_.target_calls;
+            timed_target([&] { target_.eval_greedy(tokens, position, ids_, {}); });
         }
     }
 

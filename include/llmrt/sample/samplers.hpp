@@ -36,11 +36,8 @@ struct candidate_set {
         check(!logits.empty(), errc::invalid_argument, "sampler chain: empty logits row");
         items.resize(logits.size());
         for (size_t i = 0; i < logits.size(); ++i) {
-            const float l = logits[i];
-            check(!std::isnan(l) && l != std::numeric_limits<float>::infinity(), errc::invalid_argument, [&] {
-                return "sampler chain: logit of token " + std::to_string(i) + " is " + std::to_string(l);
-            });
-            items[i] = {int32_t(i), l};
+            check_logit(i, logits[i]);
+            items[i] = {int32_t(i), logits[i]};
         }
         sorted = false;
         identity = true;
@@ -58,10 +55,7 @@ struct candidate_set {
         items.reserve(k);
         for (size_t i = 0; i < logits.size(); ++i) {
             const float l = logits[i];
-            if (!(l < std::numeric_limits<float>::infinity()))  // NaN or +inf, as load() refuses
-                check(false, errc::invalid_argument, [&] {
-                    return "sampler chain: logit of token " + std::to_string(i) + " is " + std::to_string(l);
-                });
+            check_logit(i, l);
             if (items.size() < k) {
                 items.push_back({int32_t(i), l});
                 std::push_heap(items.begin(), items.end(), before);
@@ -74,6 +68,13 @@ struct candidate_set {
         std::sort_heap(items.begin(), items.end(), before);
         sorted = true;
         identity = false;
+    }
+
+    // NaN or +inf would poison every probability; −inf is a legitimate mask.
+    static void check_logit(size_t i, float l) {
+        check(!std::isnan(l) && l != std::numeric_limits<float>::infinity(), errc::invalid_argument, [&] {
+            return "sampler chain: logit of token " + std::to_string(i) + " is " + std::to_string(l);
+        });
     }
 
     static bool before(const candidate& a, const candidate& b) noexcept {

@@ -52,31 +52,30 @@ inline void record_rms_norm(kernels& k, recorder& r, const operand& x, const ope
     r.dispatch(k.pipeline("rms_norm", sizeof push), push, g);
 }
 
-inline void record_softmax(kernels& k, recorder& r, const operand& x, const operand& y, int64_t ne0, int64_t cols) {
-    const char* name = "vulkan::ops::softmax";
-    detail::check_columns(name, ne0, cols);
-    const uint64_t bytes = uint64_t(ne0 * cols) * 4;
+namespace detail {
+// softmax.comp over cols dense columns of ne0 values: y the columns' softmax, or with top_only
+// one float per column (the column's top probability).
+inline void record_softmax_columns(kernels& k, recorder& r, const operand& x, const operand& y, int64_t ne0, int64_t cols,
+                                   bool top_only, const char* name) {
+    check_columns(name, ne0, cols);
+    const uint64_t bytes = uint64_t(ne0 * cols) * 4, y_bytes = top_only ? uint64_t(cols) * 4 : bytes;
     require_bytes(x, bytes, name, "x");
-    require_bytes(y, bytes, name, "y");
-    const detail::softmax_push push{x.address, y.address, 0, 0, uint32_t(ne0), uint32_t(ne0), 1, 0, 0, 0};
+    require_bytes(y, y_bytes, name, "y");
+    const softmax_push push{x.address, y.address, 0, 0, uint32_t(ne0), uint32_t(ne0), 1, 0, top_only ? 1u : 0u, 0};
     const grid g = make_grid(k.device().info(), uint64_t(cols), 1, name);
     check(g.z == 1, errc::shape_mismatch, [&] { return std::string(name) + ": too many columns: " + std::to_string(cols); });
-    r.access({x.part(0, bytes)}, {y.part(0, bytes)});
+    r.access({x.part(0, bytes)}, {y.part(0, y_bytes)});
     r.dispatch(k.pipeline("softmax", sizeof push), push, g);
+}
+}  // namespace detail
+
+inline void record_softmax(kernels& k, recorder& r, const operand& x, const operand& y, int64_t ne0, int64_t cols) {
+    detail::record_softmax_columns(k, r, x, y, ne0, cols, false, "vulkan::ops::softmax");
 }
 
 // y[c] = softmax(x[:, c]) at the column's largest element: one float per column.
 inline void record_top_probability(kernels& k, recorder& r, const operand& x, const operand& y, int64_t ne0, int64_t cols) {
-    const char* name = "vulkan::ops::top_probability";
-    detail::check_columns(name, ne0, cols);
-    const uint64_t bytes = uint64_t(ne0 * cols) * 4;
-    require_bytes(x, bytes, name, "x");
-    require_bytes(y, uint64_t(cols) * 4, name, "y");
-    const detail::softmax_push push{x.address, y.address, 0, 0, uint32_t(ne0), uint32_t(ne0), 1, 0, 1, 0};
-    const grid g = make_grid(k.device().info(), uint64_t(cols), 1, name);
-    check(g.z == 1, errc::shape_mismatch, [&] { return std::string(name) + ": too many columns: " + std::to_string(cols); });
-    r.access({x.part(0, bytes)}, {y.part(0, uint64_t(cols) * 4)});
-    r.dispatch(k.pipeline("softmax", sizeof push), push, g);
+    detail::record_softmax_columns(k, r, x, y, ne0, cols, true, "vulkan::ops::top_probability");
 }
 
 }  // namespace llmrt::vulkan::ops
