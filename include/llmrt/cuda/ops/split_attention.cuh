@@ -55,11 +55,17 @@ constexpr int split_min_len = 64;             // keys per chunk, at least
 // 3% slower with 2 at 4096 (each block reads its kv head's K and V again).
 constexpr int split_max_heads = 4;
 
-// Query heads per block for `group` query heads per kv head (1, 2, 4 or 8) and n_head_kv kv heads.
+// Query heads per block for `group` query heads per kv head and n_head_kv kv heads: the most of
+// 4, 2 or 1 (2 or 1 with 4 kv heads or fewer) that divides the group, so that a block's heads
+// share one kv head (a group of 3, as 12 heads over 4, takes blocks of one head).
 __host__ __device__ constexpr int split_heads_per_block(int group, int n_head_kv) {
-    const int most = n_head_kv <= 4 ? 2 : split_max_heads;
-    return group < most ? group : most;
+    for (int heads = n_head_kv <= 4 ? 2 : split_max_heads; heads > 1; heads /= 2)
+        if (group % heads == 0) return heads;
+    return 1;
 }
+static_assert(split_heads_per_block(1, 8) == 1 && split_heads_per_block(2, 2) == 2 && split_heads_per_block(4, 4) == 2 &&
+                  split_heads_per_block(8, 8) == 4 && split_heads_per_block(3, 4) == 1 && split_heads_per_block(6, 8) == 2,
+              "split_heads_per_block: the largest of 4, 2, 1 within the limit that divides the group");
 
 struct split_attention_args {
     const float* q = nullptr;     // column t of q at q + t · q_stride
@@ -429,8 +435,7 @@ inline bool split_attention_supports(const graph::attention_params& p, qtype kv_
     const int group = p.n_head_kv > 0 ? p.n_head / p.n_head_kv : 0;
     const std::size_t bytes = kv_type == qtype::f16 ? 2 : 4;
     return p.head_dim >= 8 && p.head_dim <= detail::split_max_head_dim && std::size_t(p.head_dim) * bytes % 16 == 0 &&
-           p.n_head_kv >= 1 && p.n_head % p.n_head_kv == 0 && (group == 1 || group == 2 || group == 4 || group == 8) &&
-           (kv_type == qtype::f16 || kv_type == qtype::f32);
+           p.n_head_kv >= 1 && p.n_head % p.n_head_kv == 0 && group >= 1 && (kv_type == qtype::f16 || kv_type == qtype::f32);
 }
 
 inline int32_t split_chunk_cap(const graph::attention_params& p, qtype kv_type) {
@@ -466,8 +471,8 @@ inline void split_attention(const float* q, int64_t q_stride, qtype kv_type, con
     check(split_attention_supports(p, kv_type), errc::shape_mismatch, [&] {
         return std::string(op) + ": n_head " + std::to_string(p.n_head) + ", n_head_kv " + std::to_string(p.n_head_kv) +
                ", head_dim " + std::to_string(p.head_dim) + ", cache " + name(kv_type) +
-               ": needs an f16 or f32 cache, head_dim 8..512 with rows of whole 16 bytes, and 1, 2, 4 or 8 query heads "
-               "per kv head";
+               ": needs an f16 or f32 cache, head_dim 8..512 with rows of whole 16 bytes, and n_head a multiple of "
+               "n_head_kv";
     });
     check(p.window >= 0, errc::invalid_argument,
           [&] { return std::string(op) + ": window " + std::to_string(p.window) + " must be >= 0 (0: none)"; });
