@@ -7,19 +7,23 @@
 #
 # PAIR_DIR holds target-q8_0.gguf, draft-q4_K.gguf and prompts/KIND-K.txt (gpu_run.sh's bench step
 # writes them). For each prompt, the fastest of REPS (default 3) runs of 256 greedy tokens:
-#   plain    llama-speculative-simple --spec-type none (the same loop and timer, no drafts)
-#   draft    llama-speculative-simple -md draft-q4_K.gguf, n_max 16, p_min 0.75 (llmrt's defaults)
+#   plain    llama-speculative-simple --spec-type ngram-simple --spec-ngram-simple-size-n 1024: the
+#            same loop and timer, no drafts (a 1024-token key never matches; the tool refuses to run
+#            with --spec-type none)
+#   draft    llama-speculative-simple --spec-type draft-simple -md draft-q4_K.gguf, n_max 16, p_min 0.75 (llmrt's defaults)
 #   n-gram   llama-speculative-simple --spec-type ngram-simple
 # A kind's tokens/s is its prompts' decoded tokens over their decoding seconds, as llama.cpp
 # reports them ("decoded N tokens in T seconds": the prompt excluded), as llmrt-bench-speculative
 # adds its prompts up. Prints a table and writes it to OUT (default PAIR_DIR)/llama-speculative.md,
-# each run's log beside it. Needs .peer/bin/llama-speculative-simple (bench/peer/build.sh).
+# each run's log beside it. Needs PEER_DIR (default .peer)/bin/llama-speculative-simple
+# (bench/peer/build.sh with the same PEER_DIR).
 set -uo pipefail
 
 pair=${1:?"speculative.sh: give the pair's folder (tools/train_pair/gpu_run.sh's DIR)"}
 reps=${2:-3}
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-bin=${PEER_BIN:-$script_dir/../../.peer/bin}
+peer=${PEER_DIR:-$script_dir/../../.peer}
+bin=$peer/bin
 out=${OUT:-$pair}
 logs=$out/llama-speculative-logs
 mkdir -p "$logs"
@@ -41,12 +45,12 @@ runs() {
 }
 
 for p in "$pair"/prompts/*.txt; do
-    runs plain "$p" --spec-type none
-    runs draft "$p" -md "$draft" -ngld 99 --spec-draft-p-min 0.75
+    runs plain "$p" --spec-type ngram-simple --spec-ngram-simple-size-n 1024
+    runs draft "$p" --spec-type draft-simple -md "$draft" -ngld 99 --spec-draft-p-min 0.75
     runs ngram "$p" --spec-type ngram-simple
 done
 
-python3 - "$logs" "$out/llama-speculative.md" "$(cat "$script_dir/../../.peer/LLAMA_CPP_COMMIT" 2> /dev/null || echo unknown)" <<'PY'
+python3 - "$logs" "$out/llama-speculative.md" "$(cat "$peer/LLAMA_CPP_COMMIT" 2> /dev/null || echo unknown)" <<'PY'
 import re, sys
 from collections import defaultdict
 from pathlib import Path
