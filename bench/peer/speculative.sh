@@ -10,8 +10,11 @@
 #   plain    llama-speculative-simple --spec-type ngram-simple --spec-ngram-simple-size-n 1024: the
 #            same loop and timer, no drafts (a 1024-token key never matches; the tool refuses to run
 #            with --spec-type none)
-#   draft    llama-speculative-simple --spec-type draft-simple -md draft-q4_K.gguf, n_max 16, p_min 0.75 (llmrt's defaults)
-#   n-gram   llama-speculative-simple --spec-type ngram-simple
+#   draft    llama-speculative-simple --spec-type draft-simple -md draft-q4_K.gguf with
+#            --spec-draft-n-max 16 --spec-draft-p-min P (P: DRAFT_P_MIN, default 0.5; llmrt's defaults)
+#   lcpp     the same with llama.cpp's own defaults (n_max 3, p_min 0 at 0c1e570)
+#   n-gram   llama-speculative-simple --spec-type ngram-simple (its defaults: a 12-token key, 48 drafted)
+# The table gives llama.cpp's faster draft-model setting of the two for each kind, and both.
 # A kind's tokens/s is its prompts' decoded tokens over their decoding seconds, as llama.cpp
 # reports them ("decoded N tokens in T seconds": the prompt excluded), as llmrt-bench-speculative
 # adds its prompts up. Prints a table and writes it to OUT (default PAIR_DIR)/llama-speculative.md,
@@ -32,7 +35,8 @@ draft=$pair/draft-q4_K.gguf
 for f in "$target" "$draft" "$bin/llama-speculative-simple"; do
     [ -e "$f" ] || { echo "speculative.sh: missing $f" >&2; exit 1; }
 done
-common=(-m "$target" -n 256 -ngl 99 -c 1024 --temp 0 --seed 1 --spec-draft-n-max 16)
+common=(-m "$target" -n 256 -ngl 99 -c 1024 --temp 0 --seed 1)
+p_min=${DRAFT_P_MIN:-0.5}
 
 # runs MODE PROMPT ARGS...: REPS runs, logs named MODE.PROMPT.R.log
 runs() {
@@ -46,15 +50,16 @@ runs() {
 
 for p in "$pair"/prompts/*.txt; do
     runs plain "$p" --spec-type ngram-simple --spec-ngram-simple-size-n 1024
-    runs draft "$p" --spec-type draft-simple -md "$draft" -ngld 99 --spec-draft-p-min 0.75
+    runs draft "$p" --spec-type draft-simple -md "$draft" -ngld 99 --spec-draft-n-max 16 --spec-draft-p-min "$p_min"
+    runs lcpp "$p" --spec-type draft-simple -md "$draft" -ngld 99
     runs ngram "$p" --spec-type ngram-simple
 done
 
-python3 - "$logs" "$out/llama-speculative.md" "$(cat "$peer/LLAMA_CPP_COMMIT" 2> /dev/null || echo unknown)" <<'PY'
+python3 - "$logs" "$out/llama-speculative.md" "$(cat "$peer/LLAMA_CPP_COMMIT" 2> /dev/null || echo unknown)" "$p_min" <<'PY'
 import re, sys
 from collections import defaultdict
 from pathlib import Path
-logs, table, commit = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+logs, table, commit, p_min = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
 best = {}  # (mode, prompt) -> (tokens, seconds, drafted, accepted) of the fastest run
 for log in sorted(logs.glob("*.log")):
     mode, prompt, _ = log.name[:-4].split(".", 2)
@@ -75,14 +80,19 @@ for (mode, prompt), run in best.items():
         total[i] += v
 rate = lambda t: t[0] / t[1] if t[1] else 0.0
 lines = [f"llama.cpp {commit}: llama-speculative-simple, 256 greedy tokens per prompt, the fastest of each prompt's runs",
-         "", "| prompts | plain tokens/s | draft model tokens/s | speedup | acceptance | n-gram tokens/s | speedup |",
-         "|---|---|---|---|---|---|---|"]
+         "", "| prompts | plain tokens/s | draft model tokens/s | speedup | acceptance | setting | other setting | n-gram tokens/s | speedup |",
+         "|---|---|---|---|---|---|---|---|---|"]
+labels = {"draft": "n_max 16, p_min " + p_min, "lcpp": "llama.cpp's defaults"}
 for kind, modes in sorted(kinds.items()):
     n = sum(1 for (m, p) in best if m == "plain" and p.rsplit("-", 1)[0] == kind)
-    plain, draft, ngram = rate(modes["plain"]), rate(modes["draft"]), rate(modes["ngram"])
-    acc = modes["draft"][3] / modes["draft"][2] if modes["draft"][2] else 0.0
+    plain, ngram = rate(modes["plain"]), rate(modes["ngram"])
+    ranked = sorted(("draft", "lcpp"), key=lambda m: -rate(modes[m]))
+    top, other = ranked
+    acc = modes[top][3] / modes[top][2] if modes[top][2] else 0.0
     sp = lambda x: f"{x / plain:.2f}x" if plain else "-"
-    lines.append(f"| {kind} ({n}) | {plain:.1f} | {draft:.1f} | {sp(draft)} | {acc:.3f} | {ngram:.1f} | {sp(ngram)} |")
+    lines.append(f"| {kind} ({n}) | {plain:.1f} | {rate(modes[top]):.1f} | {sp(rate(modes[top]))} | {acc:.3f} | "
+                 f"{labels[top]} | {labels[other]}: {rate(modes[other]):.1f} ({sp(rate(modes[other]))}) | "
+                 f"{ngram:.1f} | {sp(ngram)} |")
 table.write_text("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

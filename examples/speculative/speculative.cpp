@@ -50,7 +50,7 @@ constexpr const char* usage =
     "  --repeat-penalty F llama.cpp's repeat penalty over the last 64 tokens (default 1 = off)\n"
     "  --n-max N          most draft tokens per round (default 16)\n"
     "  --p-min P          a draft model stops drafting below this top-1 probability. Default 0 for the\n"
-    "                     generated pair (a random model's top-1 probability is about 0.03), else 0.75.\n"
+    "                     generated pair (a random model's top-1 probability is about 0.03), else 0.5.\n"
     "  --no-fallback      keep drafting while speculation measures slower. By default the fallback\n"
     "                     times drafting rounds and plain steps (2 plain probes at the start and every\n"
     "                     128 rounds) and, once 8 rounds cost more per token than a plain step,\n"

@@ -166,7 +166,7 @@ step_check() {
         "$GENERATE" "$f" --prompt-ids "$(prompt_of val_code 32)" -n 32 | grep -E "^(text|output|speed):" ||
             echo "FAILED: llmrt-generate $f"
     done
-    # Speculative decoding with the pair on a code and a prose prompt (greedy; p_min 0.75, the default).
+    # Speculative decoding with the pair on a code and a prose prompt (greedy; p_min 0.5, the default).
     for split in val_code val_prose; do
         p=$(prompt_of "$split" 64)
         echo "== llmrt-speculative target-q8_0 + draft-q4_K, $split prompt"
