@@ -3,7 +3,7 @@
 //
 //   llmrt-bench-decode [--backend cuda|vulkan|cpu] [--model 1b|8b|both|tiny|FILE.gguf] [--tokens N]
 //                      [--warmup N] [--depth N] [--prompt N] [--ctx N] [--unfused] [--without F,...] [--replays N]
-//                      [--json PATH|-] [--gpus N]
+//                      [--json PATH|-] [--gpus N] [--batches N,N,...]
 //
 // Models: a llama GGUF file (any weight type llmrt reads), or synthetic llama shapes in Q4_K made
 // in memory with model::make_random_llama:
@@ -40,6 +40,8 @@
 // and so on; a kind's time is what adding it cost. The kinds' times add up to the whole forward's
 // device time; "host" is the rest of the measured ms/token (the token's write, the launch, the id's
 // read).
+// --batches N,N,... (each 1..8): the same telescoped breakdown for a forward of N tokens at once (as
+// a speculative verification runs them), at the position after the timed tokens, one column per N.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -90,6 +92,7 @@ struct arguments {
     bool unfused = false;
     graph::lower_options allow{};  // --without: the fusions switched off (graph::fusions_by_name)
     std::string without;
+    std::vector<int32_t> batches;  // --batches: the breakdown at these batch sizes too
 };
 
 // --without NAME[,NAME...]: those fusions off (graph::fusions_by_name), the others as the backend runs them.
@@ -133,6 +136,19 @@ arguments parse(int argc, char** argv) {
         else if (o == "--replays") a.replays = cl.int_value(1, 10000);
         else if (o == "--gpus") a.gpus = cl.int_value(1, 64);
         else if (o == "--json") a.json = cl.value();
+        else if (o == "--batches") {
+            const std::string list = cl.value();
+            for (std::size_t from = 0; from <= list.size();) {
+                const std::size_t comma = std::min(list.find(',', from), list.size());
+                const std::string item = list.substr(from, comma - from);
+                char* end = nullptr;
+                const long n = std::strtol(item.c_str(), &end, 10);
+                if (item.empty() || *end != '\0' || n < 1 || n > 8)
+                    throw error(errc::invalid_argument, "--batches takes batch sizes 1..8 separated by commas, not '" + list + "'");
+                a.batches.push_back(int32_t(n));
+                from = comma + 1;
+            }
+        }
         else if (o == "--model") {
             const std::string m = cl.value();
             if (m == "1b") a.models = {shape_1b};
@@ -144,7 +160,8 @@ arguments parse(int argc, char** argv) {
         } else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-bench-decode [--backend cuda|vulkan|cpu] [--model 1b|8b|both|tiny|FILE.gguf] [--tokens N]\n"
                       "                          [--warmup N] [--depth N] [--prompt N] [--ctx N] [--unfused] [--replays N]\n"
-                      "                          [--json PATH|-] [--gpus N] [--without FUSION[,FUSION...]]\n"
+                      "                          [--json PATH|-] [--gpus N] [--without FUSION[,FUSION...]] [--batches N,N,...]\n"
+                      "--batches  the per-kind breakdown also for forwards of N tokens at once (N: 1..8)\n"
                       "--without  those fusions of the lowering off (graph::fusions_by_name: carry_swiglu, experts, ...)\n"
                       "--gpus N  tensor parallel over CUDA devices 0..N-1 (one rank each, collectives over NCCL; needs a\n"
                       "          build with CUDA and NCCL; --backend cuda or none); no per-kind breakdown");
@@ -158,11 +175,14 @@ arguments parse(int argc, char** argv) {
             throw error(errc::invalid_argument, "--depth N fills the cache with an N-token prompt; give --prompt N or neither");
         a.prompt = a.depth;
     }
-    const int32_t need = a.prompt + a.warmup + a.tokens + 1;  // + 1: the breakdown's forwards
+    int32_t widest = 1;  // the breakdown's forwards: one token, or the widest of --batches
+    for (int32_t n : a.batches) widest = std::max(widest, n);
+    const int32_t need = a.prompt + a.warmup + a.tokens + widest;
     if (a.n_ctx == 0) a.n_ctx = need;
     if (need > a.n_ctx)
         throw error(errc::invalid_argument, "--prompt (or --depth) + --warmup + --tokens = " + std::to_string(need) +
-                                                " must fit the context (--ctx " + std::to_string(a.n_ctx) + ") with one position to spare");
+                                                " must fit the context (--ctx " + std::to_string(a.n_ctx) +
+                                                ") with room for the breakdown's widest forward (" + std::to_string(widest) + ")");
     return a;
 }
 
@@ -298,6 +318,7 @@ struct result {
     double launch_read_ms = 0, back_to_back_ms = 0;  // per token: no writes; queued with one read
     double isolated_ms = 0;  // device time of a forward launched on an idle device (CUDA)
     std::vector<kind_time> breakdown;
+    std::vector<std::pair<int32_t, std::vector<kind_time>>> batch_breakdowns;  // --batches: N, its parts
 };
 
 // The step kinds in the order the breakdown adds them.
@@ -403,22 +424,42 @@ result decode(Forward& fw, double prepare_s, const model_shape& s, const bench_m
             return st.kind == pt.kind &&
                    (pt.kind != graph::step_kind::op || (st.node >= 0 && built.g.nodes()[std::size_t(st.node)].op == pt.op));
         };
-        double before = 0;
-        for (std::size_t i = 0; i < parts.size(); ++i) {
-            const double ms = ex.program().device_ms(
-                1,
-                [&](const graph::step& st) {
-                    for (std::size_t j = 0; j <= i; ++j)
-                        if (in_part(parts[j], st)) return true;
-                    return false;
-                },
-                a.replays);
-            const double alone =
-                ex.program().device_ms(1, [&](const graph::step& st) { return in_part(parts[i], st); }, a.replays);
-            r.breakdown.push_back({parts[i].label, ms - before, alone});
-            before = ms;
+        // The parts' telescoped times for a forward of n tokens (written beforehand); the last
+        // entry's running sum is the whole forward's device time.
+        auto telescope = [&](int64_t n, double& whole) {
+            std::vector<kind_time> times;
+            double before = 0;
+            for (std::size_t i = 0; i < parts.size(); ++i) {
+                const double ms = ex.program().device_ms(
+                    n,
+                    [&](const graph::step& st) {
+                        for (std::size_t j = 0; j <= i; ++j)
+                            if (in_part(parts[j], st)) return true;
+                        return false;
+                    },
+                    a.replays);
+                const double alone =
+                    ex.program().device_ms(n, [&](const graph::step& st) { return in_part(parts[i], st); }, a.replays);
+                times.push_back({parts[i].label, ms - before, alone});
+                before = ms;
+            }
+            whole = before;
+            return times;
+        };
+        r.breakdown = telescope(1, r.device_ms);
+        for (int32_t n : a.batches) {  // n tokens at pos .. pos + n - 1, every one the same id
+            const std::vector<int32_t> ids(std::size_t(n), token);
+            std::vector<int32_t> positions(static_cast<std::size_t>(n));
+            for (int32_t i = 0; i < n; ++i) positions[std::size_t(i)] = pos + i;
+            ex.write(built.tokens, std::span<const int32_t>(ids));
+            ex.write(built.positions, std::span<const int32_t>(positions));
+            double whole = 0;
+            std::vector<kind_time> times = telescope(n, whole);
+            times.push_back({"device, all steps", whole, 0});
+            r.batch_breakdowns.emplace_back(n, std::move(times));
         }
-        r.device_ms = before;
+        ex.write(built.tokens, std::span<const int32_t>(&token, 1));
+        ex.write(built.positions, std::span<const int32_t>(&pos, 1));
         r.isolated_ms = ex.program().device_ms(1, [](const graph::step&) { return true; }, a.replays, true);
     }
     r.model = s.name;
@@ -469,6 +510,17 @@ void print(const std::vector<result>& results, const std::string& backend, const
         std::printf("\nthe same forward without writing the token and position: %.4f ms; queued back to back: %.4f ms; "
                     "device time launched on an idle device: %.4f ms\n",
                     r.launch_read_ms, r.back_to_back_ms, r.isolated_ms);
+        if (r.batch_breakdowns.empty()) continue;
+        std::printf("\ndevice ms of one forward of N tokens at once (%s; telescoped by kind as above):\n\n| part |", r.model.c_str());
+        for (const auto& [n, times] : r.batch_breakdowns) std::printf(" N = %d |", n);
+        std::printf("\n|---|");
+        for (std::size_t c = 0; c < r.batch_breakdowns.size(); ++c) std::printf("---|");
+        std::printf("\n");
+        for (std::size_t k = 0; k < r.batch_breakdowns.front().second.size(); ++k) {
+            std::printf("| %s |", r.batch_breakdowns.front().second[k].kind.c_str());
+            for (const auto& [n, times] : r.batch_breakdowns) std::printf(" %.4f |", times[k].ms);
+            std::printf("\n");
+        }
     }
 }
 
