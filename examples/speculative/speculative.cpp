@@ -34,7 +34,7 @@ namespace spec = llmrt_examples::speculative;
 constexpr const char* usage =
     "usage: llmrt-speculative [--target T.gguf] [--draft D.gguf | --no-draft] [--ngram] [--prompt IDS]\n"
     "                         [--repeat N] [-n N] [--temp T] [--seed N] [--draft-temp T] [--repeat-penalty F]\n"
-    "                         [--n-max N] [--p-min P] [--no-fallback] [--backend NAME]\n"
+    "                         [--n-max N] [--p-min P] [--no-fallback] [--no-overlap] [--backend NAME]\n"
     "\n"
     "  --target, --draft  GGUF models sharing one vocabulary. Default: a random llama made in memory,\n"
     "                     Q8_0 as the target and the same weights as Q2_K as the draft.\n"
@@ -57,11 +57,15 @@ constexpr const char* usage =
     "                     decodes 32 tokens plainly, doubling up to 1024 while drafting keeps losing\n"
     "                     (llmrt::sample::fallback_policy). --no-fallback shows speculation itself;\n"
     "                     with --draft-temp it also makes the token stream independent of timing.\n"
+    "  --no-overlap       draft only after each verification. By default, on the CUDA and CPU backends,\n"
+    "                     the draft model drafts the next round while the target verifies this one\n"
+    "                     (on a second thread), guessing that it is wholly accepted; the tokens are\n"
+    "                     the same either way (llmrt::sample::generation_options::overlap)\n"
     "  --backend NAME     cpu, cpu:f32, cpu:ggml (default: the best present)\n";
 
 struct arguments {
     std::string target_path, draft_path, backend;
-    bool no_draft = false, ngram = false, fallback = true;
+    bool no_draft = false, ngram = false, fallback = true, overlap = true;
     std::vector<int32_t> prompt = spec::default_prompt();
     int32_t repeat = 1, n_new = 128, n_max = 16;
     float temperature = 0.0f, draft_temperature = 0.0f, repeat_penalty = 1.0f, p_min = -1.0f;
@@ -87,6 +91,7 @@ arguments parse(int argc, char** argv) {
         else if (o == "--p-min") a.p_min = float(cl.number_value(0.0, 1.0));
         else if (o == "--no-fallback") a.fallback = false;
         else if (o == "--fallback") a.fallback = true;  // the default, still accepted
+        else if (o == "--no-overlap") a.overlap = false;
         else if (o == "--backend") a.backend = cl.value();
         else if (o == "-h" || o == "--help") {
             std::fputs(usage, stdout);
@@ -121,8 +126,10 @@ void print_tokens(const char* label, const std::vector<int32_t>& tokens, std::si
 
 void print_stats(const llmrt::sample::speculative_stats& s) {
     std::printf("statistics:\n");
-    std::printf("  rounds %lld (target calls with a draft), plain steps %lld (of them fallback %lld), target calls %lld\n",
-                (long long)s.rounds, (long long)s.plain_steps, (long long)s.fallback_steps, (long long)s.target_calls);
+    std::printf("  rounds %lld (target calls with a draft; drafted ahead %lld), plain steps %lld (of them fallback %lld), "
+                "target calls %lld\n",
+                (long long)s.rounds, (long long)s.drafted_ahead, (long long)s.plain_steps, (long long)s.fallback_steps,
+                (long long)s.target_calls);
     std::printf("  drafted %lld, accepted %lld: acceptance rate %.3f, mean acceptance length %.2f tokens per round\n",
                 (long long)s.drafted, (long long)s.accepted, s.acceptance_rate(), s.mean_acceptance_length());
     std::printf("  acceptance rate by draft position:");
@@ -159,6 +166,7 @@ int run(Backend& backend, const std::string& backend_description, const spec::mo
     config.policy.p_min = a.p_min >= 0.0f ? a.p_min : a.target_path.empty() ? 0.0f : config.policy.p_min;
     config.policy.fallback.enabled = a.fallback;
     config.policy.validate();
+    config.overlap = a.overlap;
 
     const auto ctx_of = [](const gguf::file& f) { return model::load_llama_weights(f).hparams.n_ctx_train; };
     const int32_t n_ctx = spec::cache_length_for(ctx_of(*files.target), prompt.size(), a.n_new, config.policy);
@@ -180,6 +188,7 @@ int run(Backend& backend, const std::string& backend_description, const spec::mo
     std::printf("backend:  %s\n", backend_description.c_str());
     std::printf("drafters: %s; n_max %d (adaptive), p_min %.2f, fallback %s\n", spec::drafters_name(config).c_str(),
                 config.policy.n_max, double(config.policy.p_min), a.fallback ? "on" : "off");
+    std::printf("overlap:  %s\n", config.overlap ? "on (the next round drafted during each verification)" : "off");
     std::printf("sampling: %s, seed %llu, repeat penalty %.2f\n",
                 a.temperature > 0.0f ? ("temperature " + std::to_string(a.temperature) + ", top-k 40, top-p 0.95, min-p 0.05").c_str()
                                      : "greedy",
@@ -236,8 +245,10 @@ int main(int argc, char** argv) {
         }
         const std::string backend = a.backend.empty() ? llmrt_examples::backends_by_preference().front() : a.backend;
         int status = 0;
+        arguments chosen = a;
+        chosen.overlap = a.overlap && spec::overlap_allowed(backend);
         llmrt_examples::with_backend(backend, [&](auto& b, const std::string& description) {
-            status = run(b, description, files, a);
+            status = run(b, description, files, chosen);
         });
         return status;
     } catch (const std::exception& e) {

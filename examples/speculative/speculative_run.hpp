@@ -69,7 +69,13 @@ struct run_config {
     llmrt::sample::draft_policy policy;
     bool stop_at_eos = true;
     std::function<double()> clock;  // seconds, for every timing of the run; empty: steady_clock
+    bool overlap = false;           // draft ahead while the target verifies (generation_options::overlap)
 };
+
+// Whether drafting ahead may run the target and the draft model from two threads at once on this
+// backend: the CUDA and CPU backends' programs hold their own state (a CUDA program its own stream);
+// two models of a Vulkan backend submit to its one queue, which two threads may not do at once.
+inline bool overlap_allowed(const std::string& backend) { return backend.rfind("vulkan", 0) != 0; }
 
 // Seconds of processor time this process has used. On a shared machine, where wall time depends on
 // what else runs, it measures a single-threaded CPU backend's work; it says nothing of GPU work.
@@ -111,7 +117,7 @@ run_result run(Model& target, Model* draft, const run_config& config, std::span<
     const std::function<double()> now = config.clock ? config.clock : [] {
         return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     };
-    generator<Model> g(target, sampler_chain(config.sampling), config.policy, {.stop_at_eos = config.stop_at_eos, .clock = now});
+    generator<Model> g(target, sampler_chain(config.sampling), config.policy, {.stop_at_eos = config.stop_at_eos, .clock = now, .overlap = config.overlap});
     if (config.ngram) g.add_drafter(std::make_unique<ngram_drafter>());
     if (config.draft_model) {
         sampling_params dp = config.draft_temperature > 0.0f ? config.sampling : sampling_params::greedy();

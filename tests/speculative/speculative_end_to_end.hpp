@@ -285,6 +285,32 @@ TEST_CASE_TEMPLATE_DEFINE("greedy speculative decoding that backs off to plain d
     CHECK(d.work.catch_up > 4 * d.calls);
 }
 
+TEST_CASE_TEMPLATE_DEFINE("drafting ahead while the target verifies, from a second thread, gives the tokens of plain "
+                          "greedy decoding and of plain sampling",
+                          Case, draft_ahead_equals_plain) {
+    pair_on_backend<Case> m;
+    if (!m) return;
+    const std::vector<int32_t> prompt = repetitive_prompt();
+    using model_type = typename pair_on_backend<Case>::model_type;
+    const auto greedy = sample::sampling_params::greedy();
+    for (const bool sampled : {false, true}) {
+        CAPTURE(sampled);
+        const auto params = sampled ? sampling(9) : greedy;
+        const std::vector<int32_t> expected =
+            sampled ? plain_sampling(*m.target, params, prompt, 128) : model::generate_greedy(*m.target, prompt, 128);
+        sample::generator<model_type> g(*m.target, sample::sampler_chain(params), exact_policy(),
+                                        {.stop_at_eos = false, .clock = {}, .overlap = true});
+        g.add_drafter(std::make_unique<sample::model_drafter<model_type>>(*m.draft, sample::sampler_chain(greedy)));
+        const sample::generation_result r = g.generate(prompt, 128);
+        INFO("first difference at token ", first_difference(r.tokens, expected), " of ", expected.size());
+        CHECK(r.tokens == expected);
+        const auto& s = g.stats();
+        INFO(s.rounds, " rounds, ", s.drafted_ahead, " drafted ahead, ", s.accepted, " of ", s.drafted, " accepted");
+        CHECK(s.rounds > 0);
+        CHECK(s.drafted_ahead <= s.rounds);
+    }
+}
+
 TEST_CASE_TEMPLATE_DEFINE("a draft model with another vocabulary is refused with an error naming the sizes", Case,
                           other_vocabulary_refused) {
     const auto backend = Case::make();
@@ -316,3 +342,7 @@ TEST_CASE_TEMPLATE_DEFINE("a draft model with another vocabulary is refused with
     TEST_CASE_TEMPLATE_INVOKE(llmrt::test::speculative::sample_and_compare_equals_plain, __VA_ARGS__);         \
     TEST_CASE_TEMPLATE_INVOKE(llmrt::test::speculative::backoff_catch_up_equals_plain, __VA_ARGS__);           \
     TEST_CASE_TEMPLATE_INVOKE(llmrt::test::speculative::other_vocabulary_refused, __VA_ARGS__)
+
+// Drafting ahead, for backends that run two models from two threads at once (not Vulkan's one queue).
+#define LLMRT_SPECULATIVE_DRAFT_AHEAD_TESTS(...) \
+    TEST_CASE_TEMPLATE_INVOKE(llmrt::test::speculative::draft_ahead_equals_plain, __VA_ARGS__)

@@ -22,3 +22,4 @@ struct cuda_backend_case {
 }  // namespace llmrt::test
 
 LLMRT_SPECULATIVE_END_TO_END_TESTS(llmrt::test::cuda_backend_case);
+LLMRT_SPECULATIVE_DRAFT_AHEAD_TESTS(llmrt::test::cuda_backend_case);

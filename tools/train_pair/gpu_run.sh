@@ -5,7 +5,8 @@
 #   bash tools/train_pair/gpu_run.sh [DIR] [STEP ...]       (from the repository root)
 #
 # DIR (default /tmp/pair) receives everything. STEPs, run in the order given (default: all, in
-# this order): build corpus tiny target draft quantize check bench summary. A step whose outputs exist
+# this order): build corpus tiny target draft quantize check bench summary; also draft2, a second
+# draft model of another shape (configs.py), when named. A step whose outputs exist
 # is skipped, so the pipeline can run in pieces under a 10-minute limit per command, e.g.
 #
 #   bash tools/train_pair/gpu_run.sh /tmp/pair build corpus tiny    # build (CUDA: not timed yet), corpus and tiny under a minute each
@@ -137,10 +138,12 @@ step_model() {  # target or draft
 }
 step_target() { step_model target "${PAIR_TARGET_MINUTES:-6}"; }
 step_draft() { step_model draft "${PAIR_DRAFT_MINUTES:-3}"; }
+step_draft2() { step_model draft2 "${PAIR_DRAFT_MINUTES:-3}"; }
 
 step_quantize() {
     need "$QUANTIZE"
-    for m in target draft; do
+    for m in target draft draft2; do
+        [ -e "$DIR/$m-f16.gguf" ] || continue  # draft2: only where it was trained
         for t in q8_0 q4_K; do
             if [ -e "$DIR/$m-$t.gguf" ]; then continue; fi
             # Written under another name first: a killed run leaves no file that looks finished.
@@ -160,7 +163,7 @@ step_check() {
     local n=128 p
     [ "$SMOKE" = 1 ] && n=16
     # llmrt loads every file on its default backend (CUDA where built) and continues a held-out prompt.
-    for f in "$DIR"/target-*.gguf "$DIR"/draft-*.gguf; do
+    for f in "$DIR"/target-*.gguf "$DIR"/draft*.gguf; do
         echo "== llmrt-generate $(basename "$f")"
         # One failing file is reported and the others still run.
         "$GENERATE" "$f" --prompt-ids "$(prompt_of val_code 32)" -n 32 | grep -E "^(text|output|speed):" ||
@@ -209,11 +212,16 @@ step_bench() {
         done
         if [ -n "$files" ]; then args+=(--prompt-file "$kind=$files"); fi
     done
-    for pair in "target-q8_0 draft-q4_K" "target-q4_K draft-q4_K"; do
+    # Both targets with the draft; a second draft shape (draft2), where trained, with the q8_0 target.
+    local pairs=("target-q8_0 draft-q4_K" "target-q4_K draft-q4_K") json
+    [ -e "$DIR/draft2-q4_K.gguf" ] && pairs+=("target-q8_0 draft2-q4_K")
+    for pair in "${pairs[@]}"; do
         read -r t d <<< "$pair"
+        json=$DIR/speculative-$t.json
+        [ "$d" = draft-q4_K ] || json=$DIR/speculative-$t-$d.json
         echo "== llmrt-bench-speculative $t + $d"
         "$BENCH" --target "$DIR/$t.gguf" --draft "$DIR/$d.gguf" "${args[@]}" -n "$n" --reps "$reps" \
-            --json "$DIR/speculative-$t.json" || echo "FAILED: llmrt-bench-speculative $t + $d"
+            --json "$json" || echo "FAILED: llmrt-bench-speculative $t + $d"
     done
 }
 
@@ -227,7 +235,9 @@ if m.exists():
     c = json.loads(m.read_text())["counts"]
     print("corpus: " + ", ".join(f"{k} {v['documents']} docs {v['tokens'] / 1e6:.2f}M tokens" for k, v in c.items()))
 for name, path in (("tiny", d / "tiny" / "tiny-train.json"), ("target", d / "target-train.json"),
-                   ("draft", d / "draft-train.json")):
+                   ("draft", d / "draft-train.json"), ("draft2", d / "draft2-train.json")):
+    if name == "draft2" and not path.exists():
+        continue  # trained only when asked for
     if not path.exists():
         print(f"{name}: not trained")
         continue
@@ -253,10 +263,11 @@ for s in "${STEPS[@]}"; do
         tiny) run_step tiny "$DIR/tiny/tiny-train.json" ;;
         target) run_step target "$DIR/target-train.json" ;;
         draft) run_step draft "$DIR/draft-train.json" ;;
-        quantize) run_step quantize "$DIR/draft-q4_K.gguf" ;;  # the last file it writes
+        draft2) run_step draft2 "$DIR/draft2-train.json" ;;
+        quantize) run_step quantize "$DIR/.quantize_never" ;;  # always: it skips the files that exist
         check) run_step check "$DIR/.check_never" ;;
         bench) run_step bench "$DIR/.bench_never" ;;
         summary) step_summary ;;
-        *) log "unknown step '$s' (build corpus tiny target draft quantize check bench summary)"; exit 2 ;;
+        *) log "unknown step '$s' (build corpus tiny target draft draft2 quantize check bench summary)"; exit 2 ;;
     esac
 done

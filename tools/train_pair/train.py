@@ -61,6 +61,7 @@ from export_gguf import write_gguf  # noqa: E402
 DEFAULTS = {
     "target": dict(lr=6e-4, batch_size=32, micro_batch=8, seq_len=1024),
     "draft": dict(lr=1.5e-3, batch_size=32, micro_batch=8, seq_len=1024),
+    "draft2": dict(lr=1e-3, batch_size=32, micro_batch=8, seq_len=1024),
     "tiny": dict(lr=1e-3, batch_size=2, micro_batch=1, seq_len=64),
 }
 
@@ -292,7 +293,7 @@ def main():
         if not a.data:
             p.error("--data is needed (make_corpus.py's folder); --tiny runs without it")
     else:
-        p.error("give --config target|draft, or --tiny")
+        p.error("give --config target|draft|draft2, or --tiny")
     a.steps = a.steps or 2000
     for k, v in DEFAULTS[name].items():
         if getattr(a, k) is None:

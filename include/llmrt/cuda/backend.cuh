@@ -142,6 +142,7 @@ public:
     void run(int64_t n_tokens) {
         state& s = *s_;
         if (s.steps.empty()) return;
+        use_device();
         if (s.options.use_graphs)
             LLMRT_CUDA_CHECK(cudaGraphLaunch(s.graphs[std::size_t(n_tokens - 1)], s.stream));
         else
@@ -153,6 +154,7 @@ public:
     void write(graph::tensor t, std::size_t offset, const void* src, std::size_t bytes) {
         if (bytes == 0) return;
         state& s = *s_;
+        use_device();
         const auto i = std::size_t(t.id);
         if (s.g->nodes()[i].op == graph::op::input && s.options.use_graphs) {
             LLMRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
@@ -167,6 +169,7 @@ public:
     void read(graph::tensor t, std::size_t offset, void* dst, std::size_t bytes) const {
         if (bytes == 0) return;
         state& s = *s_;
+        use_device();
         const auto i = std::size_t(t.id);
         if (s.g->nodes()[i].op == graph::op::input && s.options.use_graphs) {  // what the next run copies in
             LLMRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
@@ -211,6 +214,15 @@ public:
 
 private:
     static constexpr std::size_t bounce_bytes = std::size_t(64) << 10;
+
+    // The program's device current on the calling thread: a program may be driven from a thread
+    // other than the one that made it (the speculative generator verifies on a worker thread), and
+    // a new thread starts on device 0.
+    void use_device() const {
+        int current = -1;
+        LLMRT_CUDA_CHECK(cudaGetDevice(&current));
+        if (current != s_->options.device) LLMRT_CUDA_CHECK(cudaSetDevice(s_->options.device));
+    }
 
     struct state {
         const graph::graph* g = nullptr;

@@ -12,8 +12,10 @@
 #include "llmrt/core/cxx20.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -28,6 +30,7 @@
 #include "llmrt/sample/draft_policy.hpp"
 #include "llmrt/sample/drafter.hpp"
 #include "llmrt/sample/model.hpp"
+#include "llmrt/sample/overlap.hpp"
 #include "llmrt/sample/sampler_chain.hpp"
 #include "llmrt/sample/stats.hpp"
 #include "llmrt/sample/verify.hpp"
@@ -37,6 +40,15 @@ namespace llmrt::sample {
 struct generation_options {
     bool stop_at_eos = true;        // stop after the target's EOS token
     std::function<double()> clock;  // seconds, for timings and the fallback; empty: steady_clock
+    // Draft ahead: while the target verifies a round (on a second thread), a draft model drafts the
+    // next one on the guess that this one is wholly accepted, its first token a guess of the
+    // target's next token, for as long as the verification takes; when both guesses come true the
+    // next round's draft is already there, and a round costs about one verification. The tokens
+    // are the same either way (only which drafts are proposed changes). Off by default:
+    // it needs a target and a draft model that can run at once from two threads, each on its own
+    // (two models of the CUDA backend, each on its own stream, or of the CPU backend), and the
+    // clock is then read on the calling thread only.
+    bool overlap = false;
 };
 
 enum class stop_reason { length, eos, context_full };
@@ -110,6 +122,7 @@ public:
             s.d->begin(prompt);
         }
         start_schedule();
+        carried_.clear();
         if (prompt.size() > 1) timed_eval(prompt.first(prompt.size() - 1), 0, {});
 
         generation_result result;
@@ -191,6 +204,7 @@ private:
     }
 
     std::vector<int32_t> plain_step() {
+        carried_.clear();  // drafted for a round that this step replaces
         int32_t y = 0;
         if (argmax_rows()) {
             timed_eval_argmax(std::span<const int32_t>(&sequence_.back(), 1), int32_t(sequence_.size()) - 1);
@@ -207,24 +221,24 @@ private:
     }
 
     std::vector<int32_t> speculative_step(int32_t cap) {
-        // Ask the drafters in order for the first draft of at least n_min tokens.
         size_t chosen = slots_.size();
         int32_t limit = 0;
+        if (!carried_.tokens.empty()) {  // drafted ahead, during the last round's verification
+            limit = draft_limit(slots_[carried_slot_], cap);
+            draft_.clear();
+            const size_t take = std::min(carried_.tokens.size(), size_t(std::max(limit, 0)));
+            draft_.tokens.assign(carried_.tokens.begin(), carried_.tokens.begin() + std::ptrdiff_t(take));
+            carried_.clear();
+            if (draft_.tokens.size() >= size_t(policy_.n_min)) {
+                chosen = carried_slot_;
+                ++stats_.drafted_ahead;
+            }
+        }
+        // Ask the drafters in order for the first draft of at least n_min tokens.
         for (size_t i = 0; i < slots_.size() && chosen == slots_.size(); ++i) {
             limit = draft_limit(slots_[i], cap);
             if (limit < policy_.n_min) continue;
-            const double t0 = now();
-            const drafter_work before = slots_[i].d->work();
-            slots_[i].d->propose({sequence_, limit, policy_.p_min}, draft_);
-            const double seconds = now() - t0;
-            stats_.per_drafter[i].work += slots_[i].d->work() - before;
-            stats_.draft_seconds += seconds;
-            stats_.per_drafter[i].seconds += seconds;
-            ++stats_.per_drafter[i].calls;
-            check(draft_.tokens.size() <= size_t(limit), errc::invalid_argument, [&] {
-                return "drafter \"" + std::string(slots_[i].d->name()) + "\" proposed " +
-                       std::to_string(draft_.tokens.size()) + " tokens when asked for at most " + std::to_string(limit);
-            });
+            timed_propose(i, {sequence_, limit, policy_.p_min}, draft_);
             if (draft_.tokens.size() >= size_t(policy_.n_min)) chosen = i;
         }
         if (chosen == slots_.size()) return plain_step();
@@ -235,18 +249,33 @@ private:
         const int32_t stop = options_.stop_at_eos ? target_.vocab().eos : -1;
         batch_.assign(1, sequence_.back());
         batch_.insert(batch_.end(), draft_.tokens.begin(), draft_.tokens.end());
-        verify_result v;
-        if (argmax_rows() && draft_.point_mass()) {  // the rows' argmax ids are all verification reads
-            timed_eval_argmax(batch_, int32_t(length) - 1);
-            v = verify_argmax(draft_, ids_, chain_, stop);
-        } else {
-            rows_.resize(batch_.size() * size_t(vocab));
-            timed_eval(batch_, int32_t(length) - 1, rows_);
-            v = verify_draft<Rule>(draft_, rows_, vocab, chain_, policy_.mode, stop);
-        }
+        // The rows' argmax ids are all a verification of point-mass drafts reads.
+        const bool argmax = argmax_rows() && draft_.point_mass();
+        const bool ahead = options_.overlap && draft_.point_mass() && slots_[chosen].d->drafts_ahead() &&
+                           slots_[chosen].d->model_identity() != static_cast<const void*>(&target_);
+        auto eval = [&, position = int32_t(length) - 1] {
+            if (argmax) {
+                if constexpr (greedy_model<Target>) {
+                    ids_.resize(batch_.size());
+                    target_.eval_greedy(batch_, position, ids_, {});
+                }
+            } else {
+                rows_.resize(batch_.size() * size_t(vocab));
+                target_.eval(batch_, position, rows_);
+            }
+        };
+        if (!ahead) timed_target(eval);
+        else evaluate_while_drafting_ahead(eval, chosen);
+        const verify_result v = argmax ? verify_argmax(draft_, ids_, chain_, stop)
+                                       : verify_draft<Rule>(draft_, rows_, vocab, chain_, policy_.mode, stop);
         // The cache must end up holding the new sequence minus its last token.
         const int32_t keep = int32_t(length + v.emitted.size()) - 1;
         if (target_.cache_length() > keep) target_.truncate(keep);
+        // The look-ahead holds: every draft token accepted and the target's next token guessed.
+        if (ahead && v.accepted == n && ahead_.tokens.size() >= 2 && v.emitted.back() == ahead_.tokens.front()) {
+            carried_.tokens.assign(ahead_.tokens.begin() + 1, ahead_.tokens.end());
+            carried_slot_ = chosen;
+        }
 
         stats_.record_round(n, v.accepted);
         auto& ds = stats_.per_drafter[chosen];
@@ -258,6 +287,57 @@ private:
         const double w = policy_.adaptive.ema_weight;
         slots_[chosen].ema_accepted = (1.0 - w) * slots_[chosen].ema_accepted + w * observed;
         return std::move(v.emitted);
+    }
+
+    // Drafter i proposes into out, timed into the statistics.
+    void timed_propose(size_t i, const draft_request& request, draft& out) {
+        const double t0 = now();
+        const drafter_work before = slots_[i].d->work();
+        slots_[i].d->propose(request, out);
+        const double seconds = now() - t0;
+        stats_.per_drafter[i].work += slots_[i].d->work() - before;
+        stats_.draft_seconds += seconds;
+        stats_.per_drafter[i].seconds += seconds;
+        ++stats_.per_drafter[i].calls;
+        check(out.tokens.size() <= size_t(request.n_max), errc::invalid_argument, [&] {
+            return "drafter \"" + std::string(slots_[i].d->name()) + "\" proposed " + std::to_string(out.tokens.size()) +
+                   " tokens when asked for at most " + std::to_string(request.n_max);
+        });
+    }
+
+    // eval (the target's verification) on the worker thread while drafter `chosen` drafts the round
+    // after this one into ahead_: for the sequence, this round's draft and a guess of the target's
+    // next token (its first token), up to its next limit past that guess, stopping before another
+    // forward call once the verification is in hand. The target's time is the wall time until the
+    // verification is in hand.
+    template <class Eval>
+    void evaluate_while_drafting_ahead(Eval& eval, size_t chosen) {
+        if (!worker_) worker_ = std::make_unique<overlap_worker>();
+        std::atomic<bool> verified{false};
+        const double t0 = now();
+        worker_->start([&] {
+            struct mark {  // set however eval ends
+                std::atomic<bool>& flag;
+                ~mark() { flag.store(true, std::memory_order_release); }
+            } done{verified};
+            eval();
+        });
+        try {
+            guess_.assign(sequence_.begin(), sequence_.end());
+            guess_.insert(guess_.end(), draft_.tokens.begin(), draft_.tokens.end());
+            timed_propose(chosen,
+                          {guess_, draft_limit(slots_[chosen], policy_.n_max) + 1, policy_.p_min, sequence_.size(), &verified},
+                          ahead_);
+        } catch (...) {
+            try {
+                worker_->wait();  // eval refers to this frame: it must be over before the frame is
+            } catch (...) {
+            }
+            throw;
+        }
+        worker_->wait();
+        stats_.target_seconds += now() - t0;
+        ++stats_.target_calls;
     }
 
     // ---- fallback schedule ----
@@ -316,9 +396,11 @@ private:
     std::vector<drafter_slot> slots_;
     speculative_stats stats_;
 
-    std::vector<int32_t> sequence_, batch_, ids_;
+    std::vector<int32_t> sequence_, batch_, ids_, guess_;
     std::vector<float> rows_;
-    draft draft_;
+    draft draft_, ahead_, carried_;  // carried_: ahead_ past its guess, when the guess came true
+    size_t carried_slot_ = 0;
+    std::unique_ptr<overlap_worker> worker_;  // started on the first overlapped round
 
     phase phase_ = phase::speculating;
     int32_t phase_left_ = 0, backoff_ = 0, spec_rounds_ = 0, rounds_since_probe_ = 0;

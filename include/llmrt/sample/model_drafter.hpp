@@ -58,13 +58,14 @@ public:
         if (length == 0 || request.n_max <= 0 || length > size_t(model_.context_length())) return;
 
         // 1. Roll the chain back to the longest prefix it shares with the sequence, then extend it.
-        //    The first synced_ tokens are known to match (requests only extend the sequence).
+        //    The first synced_ tokens are known to match (requests only extend the sequence's
+        //    settled part; what lies past it may be revised).
         const auto history = chain_.history();
         size_t common = std::min(synced_, history.size());
         while (common < history.size() && common < length && history[common] == seq[common]) ++common;
         chain_.restore(common);
         chain_.accept(seq.subspan(common));
-        synced_ = length;
+        synced_ = std::min(length, request.settled);
 
         // 2. The cache keeps that shared prefix, minus the last sequence token, which is evaluated
         //    again if need be to get the logits of the first draft position. The m tokens it lacks
@@ -81,7 +82,7 @@ public:
         const int32_t n_limit = int32_t(std::min<size_t>(size_t(request.n_max), size_t(model_.context_length()) - length + 1));
         if constexpr (greedy_model<Draft>) {
             if (chain_.picks_argmax() && (request.p_min <= 0.0f || model_.has_top_probability())) {
-                draft_argmax(missing.last(tail), int32_t(keep + head), int32_t(length), n_limit, request.p_min, out);
+                draft_argmax(missing.last(tail), int32_t(keep + head), int32_t(length), n_limit, request, out);
                 return;
             }
         }
@@ -97,12 +98,14 @@ public:
             out.tokens.push_back(x);
             if (!chain_.is_greedy()) out.q.push_back(std::move(q));
             chain_.accept(x);
-            if (x == model_.vocab().eos || k + 1 == n_limit) break;
+            if (x == model_.vocab().eos || k + 1 == n_limit || stopped(request)) break;
             evaluate(std::span<const int32_t>(&out.tokens.back(), 1), int32_t(length) + k, logits_);
         }
     }
 
     drafter_work work() const override { return work_; }
+    bool drafts_ahead() const override { return true; }
+    const void* model_identity() const override { return &model_; }
 
     // The most tokens one forward call of the model takes: its max_batch() where it has one (a
     // llama_model's eval splits longer spans into calls of that many), else 8, which bounds the
@@ -130,7 +133,8 @@ private:
     // Steps 2 (the caught-up tail) and 3 from argmax ids and top probabilities: the same tokens
     // the rows would give (the chain picks the argmax), the threshold on the device's probability.
     void draft_argmax(std::span<const int32_t> tail, int32_t tail_position, int32_t length, int32_t n_limit,
-                      float p_min, draft& out) {
+                      const draft_request& request, draft& out) {
+        const float p_min = request.p_min;
         const bool threshold = p_min > 0.0f;
         ids_.resize(tail.size());
         top_.resize(threshold ? tail.size() : 0);
@@ -141,12 +145,16 @@ private:
             const int32_t x = ids_.back();
             out.tokens.push_back(x);
             chain_.accept(x);
-            if (x == model_.vocab().eos || k + 1 == n_limit) break;
+            if (x == model_.vocab().eos || k + 1 == n_limit || stopped(request)) break;
             ids_.resize(1);
             top_.resize(threshold ? 1 : 0);
             model_.eval_greedy(std::span<const int32_t>(&out.tokens.back(), 1), length + k, ids_, top_);
             count(1);
         }
+    }
+
+    static bool stopped(const draft_request& request) {
+        return request.stop && request.stop->load(std::memory_order_acquire);
     }
 
     // softmax(logits) at its largest entry = 1 / Σ exp(l − max).

@@ -65,10 +65,11 @@ struct speculative_stats {
     int64_t plain_steps = 0;   // target calls without a draft (no draft, dropped draft, fallback)
     int64_t fallback_steps = 0;  // of those, steps decoded plainly because speculation was slower
     int64_t target_calls = 0;  // target eval calls, prefill included
+    int64_t drafted_ahead = 0;  // rounds whose draft was drafted while the round before was verified
     std::vector<int64_t> drafted_at;   // rounds whose draft reached position i
     std::vector<int64_t> accepted_at;  // rounds that accepted the draft token at position i
-    double target_seconds = 0.0;  // in target eval calls
-    double draft_seconds = 0.0;   // in drafters' propose calls
+    double target_seconds = 0.0;  // in target eval calls (overlapped: until the verification was in hand)
+    double draft_seconds = 0.0;   // in drafters' propose calls (overlapped ones included)
     std::vector<drafter_stats> per_drafter;
 
     double acceptance_rate() const noexcept { return drafted ? double(accepted) / double(drafted) : 0.0; }
@@ -87,6 +88,7 @@ struct speculative_stats {
         plain_steps += o.plain_steps;
         fallback_steps += o.fallback_steps;
         target_calls += o.target_calls;
+        drafted_ahead += o.drafted_ahead;
         target_seconds += o.target_seconds;
         draft_seconds += o.draft_seconds;
         if (drafted_at.size() < o.drafted_at.size()) {
