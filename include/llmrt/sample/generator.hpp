@@ -123,6 +123,9 @@ public:
         }
         start_schedule();
         carried_.clear();
+        lookahead_held_ = 1.0;
+        verify_ = draft_forward_ = -1.0;
+        rounds_without_lookahead_ = 0;
         if (prompt.size() > 1) timed_eval(prompt.first(prompt.size() - 1), 0, {});
 
         generation_result result;
@@ -251,8 +254,7 @@ private:
         batch_.insert(batch_.end(), draft_.tokens.begin(), draft_.tokens.end());
         // The rows' argmax ids are all a verification of point-mass drafts reads.
         const bool argmax = argmax_rows() && draft_.point_mass();
-        const bool ahead = options_.overlap && draft_.point_mass() && slots_[chosen].d->drafts_ahead() &&
-                           slots_[chosen].d->model_identity() != static_cast<const void*>(&target_);
+        const bool ahead = worth_drafting_ahead(chosen);
         auto eval = [&, position = int32_t(length) - 1] {
             if (argmax) {
                 if constexpr (greedy_model<Target>) {
@@ -264,17 +266,26 @@ private:
                 target_.eval(batch_, position, rows_);
             }
         };
-        if (!ahead) timed_target(eval);
-        else evaluate_while_drafting_ahead(eval, chosen);
+        if (ahead) {
+            evaluate_while_drafting_ahead(eval, chosen);
+        } else {
+            const auto steady0 = std::chrono::steady_clock::now();
+            timed_target(eval);
+            observe(verify_, steady_seconds_since(steady0));
+        }
         const verify_result v = argmax ? verify_argmax(draft_, ids_, chain_, stop)
                                        : verify_draft<Rule>(draft_, rows_, vocab, chain_, policy_.mode, stop);
         // The cache must end up holding the new sequence minus its last token.
         const int32_t keep = int32_t(length + v.emitted.size()) - 1;
         if (target_.cache_length() > keep) target_.truncate(keep);
         // The look-ahead holds: every draft token accepted and the target's next token guessed.
-        if (ahead && v.accepted == n && ahead_.tokens.size() >= 2 && v.emitted.back() == ahead_.tokens.front()) {
-            carried_.tokens.assign(ahead_.tokens.begin() + 1, ahead_.tokens.end());
-            carried_slot_ = chosen;
+        if (ahead) {
+            const bool held = v.accepted == n && ahead_.tokens.size() >= 2 && v.emitted.back() == ahead_.tokens.front();
+            if (held) {
+                carried_.tokens.assign(ahead_.tokens.begin() + 1, ahead_.tokens.end());
+                carried_slot_ = chosen;
+            }
+            lookahead_held_ = (1.0 - lookahead_weight) * lookahead_held_ + lookahead_weight * (held ? 1.0 : 0.0);
         }
 
         stats_.record_round(n, v.accepted);
@@ -292,9 +303,12 @@ private:
     // Drafter i proposes into out, timed into the statistics.
     void timed_propose(size_t i, const draft_request& request, draft& out) {
         const double t0 = now();
+        const auto steady0 = std::chrono::steady_clock::now();
         const drafter_work before = slots_[i].d->work();
         slots_[i].d->propose(request, out);
         const double seconds = now() - t0;
+        if (const int64_t forwards = (slots_[i].d->work() - before).forwards; forwards > 0 && !request.stop)
+            observe(draft_forward_, steady_seconds_since(steady0) / double(forwards));
         stats_.per_drafter[i].work += slots_[i].d->work() - before;
         stats_.draft_seconds += seconds;
         stats_.per_drafter[i].seconds += seconds;
@@ -315,12 +329,15 @@ private:
         if (!worker_) worker_ = std::make_unique<overlap_worker>();
         std::atomic<bool> verified{false};
         const double t0 = now();
+        double verify_seconds = 0.0;  // steady clock, on the worker: the gate's measure, not the statistics'
         worker_->start([&] {
             struct mark {  // set however eval ends
                 std::atomic<bool>& flag;
                 ~mark() { flag.store(true, std::memory_order_release); }
             } done{verified};
+            const auto steady0 = std::chrono::steady_clock::now();
             eval();
+            verify_seconds = steady_seconds_since(steady0);
         });
         try {
             guess_.assign(sequence_.begin(), sequence_.end());
@@ -336,8 +353,31 @@ private:
             throw;
         }
         worker_->wait();
+        observe(verify_, verify_seconds);
         stats_.target_seconds += now() - t0;
         ++stats_.target_calls;
+    }
+
+    // Whether to draft ahead this round: allowed (overlap on, a point-mass draft from a drafter
+    // that drafts ahead on a model other than the target), and worth it. A look-ahead always makes
+    // one forward call of the draft model, which delays the round when it outlasts the
+    // verification (a draft model slower than its target: none then), and it pays only when its
+    // guesses hold (while they mostly fail, one round in reprobe_rounds tries again).
+    bool worth_drafting_ahead(size_t chosen) {
+        if (!options_.overlap || !draft_.point_mass() || !slots_[chosen].d->drafts_ahead() ||
+            slots_[chosen].d->model_identity() == static_cast<const void*>(&target_))
+            return false;
+        if (draft_forward_ > 0.0 && verify_ > 0.0 && draft_forward_ > verify_) return false;
+        if (lookahead_held_ >= lookahead_floor) return true;
+        if (++rounds_without_lookahead_ < reprobe_rounds) return false;
+        rounds_without_lookahead_ = 0;
+        return true;
+    }
+
+    // x ← the moving average of its observations (the first one as it is).
+    static void observe(double& x, double seconds) { x = x < 0.0 ? seconds : 0.75 * x + 0.25 * seconds; }
+    static double steady_seconds_since(std::chrono::steady_clock::time_point t) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
     }
 
     // ---- fallback schedule ----
@@ -400,6 +440,12 @@ private:
     std::vector<float> rows_;
     draft draft_, ahead_, carried_;  // carried_: ahead_ past its guess, when the guess came true
     size_t carried_slot_ = 0;
+    // The look-ahead's gate (worth_drafting_ahead): how often its guesses held, and steady-clock
+    // seconds of a verification and of one draft forward call (< 0: none yet).
+    static constexpr double lookahead_weight = 0.25, lookahead_floor = 0.2;
+    static constexpr int32_t reprobe_rounds = 16;
+    double lookahead_held_ = 1.0, verify_ = -1.0, draft_forward_ = -1.0;
+    int32_t rounds_without_lookahead_ = 0;
     std::unique_ptr<overlap_worker> worker_;  // started on the first overlapped round
 
     phase phase_ = phase::speculating;
