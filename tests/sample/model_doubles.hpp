@@ -211,6 +211,15 @@ inline logits_function hash_logits(uint64_t seed, int32_t order, float scale = 4
     };
 }
 
+// A target of `vocab` tokens with hashed logits (seed 11, the whole history), and a draft of it
+// whose logits add noise · U(−1, 1): the less noise, the more often the draft agrees.
+inline function_model hashed_target(int32_t vocab, int32_t eos = -1) {
+    return function_model(make_vocabulary(vocab, eos), 2048, hash_logits(11, 0));
+}
+inline function_model hashed_draft(int32_t vocab, float noise, int32_t eos = -1) {
+    return function_model(make_vocabulary(vocab, eos), 2048, hash_logits(11, 0, 4.0f, 5, noise));
+}
+
 // Logits ln P(next | previous token) from a row-stochastic table (0 → −inf).
 inline logits_function table_logits(std::vector<std::vector<double>> table) {
     return [table = std::move(table)](std::span<const int32_t> history, std::span<float> out) {

@@ -17,12 +17,8 @@ namespace {
 constexpr int32_t vocab_size = 64;
 const std::vector<int32_t> prompt{3, 14, 15, 9, 26, 5};
 
-function_model target_of(int32_t eos = -1) {
-    return function_model(make_vocabulary(vocab_size, eos), 2048, hash_logits(11, 0));
-}
-function_model draft_of(int32_t eos = -1) {  // the target's logits plus noise: it mostly agrees
-    return function_model(make_vocabulary(vocab_size, eos), 2048, hash_logits(11, 0, 4.0f, 5, 1.5f));
-}
+function_model target_of(int32_t eos = -1) { return hashed_target(vocab_size, eos); }
+function_model draft_of(int32_t eos = -1) { return hashed_draft(vocab_size, 1.5f, eos); }  // it mostly agrees
 
 draft_policy policy_with(float p_min) {
     draft_policy p;

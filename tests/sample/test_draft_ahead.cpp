@@ -21,12 +21,8 @@ namespace {
 constexpr int32_t vocab_size = 64;
 const std::vector<int32_t> prompt{3, 14, 15, 9, 26, 5};
 
-function_model target_model(int32_t eos = -1) {
-    return function_model(make_vocabulary(vocab_size, eos), 2048, hash_logits(11, 0));
-}
-function_model noisy_draft(float noise, int32_t eos = -1) {  // the target's logits plus noise
-    return function_model(make_vocabulary(vocab_size, eos), 2048, hash_logits(11, 0, 4.0f, 5, noise));
-}
+function_model target_model(int32_t eos = -1) { return hashed_target(vocab_size, eos); }
+function_model noisy_draft(float noise, int32_t eos = -1) { return hashed_draft(vocab_size, noise, eos); }
 
 draft_policy no_timing() {
     draft_policy p;
