@@ -21,6 +21,11 @@
 //                            rank its slices of the weights (model/tensor_parallel.hpp); the same ids
 //           --gpus N         tensor parallelism on CUDA devices 0..N-1 (one rank each, collectives over
 //                            NCCL; needs a build with CUDA and NCCL): the same ids as one GPU
+//           --draft D.gguf   speculative decoding with draft model D (same vocabulary), greedy drafts:
+//                            the same tokens as without it (sample/generator.hpp; the text at the end)
+//           --ngram          speculative decoding with the n-gram (prompt lookup) drafter, before D
+//           --no-overlap     with --draft: draft only after each verification, not during it
+//           --p-min P        with --draft: the draft stops below this top-1 probability (default 0.5)
 // Both drive the ranks in lockstep through model/tensor_parallel_llama.hpp.
 // Shape options (--make-model and the no-argument demo):
 //           --type T (q4_K)  --vocab N (512)  --embd N (256)  --layers N (4)  --heads N (4)
@@ -40,7 +45,7 @@
 #include <llmrt/gguf/gguf.hpp>
 #include <llmrt/model/model.hpp>
 #include <llmrt/model/tensor_parallel_llama.hpp>
-#include <llmrt/sample/sampler_chain.hpp>
+#include <llmrt/sample/sample.hpp>
 #include <llmrt/text/detokenizer.hpp>
 
 #include "arguments.hpp"
@@ -67,6 +72,9 @@ struct arguments {
     int32_t gpus = 0;  // --gpus N: N ranks on CUDA devices 0..N-1 over NCCL
     llmrt::qtype kv_type = llmrt::qtype::f32;  // --cache-type
     bool margins = false;                      // --margins
+    std::string draft_path;                    // --draft
+    bool ngram = false, overlap = true;        // --ngram, --no-overlap
+    float p_min = llmrt::sample::draft_policy{}.p_min;  // --p-min
 };
 
 llmrt::qtype cache_type_named(const std::string& s) {
@@ -74,6 +82,8 @@ llmrt::qtype cache_type_named(const std::string& s) {
     if (s == "f32") return llmrt::qtype::f32;
     throw llmrt::error(llmrt::errc::invalid_argument, "--cache-type takes f16 or f32, not '" + s + "'");
 }
+
+bool speculative(const arguments& a) { return !a.draft_path.empty() || a.ngram; }
 
 arguments parse(int argc, char** argv) {
     arguments a;
@@ -104,18 +114,26 @@ arguments parse(int argc, char** argv) {
         else if (o == "--tp") a.tp = cl.int_value();
         else if (o == "--gpus") a.gpus = cl.int_value(1, 64);
         else if (o == "--margins") a.margins = true;
+        else if (o == "--draft") a.draft_path = cl.value();
+        else if (o == "--ngram") a.ngram = true;
+        else if (o == "--no-overlap") a.overlap = false;
+        else if (o == "--p-min") a.p_min = float(cl.number_value(0.0, 1.0));
         else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-generate [MODEL.gguf] [--backend NAME] [-p TEXT | --prompt-ids IDS] [-n N] [--ctx N] [--batch N]\n"
                       "                      [--cache-type f16|f32]\n"
                       "                      [--temp T] [--top-k N] [--top-p P] [--min-p P] [--seed N] [--tp N | --gpus N]\n"
-                      "                      [--margins]\n"
+                      "                      [--margins] [--draft D.gguf] [--ngram] [--no-overlap] [--p-min P]\n"
                       "       llmrt-generate --make-model OUT.gguf [--type T] [--vocab N] [--embd N] [--layers N]\n"
                       "                      [--heads N] [--kv-heads N] [--ff N] [--ctx N] [--seed N] [--tied]\n"
                       "With no model, a small random llama is made in memory and run.\n"
                       "--tp N    tensor parallel over N CPU ranks, one thread each (--backend cpu, cpu:f32, cpu:ggml)\n"
                       "--gpus N  tensor parallel over CUDA devices 0..N-1, one rank each, collectives over NCCL\n"
                       "          (needs a build with CUDA and NCCL; --backend cuda or none)\n"
-                      "--margins greedy: print each generated token's top-2 logit margin (reads the logits back)");
+                      "--margins greedy: print each generated token's top-2 logit margin (reads the logits back)\n"
+                      "--draft D.gguf  speculative decoding with draft model D (its vocabulary the model's): the\n"
+                      "          same tokens, the text printed at the end; --ngram adds the n-gram drafter (alone\n"
+                      "          without --draft); --no-overlap drafts only after each verification; --p-min P: the\n"
+                      "          draft stops below this top-1 probability (default 0.5; a random model needs 0)");
             std::exit(0);
         } else if (!o.empty() && o[0] != '-' && a.model_path.empty()) a.model_path = o;
         else cl.reject();
@@ -123,6 +141,9 @@ arguments parse(int argc, char** argv) {
     if (!ctx_given) a.n_ctx = 0;
     if (a.margins && a.temperature > 0.0f)
         throw llmrt::error(llmrt::errc::invalid_argument, "--margins is for greedy decoding; --temp samples");
+    if (speculative(a) && (a.margins || a.tp != 0 || a.gpus != 0))
+        throw llmrt::error(llmrt::errc::invalid_argument,
+                           "--draft and --ngram decode speculatively on one backend: not with --margins, --tp or --gpus");
     return a;
 }
 
@@ -178,6 +199,72 @@ llmrt::model::llama_options model_options(const run_setup& s, const arguments& a
     return {.n_ctx = s.n_ctx, .max_batch = a.max_batch, .kv_type = a.kv_type};
 }
 
+template <class Model>
+void print_header(const Model& m, const std::string& backend_description, const llmrt::gguf::file& file, const run_setup& s) {
+    const auto& h = m.hparams();
+    std::printf("model:   %s\n         %.*s, %d layers, n_embd %d, %d heads (%d kv) of %d, n_ff %d, vocab %d, cache %d\n",
+                file.source().c_str(), int(h.arch->name.size()), h.arch->name.data(), h.n_layer, h.n_embd, h.n_head,
+                h.n_head_kv, h.head_dim(), h.n_ff, h.n_vocab, s.n_ctx);
+    std::printf("backend: %s\n", backend_description.c_str());
+    std::printf("prompt:  ");
+    for (int32_t t : s.prompt) std::printf("%d ", t);
+    std::printf("\n");
+}
+
+// --temp T and its chain's other settings (greedy below T = 0).
+llmrt::sample::sampling_params sampling_of(const arguments& a) {
+    if (a.temperature <= 0.0f) return llmrt::sample::sampling_params::greedy();
+    llmrt::sample::sampling_params sp;
+    sp.temperature = a.temperature;
+    sp.top_k = a.top_k;
+    sp.top_p = a.top_p;
+    sp.min_p = a.min_p;
+    sp.seed = a.seed;
+    return sp;
+}
+
+// --draft / --ngram: the generator decodes the prompt's continuation speculatively (greedy drafts,
+// so the tokens are those of plain decoding with the same chain), stopping at the end of
+// generation; the text is printed once it is done.
+template <class Model>
+void run_speculative(Model& m, Model* draft, const std::string& backend_description, const llmrt::gguf::file& file,
+                     const arguments& a, const run_setup& s, bool overlap) {
+    using namespace llmrt;
+    print_header(m, backend_description, file, s);
+    sample::draft_policy policy;
+    policy.p_min = a.p_min;
+    sample::generator<Model> g(m, sample::sampler_chain(sampling_of(a)), policy,
+                               {.stop_at_eos = true, .clock = {}, .overlap = overlap && draft != nullptr});
+    if (a.ngram) g.add_drafter(std::make_unique<sample::ngram_drafter>());
+    if (draft)
+        g.add_drafter(std::make_unique<sample::model_drafter<Model>>(*draft, sample::sampler_chain(sample::sampling_params::greedy())));
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<int32_t> out = g.generate(s.prompt, a.n_new).tokens;
+    const double seconds = seconds_since(start);
+    const auto end = std::find_if(out.begin(), out.end(), [&](int32_t id) { return m.vocab().ends_generation(id); });
+    if (end != out.end()) out.erase(end + 1, out.end());  // eot as well as eos ends it, as without a draft
+    if (!m.vocab().token_text.empty()) {
+        text::detokenizer words(m.vocab());
+        text::utf8_stream stream;
+        std::string shown;
+        for (int32_t id : out)
+            if (!m.vocab().ends_generation(id)) shown += stream.push(words.piece(id));
+        shown += stream.flush();
+        std::printf("text:    \"%s\"%s\n", printable(shown).c_str(), end != out.end() ? " (end of generation)" : "");
+    }
+    std::printf("output:  ");
+    for (int32_t t : out) std::printf("%d ", t);
+    std::printf("\n");
+    const auto& st = g.stats();
+    std::printf("drafts:  %s%s; %lld rounds, %lld of %lld draft tokens accepted (%.3f), mean acceptance length %.2f, "
+                "%lld rounds drafted ahead, %lld plain steps\n",
+                a.ngram ? "n-gram" : "", draft ? (a.ngram ? " + draft model" : "draft model") : "",
+                (long long)st.rounds, (long long)st.accepted, (long long)st.drafted, st.acceptance_rate(),
+                st.mean_acceptance_length(), (long long)st.drafted_ahead, (long long)st.plain_steps);
+    std::printf("speed:   prompt %zu tokens and generation %zu tokens in %.1f ms (%.1f tokens/s generated, the prompt included)\n",
+                s.prompt.size(), out.size(), seconds * 1e3, seconds > 0.0 ? double(out.size()) / seconds : 0.0);
+}
+
 // Model: llama_model<Backend>, or tensor_parallel_llama<Backend> (its ranks in lockstep, rank 0's
 // logits and ids).
 template <class Model>
@@ -185,14 +272,7 @@ void run(Model& m, const std::string& backend_description, const llmrt::gguf::fi
          const run_setup& s) {
     using namespace llmrt;
     const std::vector<int32_t>& prompt = s.prompt;
-    const auto& h = m.hparams();
-    std::printf("model:   %s\n         %.*s, %d layers, n_embd %d, %d heads (%d kv) of %d, n_ff %d, vocab %d, cache %d\n",
-                file.source().c_str(), int(h.arch->name.size()), h.arch->name.data(), h.n_layer, h.n_embd, h.n_head,
-                h.n_head_kv, h.head_dim(), h.n_ff, h.n_vocab, s.n_ctx);
-    std::printf("backend: %s\n", backend_description.c_str());
-    std::printf("prompt:  ");
-    for (int32_t t : prompt) std::printf("%d ", t);
-    std::printf("\n");
+    print_header(m, backend_description, file, s);
 
     // The prompt, then each new token: timed apart, as prompt processing and generation differ.
     // The text streams as tokens come (whole characters only); an end-of-generation token
@@ -201,13 +281,7 @@ void run(Model& m, const std::string& backend_description, const llmrt::gguf::fi
     // else it is the argmax.
     std::optional<sample::sampler_chain> chain;
     if (a.temperature > 0.0f) {
-        sample::sampling_params sp;
-        sp.temperature = a.temperature;
-        sp.top_k = a.top_k;
-        sp.top_p = a.top_p;
-        sp.min_p = a.min_p;
-        sp.seed = a.seed;
-        chain.emplace(sp);
+        chain.emplace(sampling_of(a));
         chain->accept(prompt);
     }
     std::vector<float> margins;  // --margins: per generated token, its logit less the runner-up's
@@ -331,8 +405,25 @@ int main(int argc, char** argv) {
         }
         llmrt_examples::with_backend(backend, [&](auto& b, const std::string& description) {
             using backend_type = std::remove_reference_t<decltype(b)>;
-            model::llama_model<backend_type> m(b, file, options);
-            run(m, description, *file, a, s);
+            if (!speculative(a)) {
+                model::llama_model<backend_type> m(b, file, options);
+                run(m, description, *file, a, s);
+                return;
+            }
+            // A verification of n_max + 1 tokens in one forward call; the draft's p_min read on its device.
+            model::llama_options target_options = options;
+            target_options.max_batch = std::max(options.max_batch, sample::draft_policy{}.n_max + 1);
+            model::llama_model<backend_type> m(b, file, target_options);
+            std::unique_ptr<model::llama_model<backend_type>> draft;
+            if (!a.draft_path.empty()) {
+                model::llama_options draft_options = target_options;
+                draft_options.top_probability = true;
+                draft = std::make_unique<model::llama_model<backend_type>>(
+                    b, std::make_shared<const gguf::file>(gguf::file::open(a.draft_path)), draft_options);
+            }
+            // Two models from two threads at once: not on Vulkan's one queue.
+            const bool overlap = a.overlap && backend.rfind("vulkan", 0) != 0;
+            run_speculative(m, draft.get(), description, *file, a, s, overlap);
         });
         return 0;
     } catch (const std::exception& e) {
