@@ -137,17 +137,8 @@ arguments parse(int argc, char** argv) {
         else if (o == "--gpus") a.gpus = cl.int_value(1, 64);
         else if (o == "--json") a.json = cl.value();
         else if (o == "--batches") {
-            const std::string list = cl.value();
-            for (std::size_t from = 0; from <= list.size();) {
-                const std::size_t comma = std::min(list.find(',', from), list.size());
-                const std::string item = list.substr(from, comma - from);
-                char* end = nullptr;
-                const long n = std::strtol(item.c_str(), &end, 10);
-                if (item.empty() || *end != '\0' || n < 1 || n > 8)
-                    throw error(errc::invalid_argument, "--batches takes batch sizes 1..8 separated by commas, not '" + list + "'");
-                a.batches.push_back(int32_t(n));
-                from = comma + 1;
-            }
+            for (const std::string& n : llmrt_examples::to_list("--batches", cl.value()))
+                a.batches.push_back(llmrt_examples::to_int("--batches", n, 1, 8));
         }
         else if (o == "--model") {
             const std::string m = cl.value();

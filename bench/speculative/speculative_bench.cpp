@@ -62,7 +62,7 @@ struct arguments {
     int32_t n = 256, reps = 3, period = 8, repeats = 8, n_max = llmrt::sample::draft_policy{}.n_max;
     float p_min = -1.0f;  // < 0: 0 for the default pair, the library's default for a given pair
     bool fallback = llmrt::sample::fallback_policy{}.enabled;
-    bool overlap = true;  // --no-overlap: off; off on Vulkan (spec::overlap_allowed)
+    bool overlap = true;  // --no-overlap: off; off on Vulkan (llmrt_examples::overlap_allowed)
     std::string target_path, draft_path;
     std::vector<prompt_file> prompt_files;
     std::vector<float> temperatures{0.0f, 0.8f};
@@ -74,32 +74,14 @@ prompt_file to_prompt_file(const std::string& v) {
     const std::size_t eq = v.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
         throw llmrt::error(llmrt::errc::invalid_argument, "--prompt-file takes NAME=PATH[,PATH...], not '" + v + "'");
-    prompt_file f{v.substr(0, eq), {}};
-    for (std::size_t at = eq + 1; at <= v.size();) {
-        const std::size_t comma = std::min(v.find(',', at), v.size());
-        if (comma == at)
-            throw llmrt::error(llmrt::errc::invalid_argument, "--prompt-file '" + v + "' has an empty path");
-        f.paths.push_back(v.substr(at, comma - at));
-        at = comma + 1;
-    }
-    return f;
+    return {v.substr(0, eq), llmrt_examples::to_list("--prompt-file " + v.substr(0, eq), v.substr(eq + 1))};
 }
 
 // "0,0.8"
 std::vector<float> to_temperatures(const std::string& v) {
     std::vector<float> out;
-    std::size_t at = 0;
-    while (at <= v.size()) {
-        const std::size_t comma = std::min(v.find(',', at), v.size());
-        const std::string item = v.substr(at, comma - at);
-        char* end = nullptr;
-        const float t = std::strtof(item.c_str(), &end);
-        if (item.empty() || end != item.c_str() + item.size() || !(t >= 0.0f && t <= 100.0f))
-            throw llmrt::error(llmrt::errc::invalid_argument,
-                               "--temps takes comma-separated temperatures in [0, 100], not '" + v + "'");
-        out.push_back(t);
-        at = comma + 1;
-    }
+    for (const std::string& t : llmrt_examples::to_list("--temps", v))
+        out.push_back(float(llmrt_examples::to_number("--temps", t, 0.0, 100.0)));
     return out;
 }
 
@@ -561,7 +543,7 @@ int main(int argc, char** argv) {
         const std::string backend = a.backend.empty() ? llmrt_examples::backends_by_preference().front() : a.backend;
         int status = 0;
         arguments chosen = a;
-        chosen.overlap = a.overlap && spec::overlap_allowed(backend);
+        chosen.overlap = a.overlap && llmrt_examples::overlap_allowed(backend);
         llmrt_examples::with_backend(backend, [&](auto& b, const std::string& description) { status = run(b, description, chosen); });
         return status;
     } catch (const std::exception& e) {

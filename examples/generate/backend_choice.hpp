@@ -63,6 +63,12 @@ inline std::vector<std::string> backends_by_preference() {
     return names;
 }
 
+// Whether speculative decoding may draft ahead (sample::generation_options::overlap) on this
+// backend spec, running the target and the draft model from two threads at once: the CUDA and CPU
+// backends' programs hold their own state (a CUDA program its own stream); two models of a Vulkan
+// backend submit to its one queue, which two threads may not do at once.
+inline bool overlap_allowed(const std::string& backend) { return backend.rfind("vulkan", 0) != 0; }
+
 inline std::string joined(const std::vector<std::string>& names) {
     std::string s;
     for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;

@@ -234,7 +234,7 @@ void run_speculative(Model& m, Model* draft, const std::string& backend_descript
     sample::draft_policy policy;
     policy.p_min = a.p_min;
     sample::generator<Model> g(m, sample::sampler_chain(sampling_of(a)), policy,
-                               {.stop_at_eos = true, .clock = {}, .overlap = overlap && draft != nullptr});
+                               {.stop_at_eos = true, .clock = {}, .overlap = overlap});
     if (a.ngram) g.add_drafter(std::make_unique<sample::ngram_drafter>());
     if (draft)
         g.add_drafter(std::make_unique<sample::model_drafter<Model>>(*draft, sample::sampler_chain(sample::sampling_params::greedy())));
@@ -421,9 +421,7 @@ int main(int argc, char** argv) {
                 draft = std::make_unique<model::llama_model<backend_type>>(
                     b, std::make_shared<const gguf::file>(gguf::file::open(a.draft_path)), draft_options);
             }
-            // Two models from two threads at once: not on Vulkan's one queue.
-            const bool overlap = a.overlap && backend.rfind("vulkan", 0) != 0;
-            run_speculative(m, draft.get(), description, *file, a, s, overlap);
+            run_speculative(m, draft.get(), description, *file, a, s, a.overlap && llmrt_examples::overlap_allowed(backend));
         });
         return 0;
     } catch (const std::exception& e) {

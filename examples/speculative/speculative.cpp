@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
         const std::string backend = a.backend.empty() ? llmrt_examples::backends_by_preference().front() : a.backend;
         int status = 0;
         arguments chosen = a;
-        chosen.overlap = a.overlap && spec::overlap_allowed(backend);
+        chosen.overlap = a.overlap && llmrt_examples::overlap_allowed(backend);
         llmrt_examples::with_backend(backend, [&](auto& b, const std::string& description) {
             status = run(b, description, files, chosen);
         });

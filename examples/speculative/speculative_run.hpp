@@ -72,11 +72,6 @@ struct run_config {
     bool overlap = false;           // draft ahead while the target verifies (generation_options::overlap)
 };
 
-// Whether drafting ahead may run the target and the draft model from two threads at once on this
-// backend: the CUDA and CPU backends' programs hold their own state (a CUDA program its own stream);
-// two models of a Vulkan backend submit to its one queue, which two threads may not do at once.
-inline bool overlap_allowed(const std::string& backend) { return backend.rfind("vulkan", 0) != 0; }
-
 // Seconds of processor time this process has used. On a shared machine, where wall time depends on
 // what else runs, it measures a single-threaded CPU backend's work; it says nothing of GPU work.
 inline double process_cpu_seconds() { return double(std::clock()) / double(CLOCKS_PER_SEC); }

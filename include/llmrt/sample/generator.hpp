@@ -191,11 +191,17 @@ private:
         else return false;
     }
 
-    // ids_ = the argmax of each row, the target evaluating tokens (argmax_rows() only).
-    void timed_eval_argmax(std::span<const int32_t> tokens, int32_t position) {
-        if constexpr (greedy_model<Target>) {
-            ids_.resize(tokens.size());
-            timed_target([&] { target_.eval_greedy(tokens, position, ids_, {}); });
+    // The target evaluates tokens at position: ids_ = the argmax of each row (argmax: argmax_rows()
+    // only), or rows_ = the rows themselves. Untimed: the callers time it, on whichever thread.
+    void evaluate(std::span<const int32_t> tokens, int32_t position, bool argmax) {
+        if (argmax) {
+            if constexpr (greedy_model<Target>) {
+                ids_.resize(tokens.size());
+                target_.eval_greedy(tokens, position, ids_, {});
+            }
+        } else {
+            rows_.resize(tokens.size() * size_t(target_.vocab_size()));
+            target_.eval(tokens, position, rows_);
         }
     }
 
@@ -208,15 +214,9 @@ private:
 
     std::vector<int32_t> plain_step() {
         carried_.clear();  // drafted for a round that this step replaces
-        int32_t y = 0;
-        if (argmax_rows()) {
-            timed_eval_argmax(std::span<const int32_t>(&sequence_.back(), 1), int32_t(sequence_.size()) - 1);
-            y = ids_[0];
-        } else {
-            rows_.resize(size_t(target_.vocab_size()));
-            timed_eval(std::span<const int32_t>(&sequence_.back(), 1), int32_t(sequence_.size()) - 1, rows_);
-            y = chain_.sample(rows_);
-        }
+        const bool argmax = argmax_rows();
+        timed_target([&] { evaluate(std::span<const int32_t>(&sequence_.back(), 1), int32_t(sequence_.size()) - 1, argmax); });
+        const int32_t y = argmax ? ids_[0] : chain_.sample(rows_);
         chain_.accept(y);
         ++stats_.plain_steps;
         if (phase_ == phase::backing_off) ++stats_.fallback_steps;
@@ -255,23 +255,13 @@ private:
         // The rows' argmax ids are all a verification of point-mass drafts reads.
         const bool argmax = argmax_rows() && draft_.point_mass();
         const bool ahead = worth_drafting_ahead(chosen);
-        auto eval = [&, position = int32_t(length) - 1] {
-            if (argmax) {
-                if constexpr (greedy_model<Target>) {
-                    ids_.resize(batch_.size());
-                    target_.eval_greedy(batch_, position, ids_, {});
-                }
-            } else {
-                rows_.resize(batch_.size() * size_t(vocab));
-                target_.eval(batch_, position, rows_);
-            }
-        };
+        auto eval = [&, position = int32_t(length) - 1] { evaluate(batch_, position, argmax); };
         if (ahead) {
             evaluate_while_drafting_ahead(eval, chosen);
         } else {
             const auto steady0 = std::chrono::steady_clock::now();
             timed_target(eval);
-            observe(verify_, steady_seconds_since(steady0));
+            moving_average(verify_, steady_seconds_since(steady0), lookahead_weight);
         }
         const verify_result v = argmax ? verify_argmax(draft_, ids_, chain_, stop)
                                        : verify_draft<Rule>(draft_, rows_, vocab, chain_, policy_.mode, stop);
@@ -285,7 +275,7 @@ private:
                 carried_.tokens.assign(ahead_.tokens.begin() + 1, ahead_.tokens.end());
                 carried_slot_ = chosen;
             }
-            lookahead_held_ = (1.0 - lookahead_weight) * lookahead_held_ + lookahead_weight * (held ? 1.0 : 0.0);
+            moving_average(lookahead_held_, held ? 1.0 : 0.0, lookahead_weight);
         }
 
         stats_.record_round(n, v.accepted);
@@ -307,9 +297,10 @@ private:
         const drafter_work before = slots_[i].d->work();
         slots_[i].d->propose(request, out);
         const double seconds = now() - t0;
-        if (const int64_t forwards = (slots_[i].d->work() - before).forwards; forwards > 0 && !request.stop)
-            observe(draft_forward_, steady_seconds_since(steady0) / double(forwards));
-        stats_.per_drafter[i].work += slots_[i].d->work() - before;
+        const drafter_work did = slots_[i].d->work() - before;
+        if (did.forwards > 0 && !request.stop)
+            moving_average(draft_forward_, steady_seconds_since(steady0) / double(did.forwards), lookahead_weight);
+        stats_.per_drafter[i].work += did;
         stats_.draft_seconds += seconds;
         stats_.per_drafter[i].seconds += seconds;
         ++stats_.per_drafter[i].calls;
@@ -353,7 +344,7 @@ private:
             throw;
         }
         worker_->wait();
-        observe(verify_, verify_seconds);
+        moving_average(verify_, verify_seconds, lookahead_weight);
         stats_.target_seconds += now() - t0;
         ++stats_.target_calls;
     }
@@ -374,8 +365,9 @@ private:
         return true;
     }
 
-    // x ← the moving average of its observations (the first one as it is).
-    static void observe(double& x, double seconds) { x = x < 0.0 ? seconds : 0.75 * x + 0.25 * seconds; }
+    // x ← the moving average of its observations, the newest weighing w; the first (x < 0: none
+    // yet) taken as it is.
+    static void moving_average(double& x, double value, double w) { x = x < 0.0 ? value : (1.0 - w) * x + w * value; }
     static double steady_seconds_since(std::chrono::steady_clock::time_point t) {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
     }
@@ -400,8 +392,7 @@ private:
         const auto& f = policy_.fallback;
         const double w = f.ema_weight;
         if (!speculating) {
-            const double cost = seconds / double(tokens);
-            plain_cost_ = plain_cost_ < 0.0 ? cost : (1.0 - w) * plain_cost_ + w * cost;
+            moving_average(plain_cost_, seconds / double(tokens), w);
             if (phase_ != phase::speculating && (phase_left_ -= tokens) <= 0) {
                 phase_ = phase::speculating;
                 reset_speculative_cost();
@@ -440,8 +431,9 @@ private:
     std::vector<float> rows_;
     draft draft_, ahead_, carried_;  // carried_: ahead_ past its guess, when the guess came true
     size_t carried_slot_ = 0;
-    // The look-ahead's gate (worth_drafting_ahead): how often its guesses held, and steady-clock
-    // seconds of a verification and of one draft forward call (< 0: none yet).
+    // The look-ahead's gate (worth_drafting_ahead): moving averages (the newest weighing
+    // lookahead_weight) of how often its guesses held, and of the steady-clock seconds of a
+    // verification and of one draft forward call (< 0: none yet).
     static constexpr double lookahead_weight = 0.25, lookahead_floor = 0.2;
     static constexpr int32_t reprobe_rounds = 16;
     double lookahead_held_ = 1.0, verify_ = -1.0, draft_forward_ = -1.0;
