@@ -63,6 +63,7 @@ struct arguments {
     float p_min = -1.0f;  // < 0: 0 for the default pair, the library's default for a given pair
     bool fallback = llmrt::sample::fallback_policy{}.enabled;
     bool overlap = true;  // --no-overlap: off; off on Vulkan (llmrt_examples::overlap_allowed)
+    bool cost_aware = llmrt::sample::adaptive_length{}.cost_aware;  // --length cost|acceptance
     std::string target_path, draft_path;
     std::vector<prompt_file> prompt_files;
     std::vector<float> temperatures{0.0f, 0.8f};
@@ -100,6 +101,12 @@ arguments parse(int argc, char** argv) {
         else if (o == "--p-min") a.p_min = float(cl.number_value(0.0, 1.0));
         else if (o == "--no-fallback") a.fallback = false;
         else if (o == "--no-overlap") a.overlap = false;
+        else if (o == "--length") {
+            const std::string v = cl.value();
+            llmrt::check(v == "cost" || v == "acceptance", llmrt::errc::invalid_argument,
+                         [&] { return "--length takes cost or acceptance, not '" + v + "'"; });
+            a.cost_aware = v == "cost";
+        }
         else if (o == "--logits-on-host") a.logits_on_host = true;
         else if (o == "--target") a.target_path = cl.value();
         else if (o == "--draft") a.draft_path = cl.value();
@@ -109,10 +116,12 @@ arguments parse(int argc, char** argv) {
             std::puts("usage: llmrt-bench-speculative [--backend NAME] [-n N] [--reps R] [--clock wall|cpu] [--json FILE|-]\n"
                       "                               [--period P] [--repeats R] [--n-max N] [--p-min P] [--no-fallback]\n"
                       "                               [--target T.gguf --draft D.gguf --prompt-file NAME=PATH[,PATH...] ... [--temps T,T]]\n"
-                      "                               [--logits-on-host] [--no-overlap]\n"
+                      "                               [--logits-on-host] [--no-overlap] [--length cost|acceptance]\n"
                       "\n"
                       "Defaults: -n 256, --reps 3, --clock wall, --json speculative.json, --period 8 --repeats 8,\n"
-                      "--n-max 16 (adaptive). The fallback policy is on in every row but one that shows the default\n"
+                      "--n-max 16 (adaptive), --length cost: each round's draft length is the one the measured costs\n"
+                      "say emits tokens fastest (llmrt::sample::adaptive_length); --length acceptance: the accepted\n"
+                      "tokens' moving average + 2, as before. The fallback policy is on in every row but one that shows the default\n"
                       "pair's draft model without it: plain decoding while speculation measures slower (after 8 timed\n"
                       "rounds, 32 plain tokens, doubling up to 1024; llmrt::sample::fallback_policy). --no-fallback\n"
                       "turns it off everywhere. The draft model drafts the next round while the target verifies this\n"
@@ -320,9 +329,9 @@ void write_json(std::FILE* f, const std::vector<measurement>& results, const cal
     const auto& shape = info.shape;
     std::fprintf(f,
                  "{\n  \"backend\": \"%s\",\n  \"clock\": \"%s\",\n  \"tokens\": %d,\n  \"reps\": %d,\n  \"logits_on_host\": %s,\n"
-                 "  \"overlap\": %s,\n",
+                 "  \"overlap\": %s,\n  \"length\": \"%s\",\n",
                  json_escape(backend).c_str(), a.clock.c_str(), a.n, a.reps, a.logits_on_host ? "true" : "false",
-                 a.overlap ? "true" : "false");
+                 a.overlap ? "true" : "false", a.cost_aware ? "cost" : "acceptance");
     std::fprintf(f,
                  "  \"call_seconds\": {\"target_1\": %.6f, \"target_batch\": %.6f, \"batch\": %d, \"draft_1\": %.6f},\n",
                  costs.target_one, costs.target_batch, costs.batch, costs.draft_one);
@@ -340,14 +349,14 @@ void write_json(std::FILE* f, const std::vector<measurement>& results, const cal
                      "     \"plain_tokens_per_s\": %.3f, \"speculative_tokens_per_s\": %.3f, \"speedup\": %.4f, \"equal_to_plain\": %s,\n"
                      "     \"rounds\": %lld, \"drafted\": %lld, \"accepted\": %lld, \"acceptance_rate\": %.4f,\n"
                      "     \"mean_acceptance_length\": %.4f, \"plain_steps\": %lld, \"fallback_steps\": %lld, \"drafted_ahead\": %lld,\n"
-                     "     \"target_calls\": %lld, \"target_seconds\": %.6f, \"draft_seconds\": %.6f,\n"
+                     "     \"extended_ahead\": %lld, \"target_calls\": %lld, \"target_seconds\": %.6f, \"draft_seconds\": %.6f,\n"
                      "     \"acceptance_rate_at\": [",
                      json_escape(m.workload).c_str(), json_escape(m.drafters).c_str(), m.prompts, m.prompt_tokens,
                      m.generated, m.prompt_seconds, m.plain_seconds, m.speculative_seconds,
                      m.plain_rate(), m.speculative_rate(), m.speedup(), m.equal ? "true" : "false", (long long)s.rounds,
                      (long long)s.drafted, (long long)s.accepted, s.acceptance_rate(), s.mean_acceptance_length(),
                      (long long)s.plain_steps, (long long)s.fallback_steps, (long long)s.drafted_ahead,
-                     (long long)s.target_calls, s.target_seconds,
+                     (long long)s.extended_ahead, (long long)s.target_calls, s.target_seconds,
                      s.draft_seconds);
         for (std::size_t p = 0; p < s.drafted_at.size(); ++p) std::fprintf(f, "%s%.4f", p ? ", " : "", s.acceptance_rate_at(p));
         std::fprintf(f, "],\n     \"drafted_at\": [");
@@ -453,6 +462,7 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
     // A random model's top-1 probability is a few percent: 0.75 would never draft.
     base.policy.p_min = a.p_min >= 0.0f ? a.p_min : given ? base.policy.p_min : 0.0f;
     base.policy.fallback.enabled = a.fallback;
+    base.policy.adaptive.cost_aware = a.cost_aware;
     base.overlap = a.overlap;
     base.stop_at_eos = false;  // every run generates exactly n tokens
     if (a.clock == "cpu") base.clock = spec::process_cpu_seconds;
@@ -485,7 +495,7 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
     std::printf("runs:    %d tokens, fastest of %d, %s clock; n_max %d (adaptive), p_min %.2f, fallback %s", a.n, a.reps,
                 a.clock == "cpu" ? "process CPU" : "wall", base.policy.n_max, double(base.policy.p_min),
                 a.fallback ? "on" : "off");
-    std::printf(", overlap %s", a.overlap ? "on" : "off");
+    std::printf(", overlap %s, length %s", a.overlap ? "on" : "off", a.cost_aware ? "cost" : "acceptance");
     if (given) {
         std::printf("; prompts:");
         std::size_t at = 0;  // prompts holds each file's texts in order

@@ -24,6 +24,7 @@ draft_policy policy_with(float p_min) {
     draft_policy p;
     p.p_min = p_min;
     p.fallback.enabled = false;  // no timing: the two runs must take the same steps
+    p.adaptive.cost_aware = false;
     return p;
 }
 

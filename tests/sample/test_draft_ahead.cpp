@@ -28,6 +28,7 @@ draft_policy no_timing() {
     draft_policy p;
     p.p_min = 0.0f;
     p.fallback.enabled = false;  // no timing: runs with and without overlap take the same path
+    p.adaptive.cost_aware = false;
     return p;
 }
 
@@ -138,6 +139,27 @@ TEST_CASE("a look-ahead stops once the verification is in hand, and a draft mode
     CHECK(r.stats.rounds > 1);
     CHECK(r.stats.drafted_ahead == 0);
     CHECK(r.stats.per_drafter[0].calls == r.stats.rounds + 1);
+}
+
+TEST_CASE("a look-ahead cut short by the verification's end is drafted on to the round's length") {
+    // The target takes 12 ms a call and the draft model (equal to it) 3 ms: a look-ahead drafts
+    // about 4 of its 8 tokens before the verification is in hand, and the next round drafts the
+    // rest on top of them instead of verifying a short draft.
+    slow_model target(target_model(), std::chrono::milliseconds(12));
+    slow_model draft(target_model(), std::chrono::milliseconds(3));
+    draft_policy policy = no_timing();
+    policy.n_max = 8;
+    policy.adaptive.enabled = false;
+    const run_result r = run(target, &draft, sampling_params::greedy(), true, 120, policy);
+    function_model plain_target = target_model();
+    CHECK(r.tokens == run<function_model, function_model>(plain_target, nullptr, sampling_params::greedy(), false, 120).tokens);
+    MESSAGE(r.stats.rounds << " rounds, " << r.stats.drafted_ahead << " drafted ahead, " << r.stats.extended_ahead
+                           << " drafted on, " << r.stats.drafted << " drafted");
+    CHECK(r.stats.acceptance_rate() == 1.0);
+    CHECK(r.stats.extended_ahead > 0);
+    CHECK(r.stats.extended_ahead <= r.stats.drafted_ahead);
+    // Every round but the last (capped by the tokens still wanted) drafts the full 8.
+    CHECK(r.stats.drafted >= 8 * (r.stats.rounds - 1));
 }
 
 TEST_CASE("a wrong guess of the target's next token drops the look-ahead and the next round drafts anew") {

@@ -30,6 +30,7 @@ draft_policy exact_policy() {
     draft_policy p;
     p.p_min = 0.0f;
     p.fallback.enabled = false;
+    p.adaptive.cost_aware = false;  // lengths from the tokens alone, not from timings
     return p;
 }
 

@@ -65,6 +65,7 @@ inline sample::draft_policy exact_policy() {
     p.n_max = 12;
     p.p_min = 0.0f;
     p.fallback.enabled = false;
+    p.adaptive.cost_aware = false;  // lengths from the tokens alone, not from timings
     return p;
 }
 

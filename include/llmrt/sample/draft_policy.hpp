@@ -21,11 +21,30 @@ enum class verification {
     sample_and_compare,
 };
 
-// Draft length follows recent acceptance: an exponential moving average of the accepted tokens
-// per round (a fully accepted draft counts as at least the limit it was drafted under, so a
-// drafter that is always right keeps growing) plus `headroom`, clamped to [1, n_max].
+// How long a round's draft may be, from what recent rounds measured.
+//
+// cost_aware (the default): the length n in 1..n_max that emits tokens fastest,
+//   E(n) / (n·d + v(n + 1)),   E(n) = Σ_{i=0..n} α^i,
+// where E(n) is a round's expected tokens when each draft token is accepted with probability α
+// given the ones before it (α = accepted / (accepted + rejections), moving averages over rounds),
+// d is the drafter's seconds per draft token, and v(m) the seconds of evaluating m tokens on the
+// target and verifying them (m = 1: a plain step), each a moving average of what was measured; a
+// v(m) not yet measured is taken as the nearest measured one below it (0 below all): optimistic,
+// so a round tries that length and measures it. A verification's cost is not linear in m on every backend: the CUDA mat-vec takes 8
+// columns at once, so 9..16 tokens cost about two passes over the weights. On tools/train_pair's
+// pair (H200) a draft token costs 0.42× a target step, which makes long drafts a loss even when
+// most of their tokens are accepted. When no drafter's fastest length is predicted to beat a plain
+// step (1 / v(1)), the step is decoded plainly, and counted as a fallback step; one such step in 16
+// speculates anyway, to measure α again. Until a round has measured d and some v, and with cost_aware
+// off: the length follows the accepted tokens, a moving average of the accepted tokens per round
+// (a fully accepted draft counts as at least the limit it was drafted under, so a drafter that is
+// always right keeps growing) plus `headroom`, clamped to [1, n_max]. The costs are timed with the
+// generation's clock (generation_options::clock): with a wall clock the lengths depend on timing,
+// and so, like the fallback's schedule, does a speculative-sampling token stream. Where one must be
+// bit-reproducible, pass a deterministic clock or turn cost_aware off.
 struct adaptive_length {
     bool enabled = true;
+    bool cost_aware = true;
     float ema_weight = 0.3f;  // weight of the newest round
     int32_t headroom = 2;     // tokens drafted beyond the accepted average (HF's schedule grows by 2)
 };

@@ -23,11 +23,15 @@ namespace llmrt::sample {
 struct draft {
     std::vector<int32_t> tokens;
     std::vector<token_distribution> q;
+    // The drafter stopped because draft_request::stop was set, not by its own rule (length, p_min,
+    // EOS): asked again past these tokens, it would go on.
+    bool interrupted = false;
 
     bool point_mass() const noexcept { return q.empty(); }
     void clear() noexcept {
         tokens.clear();
         q.clear();
+        interrupted = false;
     }
 };
 

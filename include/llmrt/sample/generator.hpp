@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -119,8 +120,13 @@ public:
         target_.truncate(0);
         for (auto& s : slots_) {
             s.ema_accepted = std::max(0.0, double(policy_.n_max) / 2.0 - double(policy_.adaptive.headroom));
+            s.hits = prior_hits;
+            s.misses = prior_misses;
+            s.token_cost = -1.0;
             s.d->begin(prompt);
         }
+        verify_cost_.assign(size_t(policy_.n_max) + 2, -1.0);  // this call's chain may read rows or ids
+        predicted_slower_steps_ = 0;
         start_schedule();
         carried_.clear();
         lookahead_held_ = 1.0;
@@ -158,6 +164,9 @@ private:
     struct drafter_slot {
         std::unique_ptr<drafter> d;
         double ema_accepted = 0.0;  // adaptive length: moving average of accepted tokens per round
+        // Cost-aware length: moving averages of accepted draft tokens and of rejections per round
+        // (α = hits / (hits + misses)), and the steady-clock seconds per draft token (< 0: none yet).
+        double hits = 0.0, misses = 0.0, token_cost = -1.0;
     };
     enum class phase { probing, speculating, backing_off };
 
@@ -207,16 +216,71 @@ private:
 
     int32_t draft_limit(const drafter_slot& s, int32_t cap) const {
         int32_t limit = policy_.n_max;
-        if (policy_.adaptive.enabled)
-            limit = std::clamp(int32_t(std::ceil(s.ema_accepted)) + policy_.adaptive.headroom, 1, policy_.n_max);
+        if (policy_.adaptive.enabled) {
+            if (policy_.adaptive.cost_aware && s.token_cost >= 0.0 && measured_verify_cost())
+                limit = fastest_length(s, std::min(cap, policy_.n_max)).n;
+            else
+                limit = std::clamp(int32_t(std::ceil(s.ema_accepted)) + policy_.adaptive.headroom, 1, policy_.n_max);
+        }
         return std::min(limit, cap);
+    }
+
+    // adaptive_length::cost_aware: the n in 1..upto with the largest E(n) / (n·d + v(n + 1)), and
+    // that rate in tokens per second (+inf where nothing costs time).
+    struct fastest {
+        int32_t n = 1;
+        double rate = -1.0;
+    };
+    fastest fastest_length(const drafter_slot& s, int32_t upto) const {
+        const double alpha = s.hits / (s.hits + s.misses);
+        double expected = 1.0, power = 1.0;
+        fastest best;
+        for (int32_t n = 1; n <= upto; ++n) {
+            power *= alpha;
+            expected += power;
+            const double seconds = double(n) * s.token_cost + verify_cost(n + 1);
+            const double rate = seconds > 0.0 ? expected / seconds : std::numeric_limits<double>::infinity();
+            if (rate > best.rate) best = {n, rate};
+        }
+        return best;
+    }
+
+    // Cost-aware: no drafter's fastest length is predicted to beat a plain step's 1 / v(1), all of
+    // them measured. One such step in reprobe_rounds speculates anyway, to measure α again.
+    bool predicted_slower(int32_t cap) {
+        if (!policy_.adaptive.enabled || !policy_.adaptive.cost_aware || verify_cost_[1] <= 0.0) return false;
+        const int32_t upto = std::min(cap, policy_.n_max);
+        for (const drafter_slot& s : slots_)
+            if (s.token_cost < 0.0 || fastest_length(s, upto).rate > 1.0 / verify_cost_[1]) return false;
+        if (++predicted_slower_steps_ < reprobe_rounds) return true;
+        predicted_slower_steps_ = 0;
+        return false;
+    }
+
+    bool measured_verify_cost() const {
+        return std::any_of(verify_cost_.begin(), verify_cost_.end(), [](double c) { return c >= 0.0; });
+    }
+
+    // v(m) as measured; one not yet measured is taken as the measured v of the nearest m' < m (costs
+    // do not fall with m, so it is a lower bound), or 0 below every measured m: an optimistic guess
+    // that a round then tries and measures.
+    double verify_cost(int32_t m) const {
+        for (int32_t i = std::min(m, int32_t(verify_cost_.size()) - 1); i >= 1; --i)
+            if (verify_cost_[size_t(i)] >= 0.0) return verify_cost_[size_t(i)];
+        return 0.0;
+    }
+
+    void observe_verify_cost(size_t m, double seconds) {
+        if (m < verify_cost_.size()) moving_average(verify_cost_[m], seconds, lookahead_weight);
     }
 
     std::vector<int32_t> plain_step() {
         carried_.clear();  // drafted for a round that this step replaces
         const bool argmax = argmax_rows();
+        const double t0 = now();
         timed_target([&] { evaluate(std::span<const int32_t>(&sequence_.back(), 1), int32_t(sequence_.size()) - 1, argmax); });
         const int32_t y = argmax ? ids_[0] : chain_.sample(rows_);
+        observe_verify_cost(1, now() - t0);
         chain_.accept(y);
         ++stats_.plain_steps;
         if (phase_ == phase::backing_off) ++stats_.fallback_steps;
@@ -224,6 +288,10 @@ private:
     }
 
     std::vector<int32_t> speculative_step(int32_t cap) {
+        if (carried_.tokens.empty() && predicted_slower(cap)) {
+            ++stats_.fallback_steps;
+            return plain_step();
+        }
         size_t chosen = slots_.size();
         int32_t limit = 0;
         if (!carried_.tokens.empty()) {  // drafted ahead, during the last round's verification
@@ -231,6 +299,9 @@ private:
             draft_.clear();
             const size_t take = std::min(carried_.tokens.size(), size_t(std::max(limit, 0)));
             draft_.tokens.assign(carried_.tokens.begin(), carried_.tokens.begin() + std::ptrdiff_t(take));
+            // Cut short by the verification's end, not by its own rule: the drafter goes on from it.
+            if (carried_.interrupted && take == carried_.tokens.size() && int32_t(take) < limit && take > 0)
+                extend_carried(limit - int32_t(take));
             carried_.clear();
             if (draft_.tokens.size() >= size_t(policy_.n_min)) {
                 chosen = carried_slot_;
@@ -256,6 +327,7 @@ private:
         const bool argmax = argmax_rows() && draft_.point_mass();
         const bool ahead = worth_drafting_ahead(chosen);
         auto eval = [&, position = int32_t(length) - 1] { evaluate(batch_, position, argmax); };
+        const double t0 = now();
         if (ahead) {
             evaluate_while_drafting_ahead(eval, chosen);
         } else {
@@ -265,6 +337,7 @@ private:
         }
         const verify_result v = argmax ? verify_argmax(draft_, ids_, chain_, stop)
                                        : verify_draft<Rule>(draft_, rows_, vocab, chain_, policy_.mode, stop);
+        observe_verify_cost(batch_.size(), now() - t0);
         // The cache must end up holding the new sequence minus its last token.
         const int32_t keep = int32_t(length + v.emitted.size()) - 1;
         if (target_.cache_length() > keep) target_.truncate(keep);
@@ -273,6 +346,7 @@ private:
             const bool held = v.accepted == n && ahead_.tokens.size() >= 2 && v.emitted.back() == ahead_.tokens.front();
             if (held) {
                 carried_.tokens.assign(ahead_.tokens.begin() + 1, ahead_.tokens.end());
+                carried_.interrupted = ahead_.interrupted;
                 carried_slot_ = chosen;
             }
             moving_average(lookahead_held_, held ? 1.0 : 0.0, lookahead_weight);
@@ -286,8 +360,21 @@ private:
         // Adaptive length: a fully accepted draft says "at least the limit would have been accepted".
         const double observed = v.accepted == n ? double(std::max(n, limit)) : double(v.accepted);
         const double w = policy_.adaptive.ema_weight;
-        slots_[chosen].ema_accepted = (1.0 - w) * slots_[chosen].ema_accepted + w * observed;
+        drafter_slot& slot = slots_[chosen];
+        slot.ema_accepted = (1.0 - w) * slot.ema_accepted + w * observed;
+        slot.hits = (1.0 - w) * slot.hits + w * double(v.accepted);
+        slot.misses = (1.0 - w) * slot.misses + w * (v.accepted < n ? 1.0 : 0.0);
         return std::move(v.emitted);
+    }
+
+    // The carried draft (in draft_), cut short when the verification it overlapped came in, goes on
+    // by up to `more` tokens from the same drafter, on the sequence extended by it.
+    void extend_carried(int32_t more) {
+        guess_.assign(sequence_.begin(), sequence_.end());
+        guess_.insert(guess_.end(), draft_.tokens.begin(), draft_.tokens.end());
+        timed_propose(carried_slot_, {guess_, more, policy_.p_min, sequence_.size()}, extension_);
+        draft_.tokens.insert(draft_.tokens.end(), extension_.tokens.begin(), extension_.tokens.end());
+        ++stats_.extended_ahead;
     }
 
     // Drafter i proposes into out, timed into the statistics.
@@ -298,8 +385,11 @@ private:
         slots_[i].d->propose(request, out);
         const double seconds = now() - t0;
         const drafter_work did = slots_[i].d->work() - before;
-        if (did.forwards > 0 && !request.stop)
-            moving_average(draft_forward_, steady_seconds_since(steady0) / double(did.forwards), lookahead_weight);
+        if (!request.stop) {  // a look-ahead's time overlaps a verification: not what a draft costs
+            if (did.forwards > 0)
+                moving_average(draft_forward_, steady_seconds_since(steady0) / double(did.forwards), lookahead_weight);
+            moving_average(slots_[i].token_cost, seconds / double(std::max<size_t>(out.tokens.size(), 1)), lookahead_weight);
+        }
         stats_.per_drafter[i].work += did;
         stats_.draft_seconds += seconds;
         stats_.per_drafter[i].seconds += seconds;
@@ -429,13 +519,17 @@ private:
 
     std::vector<int32_t> sequence_, batch_, ids_, guess_;
     std::vector<float> rows_;
-    draft draft_, ahead_, carried_;  // carried_: ahead_ past its guess, when the guess came true
+    draft draft_, ahead_, carried_, extension_;  // carried_: ahead_ past its guess, when the guess came true
     size_t carried_slot_ = 0;
     // The look-ahead's gate (worth_drafting_ahead): moving averages (the newest weighing
     // lookahead_weight) of how often its guesses held, and of the steady-clock seconds of a
     // verification and of one draft forward call (< 0: none yet).
     static constexpr double lookahead_weight = 0.25, lookahead_floor = 0.2;
     static constexpr int32_t reprobe_rounds = 16;
+    // Cost-aware length: each call starts from α = 0.75 (3 hits to 1 miss), worth a few rounds.
+    static constexpr double prior_hits = 3.0, prior_misses = 1.0;
+    std::vector<double> verify_cost_;  // [m]: v(m) of adaptive_length, on the generation's clock (< 0: none yet)
+    int32_t predicted_slower_steps_ = 0;
     double lookahead_held_ = 1.0, verify_ = -1.0, draft_forward_ = -1.0;
     int32_t rounds_without_lookahead_ = 0;
     std::unique_ptr<overlap_worker> worker_;  // started on the first overlapped round

@@ -98,7 +98,11 @@ public:
             out.tokens.push_back(x);
             if (!chain_.is_greedy()) out.q.push_back(std::move(q));
             chain_.accept(x);
-            if (x == model_.vocab().eos || k + 1 == n_limit || stopped(request)) break;
+            if (x == model_.vocab().eos || k + 1 == n_limit) break;
+            if (stopped(request)) {
+                out.interrupted = true;
+                break;
+            }
             evaluate(std::span<const int32_t>(&out.tokens.back(), 1), int32_t(length) + k, logits_);
         }
     }
@@ -145,7 +149,11 @@ private:
             const int32_t x = ids_.back();
             out.tokens.push_back(x);
             chain_.accept(x);
-            if (x == model_.vocab().eos || k + 1 == n_limit || stopped(request)) break;
+            if (x == model_.vocab().eos || k + 1 == n_limit) break;
+            if (stopped(request)) {
+                out.interrupted = true;
+                break;
+            }
             ids_.resize(1);
             top_.resize(threshold ? 1 : 0);
             model_.eval_greedy(std::span<const int32_t>(&out.tokens.back(), 1), length + k, ids_, top_);

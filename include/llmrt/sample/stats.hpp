@@ -63,9 +63,10 @@ struct speculative_stats {
     int64_t accepted = 0;      // draft tokens accepted
     int64_t emitted = 0;       // tokens generated
     int64_t plain_steps = 0;   // target calls without a draft (no draft, dropped draft, fallback)
-    int64_t fallback_steps = 0;  // of those, steps decoded plainly because speculation was slower
+    int64_t fallback_steps = 0;  // of those, steps decoded plainly because speculation was (measured or predicted) slower
     int64_t target_calls = 0;  // target eval calls, prefill included
     int64_t drafted_ahead = 0;  // rounds whose draft was drafted while the round before was verified
+    int64_t extended_ahead = 0;  // of those, drafts cut short by the verification's end and drafted on
     std::vector<int64_t> drafted_at;   // rounds whose draft reached position i
     std::vector<int64_t> accepted_at;  // rounds that accepted the draft token at position i
     double target_seconds = 0.0;  // in target eval calls (overlapped: until the verification was in hand)
@@ -89,6 +90,7 @@ struct speculative_stats {
         fallback_steps += o.fallback_steps;
         target_calls += o.target_calls;
         drafted_ahead += o.drafted_ahead;
+        extended_ahead += o.extended_ahead;
         target_seconds += o.target_seconds;
         draft_seconds += o.draft_seconds;
         if (drafted_at.size() < o.drafted_at.size()) {

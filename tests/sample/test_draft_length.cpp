@@ -1,0 +1,124 @@
+// How long a round's draft is (draft_policy::adaptive): with cost_aware, the length that the
+// measured costs say emits tokens fastest; without, the accepted tokens' moving average. Timed on
+// a fake clock, so every run takes the same steps.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "llmrt/sample/sample.hpp"
+#include "model_doubles.hpp"
+
+using namespace llmrt::sample;
+using namespace llmrt::sample::testing;
+
+namespace {
+
+constexpr int32_t vocabulary_size = 64;
+const std::vector<int32_t> prompt{3, 14, 15, 9, 26, 5};
+
+// A target whose evaluation of m tokens costs 1 s on the fake clock for every `page` tokens or part
+// of them, as the CUDA mat-vec reads the weights once per 8 columns.
+class paged_target {
+public:
+    paged_target(fake_clock& clock, int32_t page) : inner_(hashed_target(vocabulary_size)), clock_(clock), page_(size_t(page)) {}
+    const vocabulary& vocab() const { return inner_.vocab(); }
+    int32_t vocab_size() const { return inner_.vocab_size(); }
+    int32_t context_length() const { return inner_.context_length(); }
+    int32_t cache_length() const { return inner_.cache_length(); }
+    void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
+        clock_.seconds += double((tokens.size() + page_ - 1) / page_);
+        inner_.eval(tokens, position, logits);
+    }
+    void truncate(int32_t n) { inner_.truncate(n); }
+
+private:
+    function_model inner_;
+    fake_clock& clock_;
+    size_t page_;
+};
+
+struct length_run {
+    std::vector<int32_t> tokens;
+    speculative_stats stats;
+};
+
+// 300 greedy tokens of a paged target drafted by a draft model equal to it (always right) that
+// costs draft_call seconds per call.
+length_run run(bool cost_aware, double draft_call, int32_t page = 8) {
+    fake_clock clock;
+    paged_target target(clock, page);
+    function_model draft(make_vocabulary(vocabulary_size), 2048, hash_logits(11, 0), {&clock, draft_call, 0.0});
+    draft_policy policy;
+    policy.p_min = 0.0f;
+    policy.n_max = 16;
+    policy.fallback.enabled = false;
+    policy.adaptive.cost_aware = cost_aware;
+    generation_options options;
+    options.clock = std::ref(clock);
+    generator<paged_target> g(target, sampler_chain(sampling_params::greedy()), policy, options);
+    g.add_drafter(std::make_unique<model_drafter<function_model>>(draft, sampler_chain(sampling_params::greedy())));
+    length_run r{g.generate(prompt, 300).tokens, g.stats()};
+    return r;
+}
+
+std::vector<int32_t> plain_tokens() {
+    function_model target = hashed_target(vocabulary_size);
+    generator<function_model> g(target, sampler_chain(sampling_params::greedy()));
+    return g.generate(prompt, 300).tokens;
+}
+
+}  // namespace
+
+TEST_CASE("cost-aware drafts stop at the 8 tokens a verification pass takes when a longer one costs another pass") {
+    // Always right, 0.1 s per draft token, 1 s per 8 verified tokens: 7 drafts (8 tokens, one
+    // pass) emit 8 tokens in 1.7 s; 15 drafts emit 16 in 3.5 s; 16 drafts emit 17 in 4.6 s.
+    const length_run costs = run(true, 0.1);
+    const length_run accepted = run(false, 0.1);
+    CHECK(costs.tokens == plain_tokens());
+    CHECK(accepted.tokens == plain_tokens());
+    const auto& s = costs.stats;
+    REQUIRE(s.drafted_at.size() >= 7);
+    MESSAGE("cost-aware: " << s.rounds << " rounds, " << s.drafted << " drafted; rounds reaching position 7: "
+                           << s.drafted_at[6] << ", 8: " << (s.drafted_at.size() > 7 ? s.drafted_at[7] : 0));
+    // A few rounds try other lengths while their costs are unknown; the rest draft exactly 7.
+    CHECK(s.drafted_at[6] >= s.rounds - 3);
+    CHECK((s.drafted_at.size() > 7 ? s.drafted_at[7] : 0) <= 3);
+    // Following acceptance alone, an always-right draft grows to n_max and pays for three passes.
+    CHECK(double(accepted.stats.drafted) / double(accepted.stats.rounds) > 12.0);
+    CHECK(s.target_calls > accepted.stats.target_calls);  // more rounds, each cheaper
+}
+
+TEST_CASE("cost-aware drafts grow to n_max when a cheap, always-right draft is verified at one cost for any length") {
+    // 0.01 s per draft token, 1 s per verification of up to 64 tokens: (n + 1) / (1 + 0.01 n)
+    // grows with n.
+    const length_run r = run(true, 0.01, 64);
+    CHECK(r.tokens == plain_tokens());
+    const auto& s = r.stats;
+    REQUIRE(s.drafted_at.size() == 16);
+    CHECK(s.drafted_at[15] >= s.rounds - 3);
+}
+
+TEST_CASE("cost-aware decoding goes plain while no draft length is predicted to pay, and drafts short when it tries") {
+    // A draft that mostly disagrees (heavy noise) and costs half a verification pass: a round of
+    // one draft token emits 1.1 tokens for 1.5 s against a plain step's 1 token for 1 s.
+    fake_clock clock;
+    paged_target target(clock, 8);
+    function_model draft(make_vocabulary(vocabulary_size), 2048, hash_logits(11, 0, 4.0f, 5, 12.0f), {&clock, 0.5, 0.0});
+    draft_policy policy;
+    policy.p_min = 0.0f;
+    // The fallback's two probe steps at the start measure v(1); its own back-off never comes.
+    policy.fallback.min_rounds = 1000;
+    generation_options options;
+    options.clock = std::ref(clock);
+    generator<paged_target> g(target, sampler_chain(sampling_params::greedy()), policy, options);
+    g.add_drafter(std::make_unique<model_drafter<function_model>>(draft, sampler_chain(sampling_params::greedy())));
+    CHECK(g.generate(prompt, 300).tokens == plain_tokens());
+    const auto& s = g.stats();
+    MESSAGE("acceptance " << s.acceptance_rate() << ", " << double(s.drafted) / double(s.rounds) << " drafted per round");
+    CHECK(s.acceptance_rate() < 0.5);
+    CHECK(double(s.drafted) / double(s.rounds) < 2.5);
+    CHECK(s.fallback_steps > 200);  // predicted slower: plain, but for one round in 16
+    CHECK(s.rounds > 5);
+}
