@@ -388,7 +388,13 @@ private:
         if (!request.stop) {  // a look-ahead's time overlaps a verification: not what a draft costs
             if (did.forwards > 0)
                 moving_average(draft_forward_, steady_seconds_since(steady0) / double(did.forwards), lookahead_weight);
-            moving_average(slots_[i].token_cost, seconds / double(std::max<size_t>(out.tokens.size(), 1)), lookahead_weight);
+            // What drafting costs a token, from calls that caught up on no more than a round's
+            // emitted tokens: the prompt's prefill, or a window the drafter missed, would make
+            // drafting look dear, and a cost-aware schedule that goes plain on that estimate
+            // leaves the drafter more to catch up on the next time (H200 pair: 0.95x for 1.20x).
+            if (did.catch_up <= max_round_catch_up)
+                moving_average(slots_[i].token_cost, seconds / double(std::max<size_t>(out.tokens.size(), 1)),
+                               lookahead_weight);
         }
         stats_.per_drafter[i].work += did;
         stats_.draft_seconds += seconds;
@@ -528,6 +534,9 @@ private:
     static constexpr int32_t reprobe_rounds = 16;
     // Cost-aware length: each call starts from α = 0.75 (3 hits to 1 miss), worth a few rounds.
     static constexpr double prior_hits = 3.0, prior_misses = 1.0;
+    // A round leaves a model drafter one or two sequence tokens to catch up on (the correction or
+    // bonus token, and the last draft token when all were accepted).
+    static constexpr int64_t max_round_catch_up = 2;
     std::vector<double> verify_cost_;  // [m]: v(m) of adaptive_length, on the generation's clock (< 0: none yet)
     int32_t predicted_slower_steps_ = 0;
     double lookahead_held_ = 1.0, verify_ = -1.0, draft_forward_ = -1.0;
