@@ -290,6 +290,16 @@ void print_table(const std::vector<measurement>& results) {
                 "target ms, draft ms: time in the target's eval calls and in the drafters, prompt included\n"
                 "draft fwd: the draft model's forward calls (its prompt, catching up, drafting)\n"
                 "exact: the speculative tokens equal plain decoding's\n");
+    std::printf("\ntarget ms per decoding call of m tokens in the speculative runs (calls), m = 1: plain steps:\n");
+    for (const auto& m : results) {
+        const auto& s = m.stats;
+        std::printf("%-21s %-27s |", m.workload.c_str(), m.drafters.c_str());
+        for (std::size_t i = 0; i < s.target_calls_by_tokens.size(); ++i)
+            if (s.target_calls_by_tokens[i] > 0)
+                std::printf(" %zu: %.3f (%lld)", i + 1, 1e3 * s.target_seconds_by_tokens[i] / double(s.target_calls_by_tokens[i]),
+                            (long long)s.target_calls_by_tokens[i]);
+        std::printf("\n");
+    }
 }
 
 std::string json_escape(const std::string& s) {
@@ -360,6 +370,12 @@ void write_json(std::FILE* f, const std::vector<measurement>& results, const cal
                      (long long)s.extended_ahead, (long long)s.target_calls, s.target_seconds,
                      s.draft_seconds);
         for (std::size_t p = 0; p < s.drafted_at.size(); ++p) std::fprintf(f, "%s%.4f", p ? ", " : "", s.acceptance_rate_at(p));
+        std::fprintf(f, "],\n     \"target_calls_by_tokens\": [");
+        for (std::size_t p = 0; p < s.target_calls_by_tokens.size(); ++p)
+            std::fprintf(f, "%s%lld", p ? ", " : "", (long long)s.target_calls_by_tokens[p]);
+        std::fprintf(f, "],\n     \"target_seconds_by_tokens\": [");
+        for (std::size_t p = 0; p < s.target_seconds_by_tokens.size(); ++p)
+            std::fprintf(f, "%s%.6f", p ? ", " : "", s.target_seconds_by_tokens[p]);
         std::fprintf(f, "],\n     \"drafted_at\": [");
         for (std::size_t p = 0; p < s.drafted_at.size(); ++p) std::fprintf(f, "%s%lld", p ? ", " : "", (long long)s.drafted_at[p]);
         std::fprintf(f, "],\n     \"per_drafter\": [");

@@ -496,6 +496,18 @@ TEST_CASE("time in the target and in the draft is measured separately") {
     CHECK(s.target_seconds == doctest::Approx(1.0 * double(target.calls) + 0.25 * double(target.tokens_evaluated)));
     CHECK(s.draft_seconds == doctest::Approx(0.125 * double(draft_model.calls)));
     CHECK(s.per_drafter[0].seconds == doctest::Approx(s.draft_seconds));
+    // Decoding's calls by their tokens m: each cost 1 + 0.25 m; with the prompt's prefill, all of them.
+    int64_t calls = 0;
+    double seconds = 0.0;
+    for (size_t i = 0; i < s.target_calls_by_tokens.size(); ++i) {
+        CAPTURE(i);
+        CHECK(s.target_seconds_by_tokens[i] == doctest::Approx(double(s.target_calls_by_tokens[i]) * (1.0 + 0.25 * double(i + 1))));
+        calls += s.target_calls_by_tokens[i];
+        seconds += s.target_seconds_by_tokens[i];
+    }
+    CHECK(s.target_calls_by_tokens.at(0) == s.plain_steps);
+    CHECK(calls == s.target_calls - 1);
+    CHECK(seconds + 1.0 + 0.25 * double(prompt.size() - 1) == doctest::Approx(s.target_seconds));
 }
 
 TEST_CASE("after a run the target's and the draft's caches agree with the sequence") {

@@ -181,13 +181,16 @@ private:
         return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     }
 
-    // eval() is one target call, timed into the statistics.
+    // eval() is one target call, timed into the statistics; decoding's calls (tokens > 0) also by
+    // their tokens.
     template <class Eval>
-    void timed_target(Eval&& eval) {
+    void timed_target(Eval&& eval, size_t tokens = 0) {
         const double t0 = now();
         eval();
-        stats_.target_seconds += now() - t0;
+        const double seconds = now() - t0;
+        stats_.target_seconds += seconds;
         ++stats_.target_calls;
+        stats_.record_target_call(tokens, seconds);
     }
 
     void timed_eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
@@ -278,7 +281,7 @@ private:
         carried_.clear();  // drafted for a round that this step replaces
         const bool argmax = argmax_rows();
         const double t0 = now();
-        timed_target([&] { evaluate(std::span<const int32_t>(&sequence_.back(), 1), int32_t(sequence_.size()) - 1, argmax); });
+        timed_target([&] { evaluate(std::span<const int32_t>(&sequence_.back(), 1), int32_t(sequence_.size()) - 1, argmax); }, 1);
         const int32_t y = argmax ? ids_[0] : chain_.sample(rows_);
         observe_verify_cost(1, now() - t0);
         chain_.accept(y);
@@ -332,7 +335,7 @@ private:
             evaluate_while_drafting_ahead(eval, chosen);
         } else {
             const auto steady0 = std::chrono::steady_clock::now();
-            timed_target(eval);
+            timed_target(eval, batch_.size());
             moving_average(verify_, steady_seconds_since(steady0), lookahead_weight);
         }
         const verify_result v = argmax ? verify_argmax(draft_, ids_, chain_, stop)
@@ -441,8 +444,10 @@ private:
         }
         worker_->wait();
         moving_average(verify_, verify_seconds, lookahead_weight);
-        stats_.target_seconds += now() - t0;
+        const double seconds = now() - t0;
+        stats_.target_seconds += seconds;
         ++stats_.target_calls;
+        stats_.record_target_call(batch_.size(), seconds);
     }
 
     // Whether to draft ahead this round: allowed (overlap on, a point-mass draft from a drafter

@@ -71,6 +71,11 @@ struct speculative_stats {
     std::vector<int64_t> accepted_at;  // rounds that accepted the draft token at position i
     double target_seconds = 0.0;  // in target eval calls (overlapped: until the verification was in hand)
     double draft_seconds = 0.0;   // in drafters' propose calls (overlapped ones included)
+    // Decoding's target calls by their tokens m (plain steps: 1; a verification of n drafts: n + 1),
+    // at [m − 1]: how many, and their time as target_seconds counts it. What a verification of m
+    // tokens costs in the loop, beside what the backend's forward of m tokens costs alone.
+    std::vector<int64_t> target_calls_by_tokens;
+    std::vector<double> target_seconds_by_tokens;
     std::vector<drafter_stats> per_drafter;
 
     double acceptance_rate() const noexcept { return drafted ? double(accepted) / double(drafted) : 0.0; }
@@ -101,11 +106,29 @@ struct speculative_stats {
             drafted_at[i] += o.drafted_at[i];
             accepted_at[i] += o.accepted_at[i];
         }
+        if (target_calls_by_tokens.size() < o.target_calls_by_tokens.size()) {
+            target_calls_by_tokens.resize(o.target_calls_by_tokens.size(), 0);
+            target_seconds_by_tokens.resize(o.target_calls_by_tokens.size(), 0.0);
+        }
+        for (size_t i = 0; i < o.target_calls_by_tokens.size(); ++i) {
+            target_calls_by_tokens[i] += o.target_calls_by_tokens[i];
+            target_seconds_by_tokens[i] += o.target_seconds_by_tokens[i];
+        }
         for (size_t d = 0; d < o.per_drafter.size(); ++d) {
             if (d < per_drafter.size()) per_drafter[d] += o.per_drafter[d];
             else per_drafter.push_back(o.per_drafter[d]);
         }
         return *this;
+    }
+
+    void record_target_call(size_t tokens, double seconds) {
+        if (tokens == 0) return;
+        if (target_calls_by_tokens.size() < tokens) {
+            target_calls_by_tokens.resize(tokens, 0);
+            target_seconds_by_tokens.resize(tokens, 0.0);
+        }
+        ++target_calls_by_tokens[tokens - 1];
+        target_seconds_by_tokens[tokens - 1] += seconds;
     }
 
     void record_round(int32_t n_drafted, int32_t n_accepted) {
