@@ -33,9 +33,11 @@ enum class verification {
 // so a round tries that length and measures it. A verification's cost is not linear in m on every backend: the CUDA mat-vec takes 8
 // columns at once, so 9..16 tokens cost about two passes over the weights. On tools/train_pair's
 // pair (H200) a draft token costs 0.42× a target step, which makes long drafts a loss even when
-// most of their tokens are accepted. When no drafter's fastest length is predicted to beat a plain
-// step (1 / v(1)), the step is decoded plainly, and counted as a fallback step; one such step in 16
-// speculates anyway, to measure α again. Until a round has measured d and some v, and with cost_aware
+// most of their tokens are accepted. With the fallback on, when no drafter's fastest length is
+// predicted to beat a plain step (1 / v(1)), the step is decoded plainly and counted as a fallback
+// step; after fallback.backoff_tokens such steps one round speculates anyway, to measure α again,
+// and while the prediction holds the interval doubles up to fallback.max_backoff_tokens. Until a
+// round has measured d and some v, and with cost_aware
 // off: the length follows the accepted tokens, a moving average of the accepted tokens per round
 // (a fully accepted draft counts as at least the limit it was drafted under, so a drafter that is
 // always right keeps growing) plus `headroom`, clamped to [1, n_max]. The costs are timed with the

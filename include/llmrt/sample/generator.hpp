@@ -127,6 +127,7 @@ public:
         }
         verify_cost_.assign(size_t(policy_.n_max) + 2, -1.0);  // this call's chain may read rows or ids
         predicted_slower_steps_ = 0;
+        predicted_interval_ = policy_.fallback.backoff_tokens;
         start_schedule();
         carried_.clear();
         lookahead_held_ = 1.0;
@@ -248,15 +249,23 @@ private:
         return best;
     }
 
-    // Cost-aware: no drafter's fastest length is predicted to beat a plain step's 1 / v(1), all of
-    // them measured. One such step in reprobe_rounds speculates anyway, to measure α again.
+    // Cost-aware, with the fallback on: no drafter's fastest length is predicted to beat a plain
+    // step's 1 / v(1), all of them measured. After the fallback's backoff_tokens such steps one
+    // round speculates anyway, to measure α again; while the prediction stays the same the interval
+    // doubles up to its max_backoff_tokens (each such round is a loss when the prediction is right).
     bool predicted_slower(int32_t cap) {
-        if (!policy_.adaptive.enabled || !policy_.adaptive.cost_aware || verify_cost_[1] <= 0.0) return false;
+        const auto& f = policy_.fallback;
+        if (!policy_.adaptive.enabled || !policy_.adaptive.cost_aware || !f.enabled || verify_cost_[1] <= 0.0) return false;
         const int32_t upto = std::min(cap, policy_.n_max);
         for (const drafter_slot& s : slots_)
-            if (s.token_cost < 0.0 || fastest_length(s, upto).rate > 1.0 / verify_cost_[1]) return false;
-        if (++predicted_slower_steps_ < reprobe_rounds) return true;
+            if (s.token_cost < 0.0 || fastest_length(s, upto).rate > 1.0 / verify_cost_[1]) {
+                predicted_interval_ = f.backoff_tokens;
+                predicted_slower_steps_ = 0;
+                return false;
+            }
+        if (++predicted_slower_steps_ < predicted_interval_) return true;
         predicted_slower_steps_ = 0;
+        predicted_interval_ = std::min(2 * predicted_interval_, f.max_backoff_tokens);
         return false;
     }
 
@@ -543,7 +552,7 @@ private:
     // bonus token, and the last draft token when all were accepted).
     static constexpr int64_t max_round_catch_up = 2;
     std::vector<double> verify_cost_;  // [m]: v(m) of adaptive_length, on the generation's clock (< 0: none yet)
-    int32_t predicted_slower_steps_ = 0;
+    int32_t predicted_slower_steps_ = 0, predicted_interval_ = 0;
     double lookahead_held_ = 1.0, verify_ = -1.0, draft_forward_ = -1.0;
     int32_t rounds_without_lookahead_ = 0;
     std::unique_ptr<overlap_worker> worker_;  // started on the first overlapped round
