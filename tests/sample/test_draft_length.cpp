@@ -83,7 +83,7 @@ TEST_CASE("cost-aware drafts stop at the 8 tokens a verification pass takes when
     MESSAGE("cost-aware: " << s.rounds << " rounds, " << s.drafted << " drafted; rounds reaching position 7: "
                            << s.drafted_at[6] << ", 8: " << (s.drafted_at.size() > 7 ? s.drafted_at[7] : 0));
     // A few rounds try other lengths while their costs are unknown; the rest draft exactly 7.
-    CHECK(s.drafted_at[6] >= s.rounds - 3);
+    CHECK(s.drafted_at[6] >= s.rounds - 5);  // the first rounds measure the costs
     CHECK((s.drafted_at.size() > 7 ? s.drafted_at[7] : 0) <= 3);
     // Following acceptance alone, an always-right draft grows to n_max and pays for three passes.
     CHECK(double(accepted.stats.drafted) / double(accepted.stats.rounds) > 12.0);
@@ -121,7 +121,7 @@ TEST_CASE("cost-aware decoding goes plain while no draft length is predicted to 
     MESSAGE("acceptance " << s.acceptance_rate() << ", " << s.rounds << " rounds, " << s.drafted << " drafted, "
                           << (s.drafted_at.size() > 2 ? s.drafted_at[2] : 0) << " of 3 or more");
     CHECK(s.acceptance_rate() < 0.5);
-    // Only the rounds before a draft token's cost is measured follow acceptance (8, then 5 or 6).
+    // Only the rounds before a draft token's cost is measured draft more (4 each).
     REQUIRE(s.drafted_at.size() > 2);
     CHECK(s.drafted_at[2] <= 2);
     CHECK(s.fallback_steps > 200);  // predicted slower: plain, but for one round in 16

@@ -221,10 +221,13 @@ private:
     int32_t draft_limit(const drafter_slot& s, int32_t cap) const {
         int32_t limit = policy_.n_max;
         if (policy_.adaptive.enabled) {
-            if (policy_.adaptive.cost_aware && s.token_cost >= 0.0 && measured_verify_cost())
+            const auto& a = policy_.adaptive;
+            if (a.cost_aware && s.token_cost >= 0.0 && measured_verify_cost())
                 limit = fastest_length(s, std::min(cap, policy_.n_max)).n;
+            else if (a.cost_aware)
+                limit = std::min(unmeasured_length, policy_.n_max);
             else
-                limit = std::clamp(int32_t(std::ceil(s.ema_accepted)) + policy_.adaptive.headroom, 1, policy_.n_max);
+                limit = std::clamp(int32_t(std::ceil(s.ema_accepted)) + a.headroom, 1, policy_.n_max);
         }
         return std::min(limit, cap);
     }
@@ -548,6 +551,10 @@ private:
     static constexpr int32_t reprobe_rounds = 16;
     // Cost-aware length: each call starts from α = 0.75 (3 hits to 1 miss), worth a few rounds.
     static constexpr double prior_hits = 3.0, prior_misses = 1.0;
+    // Cost-aware drafts before the costs are measured: short ones measure them as well and lose
+    // less where drafting does not pay (the acceptance rule starts at n_max / 2 = 8); 2 was too
+    // short to grow from where drafting does pay.
+    static constexpr int32_t unmeasured_length = 4;
     // A round leaves a model drafter one or two sequence tokens to catch up on (the correction or
     // bonus token, and the last draft token when all were accepted).
     static constexpr int64_t max_round_catch_up = 2;
