@@ -98,27 +98,22 @@ struct speculative_stats {
         extended_ahead += o.extended_ahead;
         target_seconds += o.target_seconds;
         draft_seconds += o.draft_seconds;
-        if (drafted_at.size() < o.drafted_at.size()) {
-            drafted_at.resize(o.drafted_at.size(), 0);
-            accepted_at.resize(o.drafted_at.size(), 0);
-        }
-        for (size_t i = 0; i < o.drafted_at.size(); ++i) {
-            drafted_at[i] += o.drafted_at[i];
-            accepted_at[i] += o.accepted_at[i];
-        }
-        if (target_calls_by_tokens.size() < o.target_calls_by_tokens.size()) {
-            target_calls_by_tokens.resize(o.target_calls_by_tokens.size(), 0);
-            target_seconds_by_tokens.resize(o.target_calls_by_tokens.size(), 0.0);
-        }
-        for (size_t i = 0; i < o.target_calls_by_tokens.size(); ++i) {
-            target_calls_by_tokens[i] += o.target_calls_by_tokens[i];
-            target_seconds_by_tokens[i] += o.target_seconds_by_tokens[i];
-        }
+        add_into(drafted_at, o.drafted_at);
+        add_into(accepted_at, o.accepted_at);
+        add_into(target_calls_by_tokens, o.target_calls_by_tokens);
+        add_into(target_seconds_by_tokens, o.target_seconds_by_tokens);
         for (size_t d = 0; d < o.per_drafter.size(); ++d) {
             if (d < per_drafter.size()) per_drafter[d] += o.per_drafter[d];
             else per_drafter.push_back(o.per_drafter[d]);
         }
         return *this;
+    }
+
+    // to[i] += from[i], to grown with zeros to from's length.
+    template <class T>
+    static void add_into(std::vector<T>& to, const std::vector<T>& from) {
+        if (to.size() < from.size()) to.resize(from.size(), T{});
+        for (size_t i = 0; i < from.size(); ++i) to[i] += from[i];
     }
 
     void record_target_call(size_t tokens, double seconds) {
