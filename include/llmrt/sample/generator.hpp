@@ -166,7 +166,8 @@ private:
         std::unique_ptr<drafter> d;
         double ema_accepted = 0.0;  // adaptive length: moving average of accepted tokens per round
         // Cost-aware length: moving averages of accepted draft tokens and of rejections per round
-        // (α = hits / (hits + misses)), and the steady-clock seconds per draft token (< 0: none yet).
+        // (α = hits / (hits + misses)), and of the seconds per draft token, on the generation's
+        // clock (< 0: none yet).
         double hits = 0.0, misses = 0.0, token_cost = -1.0;
     };
     enum class phase { probing, speculating, backing_off };
