@@ -170,7 +170,6 @@ int main(int argc, char** argv) try {
         } else {
             llmrt_examples::bad_argument("unknown option " + o + " (--help lists them)");
         }
-        if (o == "--pass") llmrt::check(c.pass >= 1, llmrt::errc::invalid_argument, "--pass must be at least 1");
     }
     if (n + prompt_tokens + 64 > 4096) llmrt_examples::bad_argument("-n plus --prompt-tokens must leave room in a context of 4096");
     std::printf("llmrt-bench-speculative-policy: target %.3f + %.3f (m - 1) + %.3f floor((m - 1) / %d) ms, rows %.3f ms, "

@@ -335,6 +335,15 @@ struct pair_info {
     llmrt::model::llama_shape shape;
 };
 
+// item(0), ", ", item(1), ...: the items of a JSON array, item(p) printing the p-th.
+template <class Item>
+void write_items(std::FILE* f, std::size_t n, Item&& item) {
+    for (std::size_t p = 0; p < n; ++p) {
+        if (p) std::fputs(", ", f);
+        item(p);
+    }
+}
+
 void write_json(std::FILE* f, const std::vector<measurement>& results, const call_costs& costs, const std::string& backend,
                 const arguments& a, const pair_info& info) {
     const auto& shape = info.shape;
@@ -369,15 +378,14 @@ void write_json(std::FILE* f, const std::vector<measurement>& results, const cal
                      (long long)s.plain_steps, (long long)s.fallback_steps, (long long)s.drafted_ahead,
                      (long long)s.extended_ahead, (long long)s.target_calls, s.target_seconds,
                      s.draft_seconds);
-        for (std::size_t p = 0; p < s.drafted_at.size(); ++p) std::fprintf(f, "%s%.4f", p ? ", " : "", s.acceptance_rate_at(p));
+        write_items(f, s.drafted_at.size(), [&](std::size_t p) { std::fprintf(f, "%.4f", s.acceptance_rate_at(p)); });
         std::fprintf(f, "],\n     \"target_calls_by_tokens\": [");
-        for (std::size_t p = 0; p < s.target_calls_by_tokens.size(); ++p)
-            std::fprintf(f, "%s%lld", p ? ", " : "", (long long)s.target_calls_by_tokens[p]);
+        write_items(f, s.target_calls_by_tokens.size(),
+                    [&](std::size_t p) { std::fprintf(f, "%lld", (long long)s.target_calls_by_tokens[p]); });
         std::fprintf(f, "],\n     \"target_seconds_by_tokens\": [");
-        for (std::size_t p = 0; p < s.target_seconds_by_tokens.size(); ++p)
-            std::fprintf(f, "%s%.6f", p ? ", " : "", s.target_seconds_by_tokens[p]);
+        write_items(f, s.target_seconds_by_tokens.size(), [&](std::size_t p) { std::fprintf(f, "%.6f", s.target_seconds_by_tokens[p]); });
         std::fprintf(f, "],\n     \"drafted_at\": [");
-        for (std::size_t p = 0; p < s.drafted_at.size(); ++p) std::fprintf(f, "%s%lld", p ? ", " : "", (long long)s.drafted_at[p]);
+        write_items(f, s.drafted_at.size(), [&](std::size_t p) { std::fprintf(f, "%lld", (long long)s.drafted_at[p]); });
         std::fprintf(f, "],\n     \"per_drafter\": [");
         for (std::size_t d = 0; d < s.per_drafter.size(); ++d) {
             const auto& ds = s.per_drafter[d];

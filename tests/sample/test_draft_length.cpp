@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "llmrt/sample/sample.hpp"
@@ -44,6 +46,28 @@ struct length_run {
     speculative_stats stats;
 };
 
+// Greedy decoding of n tokens after p, timed on the clock that target and draft charge, drafted
+// by a model drafter over draft.
+length_run decode(fake_clock& clock, paged_target& target, function_model& draft, const draft_policy& policy,
+                  std::span<const int32_t> p = prompt, int32_t n = 300) {
+    generation_options options;
+    options.clock = std::ref(clock);
+    generator<paged_target> g(target, sampler_chain(sampling_params::greedy()), policy, options);
+    g.add_drafter(std::make_unique<model_drafter<function_model>>(draft, sampler_chain(sampling_params::greedy())));
+    length_run r{g.generate(p, n).tokens, g.stats()};
+    return r;
+}
+
+// Cost-aware with the fallback on: its two probe steps at the start measure v(1); its own back-off
+// never comes.
+draft_policy cost_aware_policy() {
+    draft_policy policy;
+    policy.p_min = 0.0f;
+    policy.adaptive.cost_aware = true;
+    policy.fallback.min_rounds = 1000;
+    return policy;
+}
+
 // 300 greedy tokens of a paged target drafted by a draft model equal to it (always right) that
 // costs draft_call seconds per call.
 length_run run(bool cost_aware, double draft_call, int32_t page = 8) {
@@ -55,12 +79,7 @@ length_run run(bool cost_aware, double draft_call, int32_t page = 8) {
     policy.n_max = 16;
     policy.fallback.enabled = false;
     policy.adaptive.cost_aware = cost_aware;
-    generation_options options;
-    options.clock = std::ref(clock);
-    generator<paged_target> g(target, sampler_chain(sampling_params::greedy()), policy, options);
-    g.add_drafter(std::make_unique<model_drafter<function_model>>(draft, sampler_chain(sampling_params::greedy())));
-    length_run r{g.generate(prompt, 300).tokens, g.stats()};
-    return r;
+    return decode(clock, target, draft, policy);
 }
 
 std::vector<int32_t> plain_tokens() {
@@ -107,24 +126,17 @@ TEST_CASE("cost-aware decoding goes plain while no draft length is predicted to 
     fake_clock clock;
     paged_target target(clock, 8);
     function_model draft(make_vocabulary(vocabulary_size), 2048, hash_logits(11, 0, 4.0f, 5, 12.0f), {&clock, 0.5, 0.0});
-    draft_policy policy;
-    policy.p_min = 0.0f;
-    policy.adaptive.cost_aware = true;
-    // The fallback's two probe steps at the start measure v(1); its own back-off never comes.
-    policy.fallback.min_rounds = 1000;
-    generation_options options;
-    options.clock = std::ref(clock);
-    generator<paged_target> g(target, sampler_chain(sampling_params::greedy()), policy, options);
-    g.add_drafter(std::make_unique<model_drafter<function_model>>(draft, sampler_chain(sampling_params::greedy())));
-    CHECK(g.generate(prompt, 300).tokens == plain_tokens());
-    const auto& s = g.stats();
+    const length_run r = decode(clock, target, draft, cost_aware_policy());
+    CHECK(r.tokens == plain_tokens());
+    const auto& s = r.stats;
     MESSAGE("acceptance " << s.acceptance_rate() << ", " << s.rounds << " rounds, " << s.drafted << " drafted, "
                           << (s.drafted_at.size() > 2 ? s.drafted_at[2] : 0) << " of 3 or more");
     CHECK(s.acceptance_rate() < 0.5);
     // Only the rounds before a draft token's cost is measured draft more (4 each).
     REQUIRE(s.drafted_at.size() > 2);
     CHECK(s.drafted_at[2] <= 2);
-    CHECK(s.fallback_steps > 200);  // predicted slower: plain, but for one round in 16
+    // Predicted slower: plain, but for one round after 32 such steps, then 64, 128.
+    CHECK(s.fallback_steps > 200);
     CHECK(s.rounds > 5);
 }
 
@@ -136,18 +148,10 @@ TEST_CASE("a draft model's prompt prefill does not count as what drafting costs"
     fake_clock clock;
     paged_target target(clock, 8);
     function_model draft(make_vocabulary(vocabulary_size), 2048, hash_logits(11, 0), {&clock, 0.0, 0.05});
-    draft_policy policy;
-    policy.p_min = 0.0f;
-    policy.adaptive.cost_aware = true;
-    policy.fallback.min_rounds = 1000;  // its probe steps measure v(1); its own back-off never comes
-    generation_options options;
-    options.clock = std::ref(clock);
-    generator<paged_target> g(target, sampler_chain(sampling_params::greedy()), policy, options);
-    g.add_drafter(std::make_unique<model_drafter<function_model>>(draft, sampler_chain(sampling_params::greedy())));
     std::vector<int32_t> long_prompt;
     for (int32_t i = 0; i < 400; ++i) long_prompt.push_back((7 * i + 3) % vocabulary_size);
-    g.generate(long_prompt, 200);
-    const auto& s = g.stats();
+    const length_run r = decode(clock, target, draft, cost_aware_policy(), long_prompt, 200);
+    const auto& s = r.stats;
     MESSAGE(s.rounds << " rounds, " << s.fallback_steps << " fallback steps, " << s.drafted << " drafted");
     CHECK(s.fallback_steps == 0);
     CHECK(s.drafted > 150);

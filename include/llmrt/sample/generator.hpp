@@ -376,21 +376,27 @@ private:
         // Adaptive length: a fully accepted draft says "at least the limit would have been accepted".
         const double observed = v.accepted == n ? double(std::max(n, limit)) : double(v.accepted);
         const double w = policy_.adaptive.ema_weight;
-        drafter_slot& slot = slots_[chosen];
-        slot.ema_accepted = (1.0 - w) * slot.ema_accepted + w * observed;
-        slot.hits = (1.0 - w) * slot.hits + w * double(v.accepted);
-        slot.misses = (1.0 - w) * slot.misses + w * (v.accepted < n ? 1.0 : 0.0);
+        drafter_slot& slot = slots_[chosen];  // its averages start at 0 or more, so none takes a first value as is
+        moving_average(slot.ema_accepted, observed, w);
+        moving_average(slot.hits, double(v.accepted), w);
+        moving_average(slot.misses, v.accepted < n ? 1.0 : 0.0, w);
         return std::move(v.emitted);
     }
 
     // The carried draft (in draft_), cut short when the verification it overlapped came in, goes on
     // by up to `more` tokens from the same drafter, on the sequence extended by it.
     void extend_carried(int32_t more) {
-        guess_.assign(sequence_.begin(), sequence_.end());
-        guess_.insert(guess_.end(), draft_.tokens.begin(), draft_.tokens.end());
-        timed_propose(carried_slot_, {guess_, more, policy_.p_min, sequence_.size()}, extension_);
+        timed_propose(carried_slot_, {sequence_with_draft(), more, policy_.p_min, sequence_.size()}, extension_);
         draft_.tokens.insert(draft_.tokens.end(), extension_.tokens.begin(), extension_.tokens.end());
         ++stats_.extended_ahead;
+    }
+
+    // The sequence followed by this round's draft (in guess_): what a drafter drafting past the
+    // draft is asked about, its settled part the sequence's length.
+    std::span<const int32_t> sequence_with_draft() {
+        guess_.assign(sequence_.begin(), sequence_.end());
+        guess_.insert(guess_.end(), draft_.tokens.begin(), draft_.tokens.end());
+        return guess_;
     }
 
     // Drafter i proposes into out, timed into the statistics.
@@ -443,10 +449,9 @@ private:
             verify_seconds = steady_seconds_since(steady0);
         });
         try {
-            guess_.assign(sequence_.begin(), sequence_.end());
-            guess_.insert(guess_.end(), draft_.tokens.begin(), draft_.tokens.end());
             timed_propose(chosen,
-                          {guess_, draft_limit(slots_[chosen], policy_.n_max) + 1, policy_.p_min, sequence_.size(), &verified},
+                          {sequence_with_draft(), draft_limit(slots_[chosen], policy_.n_max) + 1, policy_.p_min,
+                           sequence_.size(), &verified},
                           ahead_);
         } catch (...) {
             try {
