@@ -1,7 +1,7 @@
 // llmrt-bench-speculative-policy: what each draft-length rule would gain for given call costs, on
 // a fake clock, without a GPU. A target and a draft model of hashed logits (the draft's with
-// noise, so it agrees with the target less as the noise grows) charge the clock what a backend's
-// forward calls cost:
+// noise, so it agrees with the target less as the noise grows), the sampling tests' doubles
+// (llmrt/testing/model_doubles.hpp), charge the clock what a backend's forward calls cost:
 //   target call of m tokens: target_ms + token_ms · (m − 1) + pass_ms · floor((m − 1) / pass)
 //                            (+ row_ms per row of logits read back, when sampling reads them)
 //   draft call:              draft_ms
@@ -13,7 +13,6 @@
 //   llmrt-bench-speculative-policy [--target-ms A] [--token-ms B] [--pass N] [--pass-ms C]
 //                                  [--draft-ms D] [--row-ms R] [--noise X,X,...] [--temps T,T]
 //                                  [--prompts P] [-n N] [--prompt-tokens L]
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -21,16 +20,20 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include <llmrt/core/error.hpp>
 #include <llmrt/sample/sample.hpp>
+#include <llmrt/testing/generate.hpp>
+#include <llmrt/testing/model_doubles.hpp>
 
 #include "../../examples/generate/arguments.hpp"
 
 namespace {
 
 using namespace llmrt::sample;
+using namespace llmrt::sample::testing;
+using llmrt::testing::mix64;  // splitmix64's output function, for the logits' and the prompts' hashes
 
 constexpr int32_t vocabulary_size = 64;
 
@@ -40,55 +43,23 @@ struct call_costs {  // milliseconds
 };
 
 // Logits: 8 · U(−1, 1) hashed from the whole history and the token, plus noise · U(−1, 1) hashed
-// with another seed: the draft shares the target's logits and adds noise.
-uint64_t mix(uint64_t x) {
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
+// with another seed: the draft shares the target's logits and adds noise. Not the doubles'
+// hash_logits: its hash draws other values, and bench/RESULTS.md's table comes from this one.
+logits_function simulated_logits(float noise) {
+    const auto unit = [](uint64_t h) { return float(double(mix64(h) >> 11) * 0x1.0p-52 - 1.0); };
+    return [=](std::span<const int32_t> history, std::span<float> out) {
+        uint64_t h = 11;
+        for (int32_t t : history) h = mix64(h ^ uint32_t(t));
+        const uint64_t hn = mix64(h ^ 0x5DEECE66Dull);
+        for (std::size_t v = 0; v < out.size(); ++v)
+            out[v] = 8.0f * unit(h + v * 0x632BE59BD9B4E019ull) + noise * unit(hn + v * 0x8CB92BA72F3D8DD7ull);
+    };
 }
-float unit(uint64_t h) { return float(double(mix(h) >> 11) * 0x1.0p-52 - 1.0); }
 
-class simulated_model {
-public:
-    simulated_model(double& clock, std::function<double(std::size_t tokens, bool rows)> cost, float noise)
-        : clock_(clock), cost_(std::move(cost)), noise_(noise) {
-        vocab_.size = vocabulary_size;
-        vocab_.tokenizer = "simulated";
-        for (int32_t i = 0; i < vocabulary_size; ++i) {
-            char text[16];
-            std::snprintf(text, sizeof text, "t%d", int(i));
-            vocab_.token_text.emplace_back(text);
-        }
-    }
-    const vocabulary& vocab() const { return vocab_; }
-    int32_t vocab_size() const { return vocab_.size; }
-    int32_t context_length() const { return 4096; }
-    int32_t cache_length() const { return int32_t(cache_.size()); }
-    void truncate(int32_t n) { cache_.resize(std::size_t(n)); }
-    void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
-        llmrt::check(position == cache_length(), llmrt::errc::invalid_argument, "simulated_model: out-of-order eval");
-        clock_ += 1e-3 * cost_(tokens.size(), !logits.empty());
-        for (std::size_t i = 0; i < tokens.size(); ++i) {
-            cache_.push_back(tokens[i]);
-            if (logits.empty()) continue;
-            uint64_t h = 11;
-            for (int32_t t : cache_) h = mix(h ^ uint32_t(t));
-            const uint64_t hn = mix(h ^ 0x5DEECE66Dull);
-            for (int32_t v = 0; v < vocabulary_size; ++v)
-                logits[i * vocabulary_size + std::size_t(v)] =
-                    8.0f * unit(h + uint64_t(v) * 0x632BE59BD9B4E019ull) + noise_ * unit(hn + uint64_t(v) * 0x8CB92BA72F3D8DD7ull);
-        }
-    }
-
-private:
-    double& clock_;
-    std::function<double(std::size_t, bool)> cost_;
-    float noise_;
-    vocabulary vocab_;
-    std::vector<int32_t> cache_;
-};
+// A simulated model: those logits, its calls charged to costs.clock.
+function_model simulated_model(model_costs costs, float noise) {
+    return function_model(make_vocabulary(vocabulary_size), 4096, simulated_logits(noise), std::move(costs));
+}
 
 struct outcome {
     double seconds = 0.0;
@@ -98,33 +69,34 @@ struct outcome {
 // Decodes n tokens after each of `prompts` prompts; the prompt's processing is not counted.
 outcome decode(const call_costs& c, float noise, float temperature, int rule, int32_t prompts, int32_t n,
                int32_t prompt_tokens) {
-    double clock = 0.0;
-    simulated_model target(clock, [&](std::size_t m, bool rows) {
-        return c.target + c.token * double(m - 1) + c.pass_extra * double((int64_t(m) - 1) / c.pass) +
-               (rows ? c.row * double(m) : 0.0);
-    }, 0.0f);
-    simulated_model draft(clock, [&](std::size_t, bool) { return c.draft; }, noise);
+    fake_clock clock;
+    const auto target_seconds = [&](int32_t m, bool rows) {
+        return 1e-3 * (c.target + c.token * double(m - 1) + c.pass_extra * double((m - 1) / c.pass) +
+                       (rows ? c.row * double(m) : 0.0));
+    };
+    function_model target = simulated_model({&clock, 0.0, 0.0, target_seconds}, 0.0f);
+    function_model draft = simulated_model({&clock, 1e-3 * c.draft}, noise);
     draft_policy policy;
     policy.adaptive.cost_aware = rule == 1;
     policy.p_min = 0.0f;  // hashed logits' top probability says nothing of agreement
     generation_options options;
     options.stop_at_eos = false;
-    options.clock = [&] { return clock; };
+    options.clock = std::ref(clock);
     sampling_params params = sampling_params::greedy();
     if (temperature > 0.0f) {
         params = sampling_params{};
         params.temperature = temperature;
     }
-    generator<simulated_model> g(target, sampler_chain(params), policy, options);
-    if (rule >= 0) g.add_drafter(std::make_unique<model_drafter<simulated_model>>(draft, sampler_chain(sampling_params::greedy())));
+    generator<function_model> g(target, sampler_chain(params), policy, options);
+    if (rule >= 0) g.add_drafter(std::make_unique<model_drafter<function_model>>(draft, sampler_chain(sampling_params::greedy())));
     outcome out;
     for (int32_t p = 0; p < prompts; ++p) {
         std::vector<int32_t> prompt;
-        for (int32_t i = 0; i < prompt_tokens; ++i) prompt.push_back(int32_t(mix(uint64_t(p) * 1000 + uint64_t(i)) % vocabulary_size));
+        for (int32_t i = 0; i < prompt_tokens; ++i) prompt.push_back(int32_t(mix64(uint64_t(p) * 1000 + uint64_t(i)) % vocabulary_size));
         // The target's prefill is the same for both and left out: time from its end.
-        const double before = clock + 1e-3 * c.target;
+        const double before = clock.seconds + 1e-3 * c.target;
         g.generate(prompt, n);
-        out.seconds += clock - before;
+        out.seconds += clock.seconds - before;
     }
     out.stats = g.stats();
     return out;

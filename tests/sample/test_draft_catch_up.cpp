@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "llmrt/sample/sample.hpp"
-#include "model_doubles.hpp"
+#include "llmrt/testing/model_doubles.hpp"
 
 using namespace llmrt::sample;
 using namespace llmrt::sample::testing;

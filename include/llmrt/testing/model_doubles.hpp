@@ -1,6 +1,11 @@
-// Test doubles for llmrt::sample::causal_model: models whose logits are a pure function of the
-// token history, with a cache that refuses evaluations that do not continue it, and a fake clock.
+// Test doubles for llmrt::sample::causal_model, in namespace llmrt::sample::testing: models whose
+// logits are a pure function of the token history, with a cache that refuses evaluations that do
+// not continue it, and a fake clock that they charge what their calls would cost. llmrt's sampling
+// tests use them, and so does llmrt-bench-speculative-policy, which times the draft-length rules
+// on that clock.
 #pragma once
+
+#include "llmrt/core/cxx20.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +19,7 @@
 
 #include "llmrt/core/error.hpp"
 #include "llmrt/sample/model.hpp"
+#include "llmrt/testing/generate.hpp"
 
 namespace llmrt::sample::testing {
 
@@ -22,11 +28,14 @@ struct fake_clock {
     double operator()() const { return seconds; }
 };
 
-// What an eval costs on the fake clock.
+// What an eval of n tokens costs on the fake clock: per_call + per_token · n, plus extra(n, logits)
+// where set, for costs of another shape (a second pass every so many tokens, logit rows read back:
+// `logits` says whether the call hands logits out).
 struct model_costs {
     fake_clock* clock = nullptr;
     double per_call = 0.0;
     double per_token = 0.0;
+    std::function<double(int32_t tokens, bool logits)> extra = {};
 };
 
 // Logits of the token after `history` (history.size() ≥ 1), written to `out` (vocab floats).
@@ -44,7 +53,7 @@ inline vocabulary make_vocabulary(int32_t size, int32_t eos = -1, const std::str
 class function_model {
 public:
     function_model(vocabulary vocab, int32_t context_length, logits_function f, model_costs costs = {})
-        : vocab_(std::move(vocab)), context_(context_length), f_(std::move(f)), costs_(costs) {}
+        : vocab_(std::move(vocab)), context_(context_length), f_(std::move(f)), costs_(std::move(costs)) {}
 
     const vocabulary& vocab() const { return vocab_; }
     int32_t vocab_size() const { return vocab_.size; }
@@ -75,7 +84,9 @@ public:
         ++calls;
         tokens_evaluated += int64_t(tokens.size());
         max_batch = std::max(max_batch, int32_t(tokens.size()));
-        if (costs_.clock) costs_.clock->seconds += costs_.per_call + costs_.per_token * double(tokens.size());
+        if (costs_.clock)
+            costs_.clock->seconds += costs_.per_call + costs_.per_token * double(tokens.size()) +
+                                     (costs_.extra ? costs_.extra(int32_t(tokens.size()), !logits.empty()) : 0.0);
     }
 
     void truncate(int32_t n) {
@@ -184,15 +195,11 @@ private:
 
 static_assert(greedy_model<argmax_model>, "argmax_model must satisfy greedy_model");
 
-inline uint64_t mix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
+// One step of splitmix64: x advanced by its gamma, then its output function (llmrt::testing::mix64).
+inline uint64_t splitmix64(uint64_t x) { return llmrt::testing::mix64(x + 0x9E3779B97F4A7C15ull); }
 
 // A uniform in [−1, 1) from a hash.
-inline float hash_unit(uint64_t h) { return float(double(mix64(h) >> 11) * 0x1.0p-52 - 1.0); }
+inline float hash_unit(uint64_t h) { return float(double(splitmix64(h) >> 11) * 0x1.0p-52 - 1.0); }
 
 // Pseudo-random logits: scale · U(−1, 1) hashed from (seed, the last `order` tokens (0: all of
 // them), token id), plus noise · U(−1, 1) hashed with noise_seed. A draft that shares the seed
@@ -201,9 +208,9 @@ inline logits_function hash_logits(uint64_t seed, int32_t order, float scale = 4
                                    float noise = 0.0f) {
     return [=](std::span<const int32_t> history, std::span<float> out) {
         const size_t window = order <= 0 ? history.size() : std::min(history.size(), size_t(order));
-        uint64_t h = mix64(seed);
-        for (int32_t t : history.last(window)) h = mix64(h ^ uint32_t(t));
-        uint64_t hn = mix64(h ^ mix64(noise_seed + 17));
+        uint64_t h = splitmix64(seed);
+        for (int32_t t : history.last(window)) h = splitmix64(h ^ uint32_t(t));
+        uint64_t hn = splitmix64(h ^ splitmix64(noise_seed + 17));
         for (size_t v = 0; v < out.size(); ++v) {
             out[v] = scale * hash_unit(h + v * 0x632BE59BD9B4E019ull);
             if (noise != 0.0f) out[v] += noise * hash_unit(hn + v * 0x8CB92BA72F3D8DD7ull);
