@@ -502,6 +502,16 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
                                                               cost_position + base.policy.n_max + 1));
     const model::llama_options options{.n_ctx = n_ctx, .max_batch = base.policy.n_max + 1};
     model::llama_model<Backend> target(backend, files.target, options);
+    // Sampled workloads' target: the same file, each token's top candidates picked on the device
+    // (llama_options::top_candidates), which a chain starting with top-k reads instead of its row.
+    // A model of its own, so that greedy runs do not pay for the top_k.
+    std::unique_ptr<model::llama_model<Backend>> sampling_target;
+    const bool sampled = std::any_of(workloads.begin(), workloads.end(), [](const workload& w) { return w.config.sampling.temperature > 0.0f; });
+    if (sampled && !a.logits_on_host && llmrt_examples::top_candidates_for(a.backend) > 0) {
+        model::llama_options sampling_options = options;
+        sampling_options.top_candidates = llmrt_examples::top_candidates_for(a.backend);
+        sampling_target = std::make_unique<model::llama_model<Backend>>(backend, files.target, sampling_options);
+    }
     model::llama_options draft_options = options;
     draft_options.top_probability = true;  // the drafter's p_min without reading its logits back
     model::llama_model<Backend> draft(backend, files.draft, draft_options);
@@ -536,7 +546,7 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
 
     call_costs costs;
     std::vector<measurement> results;
-    const auto measure_all = [&](auto& t, auto& d) {
+    const auto measure_all = [&](auto& t, auto& t_sampling, auto& d) {
         costs = measure_costs(t, d, base.policy.n_max + 1, 5 * a.reps, base);
         std::printf("cost:    target %.2f ms for 1 token, %.2f ms for %d (%.1fx one); draft %.2f ms for 1 token (%.2fx "
                     "the target's)%s\n",
@@ -544,16 +554,16 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
                     costs.draft_one * 1e3, costs.draft_one / costs.target_one,
                     a.logits_on_host ? "; every row's logits read back (--logits-on-host)" : "");
         for (const auto& w : workloads) {
-            results.push_back(measure(t, d, w, a));
+            results.push_back(w.config.sampling.temperature > 0.0f ? measure(t_sampling, d, w, a) : measure(t, d, w, a));
             std::printf("  done: %s, %s\n", w.name.c_str(), results.back().drafters.c_str());
             std::fflush(stdout);
         }
     };
     if (a.logits_on_host) {
         logits_on_host<model::llama_model<Backend>> t(target), d(draft);
-        measure_all(t, d);
+        measure_all(t, t, d);
     } else {
-        measure_all(target, draft);
+        measure_all(target, sampling_target ? *sampling_target : target, draft);
     }
     print_table(results);
 
@@ -579,6 +589,7 @@ int main(int argc, char** argv) {
         int status = 0;
         arguments chosen = a;
         chosen.overlap = a.overlap && llmrt_examples::overlap_allowed(backend);
+        chosen.backend = backend;
         llmrt_examples::with_backend(backend, [&](auto& b, const std::string& description) { status = run(b, description, chosen); });
         return status;
     } catch (const std::exception& e) {

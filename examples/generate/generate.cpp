@@ -285,6 +285,8 @@ void run(Model& m, const std::string& backend_description, const llmrt::gguf::fi
         chain->accept(prompt);
     }
     std::vector<float> margins;  // --margins: per generated token, its logit less the runner-up's
+    std::vector<int32_t> top_ids;  // a top_k_model's candidates for the chain's top-k
+    std::vector<float> top_logits;
     auto next_after = [&](int32_t last) {  // `last` enters the cache; the token after it
         if (!chain && !a.margins) return model::generate_greedy(m, std::span<const int32_t>(&last, 1), 1).front();
         const int32_t position = m.cache_length();
@@ -299,7 +301,18 @@ void run(Model& m, const std::string& backend_description, const llmrt::gguf::fi
             margins.push_back(row.size() > 1 ? row[best] - runner_up : 0.0f);
             return int32_t(best);
         }
-        const int32_t token = chain->sample(m.forward(std::span<const int32_t>(&last, 1), std::span<const int32_t>(&position, 1)));
+        int32_t token = 0;
+        if constexpr (sample::top_k_model<Model>) {
+            if (sample::reads_top_candidates(m, chain->leading_top_k())) {  // k candidates travel, not the row
+                top_ids.resize(std::size_t(m.top_candidates()));
+                top_logits.resize(top_ids.size());
+                m.eval_top(std::span<const int32_t>(&last, 1), position, top_ids, top_logits);
+                token = chain->sample_top(top_ids, top_logits);
+                chain->accept(token);
+                return token;
+            }
+        }
+        token = chain->sample(m.forward(std::span<const int32_t>(&last, 1), std::span<const int32_t>(&position, 1)));
         chain->accept(token);
         return token;
     };
@@ -405,19 +418,23 @@ int main(int argc, char** argv) {
         }
         llmrt_examples::with_backend(backend, [&](auto& b, const std::string& description) {
             using backend_type = std::remove_reference_t<decltype(b)>;
+            model::llama_options one = options;
+            // Sampling reads each token's top candidates, picked on the device, not its logits.
+            if (a.temperature > 0.0f) one.top_candidates = llmrt_examples::top_candidates_for(backend);
             if (!speculative(a)) {
-                model::llama_model<backend_type> m(b, file, options);
+                model::llama_model<backend_type> m(b, file, one);
                 run(m, description, *file, a, s);
                 return;
             }
             // A verification of n_max + 1 tokens in one forward call; the draft's p_min read on its device.
-            model::llama_options target_options = options;
-            target_options.max_batch = std::max(options.max_batch, sample::draft_policy{}.n_max + 1);
+            model::llama_options target_options = one;
+            target_options.max_batch = std::max(one.max_batch, sample::draft_policy{}.n_max + 1);
             model::llama_model<backend_type> m(b, file, target_options);
             std::unique_ptr<model::llama_model<backend_type>> draft;
             if (!a.draft_path.empty()) {
                 model::llama_options draft_options = target_options;
                 draft_options.top_probability = true;
+                draft_options.top_candidates = 0;  // it drafts greedily
                 draft = std::make_unique<model::llama_model<backend_type>>(
                     b, std::make_shared<const gguf::file>(gguf::file::open(a.draft_path)), draft_options);
             }

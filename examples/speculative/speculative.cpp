@@ -171,7 +171,10 @@ int run(Backend& backend, const std::string& backend_description, const spec::mo
     const auto ctx_of = [](const gguf::file& f) { return model::load_llama_weights(f).hparams.n_ctx_train; };
     const int32_t n_ctx = spec::cache_length_for(ctx_of(*files.target), prompt.size(), a.n_new, config.policy);
     const model::llama_options options{.n_ctx = n_ctx, .max_batch = std::min(config.policy.n_max + 1, 64)};
-    model::llama_model<Backend> target(backend, files.target, options);
+    model::llama_options target_options = options;
+    // Sampling reads each token's top candidates, picked on the device, not its logits.
+    if (a.temperature > 0.0f) target_options.top_candidates = llmrt_examples::top_candidates_for(a.backend);
+    model::llama_model<Backend> target(backend, files.target, target_options);
     std::unique_ptr<model::llama_model<Backend>> draft;
     model::llama_options draft_options = options;
     draft_options.top_probability = true;  // the drafter's p_min without reading its logits back
@@ -247,6 +250,7 @@ int main(int argc, char** argv) {
         int status = 0;
         arguments chosen = a;
         chosen.overlap = a.overlap && llmrt_examples::overlap_allowed(backend);
+        chosen.backend = backend;
         llmrt_examples::with_backend(backend, [&](auto& b, const std::string& description) {
             status = run(b, description, files, chosen);
         });

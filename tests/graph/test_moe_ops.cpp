@@ -40,7 +40,47 @@ std::vector<int32_t> cpu_top_k(const std::vector<float>& x, int64_t n, int64_t k
     return y;
 }
 
+// What top_k is defined by: k scans, pick j the first index of the largest value among those
+// after pick j - 1 in (value descending, index ascending) order; a scan that finds nothing picks j.
+std::vector<int32_t> scanned_top_k(const float* x, int64_t n, int64_t k) {
+    std::vector<int32_t> y;
+    int64_t prev = -1;
+    for (int64_t j = 0; j < k; ++j) {
+        int64_t best = -1;
+        for (int64_t i = 0; i < n; ++i) {
+            if (prev >= 0 && !(x[i] < x[prev] || (x[i] == x[prev] && i > prev))) continue;
+            if (best < 0 || x[i] > x[best]) best = i;
+        }
+        if (best < 0) best = j;
+        y.push_back(int32_t(best));
+        prev = best;
+    }
+    return y;
+}
+
 }  // namespace
+
+TEST_CASE("top_k picks what k scans of the column find, over long columns with ties, signed zeros, -inf and NaN") {
+    const int64_t n = 5003, cols = 6;
+    auto x = testing::gaussian(n * cols, 41);
+    for (float& v : x) v = std::round(v * 4.0f) / 4.0f;  // many equal values
+    const float inf = std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < n; i += 97) x[std::size_t(i)] = (i / 97) % 2 ? 0.0f : -0.0f;  // column 0: signed zeros
+    x[std::size_t(n + 5)] = inf;                                                          // column 1: +inf
+    for (int64_t i = 0; i < n; i += 3) x[std::size_t(n + i + 1)] = -inf;
+    x[std::size_t(2 * n)] = poison;                                                       // column 2: NaN at index 0
+    for (int64_t i = 1; i < n; i += 5) x[std::size_t(3 * n + i)] = poison;                // column 3: NaN elsewhere
+    for (int64_t i = 0; i < n; ++i)                                                       // column 4: 3 values, the rest NaN
+        x[std::size_t(4 * n + i)] = i == 7 || i == 900 || i == 4000 ? float(i % 5) : poison;
+    for (int64_t k : {int64_t(1), int64_t(40), int64_t(64), int64_t(300)}) {
+        CAPTURE(k);
+        const auto y = cpu_top_k(x, n, k);
+        for (int64_t c = 0; c < cols; ++c) {
+            CAPTURE(c);
+            CHECK(std::vector<int32_t>(y.begin() + c * k, y.begin() + (c + 1) * k) == scanned_top_k(x.data() + c * n, n, k));
+        }
+    }
+}
 
 TEST_CASE("top_k gives the indices of the k largest values, largest first, for k = 1, k = n and between") {
     const int64_t n = 37, cols = 3;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -51,6 +52,45 @@ void check_eval_greedy(Backend& b, const std::vector<int32_t>& prompt, double to
     CHECK_THROWS_AS(ids.eval_greedy(std::span<const int32_t>(prompt).first(2), ids.cache_length(),
                                     std::span<int32_t>(again).first(1), {}),
                     llmrt::error);  // one id per token
+}
+
+// eval_top's candidates are the graph's top_k of the rows eval gives on the same backend, with
+// those rows' logits, in chunks of max_batch, the outputs poisoned first; more candidates than
+// the vocabulary holds are the whole vocabulary in order.
+template <class Backend>
+void check_eval_top(Backend& b, const std::vector<int32_t>& prompt) {
+    using model_type = model::llama_model<Backend>;
+    model_type rows(b, small_model_file(qtype::q8_0), {.n_ctx = 32, .max_batch = 3});
+    const std::size_t v = std::size_t(rows.vocab_size()), n = prompt.size();
+    std::vector<float> logits(n * v);
+    rows.eval(prompt, 0, logits);
+    CHECK(rows.top_candidates() == 0);
+    for (int32_t k : {40, 1, int32_t(v) + 5}) {
+        CAPTURE(k);
+        model_type top(b, small_model_file(qtype::q8_0), {.n_ctx = 32, .max_batch = 3, .top_candidates = k});
+        const std::size_t kept = std::min(std::size_t(k), v);
+        REQUIRE(top.top_candidates() == int32_t(kept));
+        std::vector<int32_t> ids(n * kept, -1);
+        std::vector<float> values(n * kept, NAN);
+        top.eval_top(prompt, 0, ids, values);
+        CHECK(top.cache_length() == int32_t(n));
+        std::vector<int32_t> expected(n * kept);
+        cpu::top_k(logits.data(), expected.data(), int64_t(v), int64_t(kept), int64_t(n));
+        CHECK(ids == expected);
+        bool same_logits = true;
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            same_logits = same_logits && ids[i] >= 0 && std::size_t(ids[i]) < v &&
+                          std::memcmp(&values[i], &logits[(i / kept) * v + std::size_t(ids[i])], sizeof(float)) == 0;
+        CHECK(same_logits);
+        CHECK_THROWS_AS(top.eval_top(prompt, 0, ids, values), llmrt::error);  // not at the cache's end
+        top.truncate(0);
+        CHECK_THROWS_AS(top.eval_top(prompt, 0, std::span<int32_t>(ids).first(kept), values), llmrt::error);  // k per token
+        CHECK(top.cache_length() == 0);
+    }
+    std::vector<int32_t> none(n);
+    std::vector<float> none_logits(n);
+    CHECK_THROWS_AS(rows.eval_top(prompt, rows.cache_length(), none, none_logits), llmrt::error);  // none built
+    CHECK_THROWS_AS((model_type(b, small_model_file(qtype::q8_0), {.n_ctx = 32, .top_candidates = -1})), llmrt::error);
 }
 
 }  // namespace llmrt::test

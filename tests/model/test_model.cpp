@@ -142,6 +142,11 @@ TEST_CASE("eval_greedy gives each row's argmax and softmax's value there, in chu
     test::check_eval_greedy(b, prompt, 0.0);
 }
 
+TEST_CASE("eval_top gives each row's top candidates and their logits, in chunks of max_batch, without the rows") {
+    cpu::backend b;
+    test::check_eval_top(b, prompt);
+}
+
 TEST_CASE("a model without output.weight reuses token_embd for the logits") {
     auto shape = test::small_shape(qtype::q8_0);
     shape.tied_output = true;

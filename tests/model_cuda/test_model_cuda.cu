@@ -156,6 +156,12 @@ TEST_CASE("eval_greedy on CUDA gives the argmax and top probability of the logit
     test::check_eval_greedy(b, prompt, 1e-5);  // the device's sum runs in another order than the host's
 }
 
+TEST_CASE("eval_top on CUDA gives each row's top candidates of the logits eval gives, without the rows") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    cuda::backend b;
+    test::check_eval_top(b, prompt);
+}
+
 TEST_CASE("the CUDA model gives the same tokens and logits on every run and after save and restore") {
     LLMRT_NEEDS_CUDA_DEVICE();
     for (qtype t : {qtype::q8_0, qtype::q4_K}) {

@@ -18,7 +18,10 @@
 //              when there are sinks (max over the scores and the sink)
 //   top_k           per column the k indices of the largest values, largest first, ties in index
 //                   order: pick j is the first index of the largest value among those after pick
-//                   j − 1 in that order (k scans of the column, nothing to sort or mark)
+//                   j − 1 in that order (what k scans of the column would find; found with a heap
+//                   of k held in y, so a vocabulary's top 40 costs one pass). NaN is never picked,
+//                   except that a NaN x[0] makes the picks 0, 1, ..., and picks past the last
+//                   non-NaN value are their own slot numbers j
 //   expert_weights  y_j = p[ids_j], then with expert_norm::sum y_j / max(float(Σ_j y_j), 2⁻¹⁴)
 //                   (Σ in double)
 //                   or with expert_norm::softmax the softmax of the k values
@@ -265,21 +268,42 @@ inline void argmax(const float* x, int32_t* y, int64_t n, int64_t cols) {
     }
 }
 
-// y: cols columns of k indices into columns of n values of x (see top_k above). The same scans
-// run on every backend, so the indices agree everywhere for the same values.
+// y: cols columns of k indices into columns of n values of x (see top_k above). Every backend
+// picks the same, so the indices agree everywhere for the same values.
 inline void top_k(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols) {
     for (int64_t c = 0; c < cols; ++c, x += n, y += k) {
-        int64_t prev = -1;
-        for (int64_t j = 0; j < k; ++j) {
-            int64_t best = -1;
+        // before(a, b): a comes first in (value descending, index ascending) order; NaN never does.
+        const auto before = [x](int32_t a, int32_t b) { return x[a] > x[b] || (x[a] == x[b] && a < b); };
+        // Writes the (up to) `want` first non-NaN values after `prev` (−1: from the start) in that
+        // order to out, with a heap of them held in out whose top is the worst (before as "less").
+        const auto first_after = [&](int64_t prev, int32_t* out, int64_t want) {
+            int64_t held = 0;
             for (int64_t i = 0; i < n; ++i) {
-                // After the previous pick: smaller, or equal and later.
-                if (prev >= 0 && !(x[i] < x[prev] || (x[i] == x[prev] && i > prev))) continue;
-                if (best < 0 || x[i] > x[best]) best = i;
+                if (std::isnan(x[i]) || (prev >= 0 && !before(int32_t(prev), int32_t(i)))) continue;
+                if (held < want) {
+                    out[held++] = int32_t(i);
+                    std::push_heap(out, out + held, before);
+                } else if (before(int32_t(i), out[0])) {
+                    std::pop_heap(out, out + held, before);
+                    out[held - 1] = int32_t(i);
+                    std::push_heap(out, out + held, before);
+                }
             }
-            if (best < 0) best = j;  // only NaNs remain: any valid index
-            y[j] = int32_t(best);
-            prev = best;
+            std::sort_heap(out, out + held, before);
+            return held;
+        };
+        // The scans' quirks: the first scan keeps a NaN x[0] (nothing compares greater), and a scan
+        // after a NaN pick, or past the last value, finds nothing and picks its slot number j; the
+        // next scan goes on from that pick's value. (Columns without NaN never meet either.)
+        int64_t j = 0, prev = -1;
+        if (std::isnan(x[0])) y[j++] = 0, prev = 0;
+        while (j < k) {
+            if (prev < 0 || !std::isnan(x[prev])) {
+                j += first_after(prev, y + j, k - j);
+                if (j == k) break;
+            }
+            y[j] = int32_t(j);
+            prev = j++;
         }
     }
 }

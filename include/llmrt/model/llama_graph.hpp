@@ -47,6 +47,9 @@ struct llama_graph {
     graph::tensor tokens, positions;  // inputs: one i32 per token
     graph::tensor logits, next;       // outputs: n_vocab floats and the argmax per token
     graph::tensor top;                // optional output (with_top_probability): softmax's value at the argmax
+    // Optional outputs (with_top_candidates): each token's k largest logits, their ids best first
+    // (graph::op::top_k's order: logit descending, id ascending) and the logits themselves.
+    graph::tensor top_ids, top_logits;
     std::vector<graph::tensor> k_cache, v_cache;  // states: n_embd_kv x n_ctx per layer
 };
 
@@ -183,7 +186,7 @@ inline llama_graph build_llama_graph(const llama_weights& w, int32_t n_ctx, int3
     const llama_hparams& h = w.hparams;
     check(n_ctx >= 1, errc::invalid_argument,
           [&] { return "llama graph: n_ctx = " + std::to_string(n_ctx) + " must be at least 1"; });
-    llama_graph m{graph::graph(max_batch), {}, {}, {}, {}, {}, {}, {}};
+    llama_graph m{graph::graph(max_batch), {}, {}, {}, {}, {}, {}, {}, {}, {}};
     graph::graph& g = m.g;
     detail::block_builder b(g, h, ranks);
 
@@ -227,6 +230,19 @@ inline llama_graph with_top_probability(llama_graph m) {
     m.top = m.g.top_probability(m.logits);
     m.g.set_name(m.top, "top_probability");
     m.g.mark_output(m.top);
+    return m;
+}
+
+// Adds each token's k best candidates (min(k, n_vocab)) as outputs: what a sampler chain that
+// starts with top-k reads, so that k ids and logits travel instead of n_vocab logits.
+inline llama_graph with_top_candidates(llama_graph m, int64_t k) {
+    const int64_t n_vocab = m.g.nodes()[std::size_t(m.logits.id)].ne0;
+    m.top_ids = m.g.top_k(m.logits, std::min(k, n_vocab));
+    m.g.set_name(m.top_ids, "top_ids");
+    m.g.mark_output(m.top_ids);
+    m.top_logits = m.g.expert_weights(m.logits, m.top_ids, graph::expert_norm::none);  // logits[top_ids[j]]
+    m.g.set_name(m.top_logits, "top_logits");
+    m.g.mark_output(m.top_logits);
     return m;
 }
 

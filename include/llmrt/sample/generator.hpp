@@ -205,18 +205,46 @@ private:
         else return false;
     }
 
-    // The target evaluates tokens at position: ids_ = the argmax of each row (argmax: argmax_rows()
-    // only), or rows_ = the rows themselves. Untimed: the callers time it, on whichever thread.
-    void evaluate(std::span<const int32_t> tokens, int32_t position, bool argmax) {
-        if (argmax) {
+    // What a target call reads of each row: its argmax id, its best candidates (a top_k_model, for
+    // a chain that starts with top-k), or the row itself.
+    enum class row_read { argmax, top, rows };
+    row_read reading(bool point_mass_draft) const {
+        if (argmax_rows() && point_mass_draft) return row_read::argmax;
+        return reads_top_candidates(target_, chain_.leading_top_k()) ? row_read::top : row_read::rows;
+    }
+
+    // The target evaluates tokens at position: ids_ = the argmax of each row, top_ids_ and
+    // top_logits_ = each row's best candidates, or rows_ = the rows themselves. Untimed: the
+    // callers time it, on whichever thread.
+    void evaluate(std::span<const int32_t> tokens, int32_t position, row_read read) {
+        if (read == row_read::argmax) {
             if constexpr (greedy_model<Target>) {
                 ids_.resize(tokens.size());
                 target_.eval_greedy(tokens, position, ids_, {});
+            }
+        } else if (read == row_read::top) {
+            if constexpr (top_k_model<Target>) {
+                top_ids_.resize(tokens.size() * candidates_per_row());
+                top_logits_.resize(top_ids_.size());
+                target_.eval_top(tokens, position, top_ids_, top_logits_);
             }
         } else {
             rows_.resize(tokens.size() * size_t(target_.vocab_size()));
             target_.eval(tokens, position, rows_);
         }
+    }
+
+    size_t candidates_per_row() const {
+        if constexpr (top_k_model<Target>) return size_t(target_.top_candidates());
+        else return 0;
+    }
+
+    // The token the chain draws from the target's first row (plain decoding).
+    int32_t sample_first_row(row_read read) const {
+        if (read == row_read::argmax) return ids_[0];
+        if (read == row_read::rows) return chain_.sample(rows_);
+        const size_t k = candidates_per_row();
+        return chain_.sample_top(std::span<const int32_t>(top_ids_).first(k), std::span<const float>(top_logits_).first(k));
     }
 
     int32_t draft_limit(const drafter_slot& s, int32_t cap) const {
@@ -292,10 +320,10 @@ private:
 
     std::vector<int32_t> plain_step() {
         carried_.clear();  // drafted for a round that this step replaces
-        const bool argmax = argmax_rows();
+        const row_read read = reading(true);
         const double t0 = now();
-        timed_target([&] { evaluate(std::span<const int32_t>(&sequence_.back(), 1), int32_t(sequence_.size()) - 1, argmax); }, 1);
-        const int32_t y = argmax ? ids_[0] : chain_.sample(rows_);
+        timed_target([&] { evaluate(std::span<const int32_t>(&sequence_.back(), 1), int32_t(sequence_.size()) - 1, read); }, 1);
+        const int32_t y = sample_first_row(read);
         observe_verify_cost(1, now() - t0);
         chain_.accept(y);
         ++stats_.plain_steps;
@@ -340,9 +368,9 @@ private:
         batch_.assign(1, sequence_.back());
         batch_.insert(batch_.end(), draft_.tokens.begin(), draft_.tokens.end());
         // The rows' argmax ids are all a verification of point-mass drafts reads.
-        const bool argmax = argmax_rows() && draft_.point_mass();
+        const row_read read = reading(draft_.point_mass());
         const bool ahead = worth_drafting_ahead(chosen);
-        auto eval = [&, position = int32_t(length) - 1] { evaluate(batch_, position, argmax); };
+        auto eval = [&, position = int32_t(length) - 1] { evaluate(batch_, position, read); };
         const double t0 = now();
         if (ahead) {
             evaluate_while_drafting_ahead(eval, chosen);
@@ -351,8 +379,11 @@ private:
             timed_target(eval, batch_.size());
             moving_average(verify_, steady_seconds_since(steady0), lookahead_weight);
         }
-        const verify_result v = argmax ? verify_argmax(draft_, ids_, chain_, stop)
-                                       : verify_draft<Rule>(draft_, rows_, vocab, chain_, policy_.mode, stop);
+        const verify_result v =
+            read == row_read::argmax ? verify_argmax(draft_, ids_, chain_, stop)
+            : read == row_read::top  ? verify_draft_top<Rule>(draft_, top_ids_, top_logits_, candidates_per_row(), vocab,
+                                                              chain_, policy_.mode, stop)
+                                     : verify_draft<Rule>(draft_, rows_, vocab, chain_, policy_.mode, stop);
         observe_verify_cost(batch_.size(), now() - t0);
         // The cache must end up holding the new sequence minus its last token.
         const int32_t keep = int32_t(length + v.emitted.size()) - 1;
@@ -547,7 +578,8 @@ private:
     speculative_stats stats_;
 
     std::vector<int32_t> sequence_, batch_, ids_, guess_;
-    std::vector<float> rows_;
+    std::vector<float> rows_, top_logits_;
+    std::vector<int32_t> top_ids_;
     draft draft_, ahead_, carried_, extension_;  // carried_: ahead_ past its guess, when the guess came true
     size_t carried_slot_ = 0;
     // The look-ahead's gate (worth_drafting_ahead): moving averages (the newest weighing

@@ -71,6 +71,31 @@ concept greedy_model = causal_model<M> && requires(M& m, const M& cm, std::span<
     { cm.has_top_probability() } -> std::convertible_to<bool>;
 };
 
+// A causal_model that can also pick each row's best candidates on its device, so that a sampler
+// chain starting with top-k (sampler_chain::leading_top_k() <= top_candidates()) reads k ids and
+// logits per token instead of the vocabulary's logits:
+//   top_candidates(): how many candidates eval_top gives per row (0: none).
+//   eval_top(tokens, first_position, ids_out, logits_out): as eval, but row i's top_candidates()
+//       largest logits and their ids, best first in (logit descending, id ascending) order, go to
+//       ids_out / logits_out[i · top_candidates() ...]; both hold tokens.size() · top_candidates().
+// A NaN logit outside the candidates goes unnoticed, as it does in eval_greedy's argmax.
+template <class M>
+concept top_k_model = causal_model<M> && requires(M& m, const M& cm, std::span<const int32_t> tokens, int32_t position,
+                                                  std::span<int32_t> ids_out, std::span<float> logits_out) {
+    { cm.top_candidates() } -> std::convertible_to<int32_t>;
+    m.eval_top(tokens, position, ids_out, logits_out);
+};
+
+// Whether model m can serve chain's rows as top candidates (top_k_model with enough of them, and
+// a top-k that narrows the vocabulary).
+template <class M>
+bool reads_top_candidates(const M& m, int32_t leading_top_k) {
+    if constexpr (top_k_model<M>)
+        return leading_top_k > 0 && leading_top_k < m.vocab_size() && leading_top_k <= m.top_candidates();
+    else
+        return false;
+}
+
 namespace detail {
 inline std::string quoted_token(const std::string& text) {
     std::string out = "\"";

@@ -136,6 +136,63 @@ public:
         } else {
             work_.load(logits);
         }
+        return finish(first);
+    }
+
+    // The k of a chain whose first stage is top-k (k > 0), else 0. Such a chain's distribution
+    // depends on a row's k best candidates alone, which a model can pick on its device
+    // (sample::top_k_model), so that k ids and logits travel instead of the vocabulary's logits.
+    int32_t leading_top_k() const noexcept {
+        const top_k_stage* top = stages_.empty() ? nullptr : std::get_if<top_k_stage>(&stages_.front());
+        return top && top->k > 0 ? top->k : 0;
+    }
+
+    // distribution(row) from the row's best candidates alone: ids and logits of at least
+    // leading_top_k() of them, best first in (logit descending, id ascending) order, as the graph's
+    // top_k gives them; the first leading_top_k() are used. The same distribution as the whole row
+    // gives whenever leading_top_k() is below the vocabulary's size.
+    token_distribution distribution_of_top(std::span<const int32_t> ids, std::span<const float> logits) const {
+        const int32_t k = leading_top_k();
+        check(k > 0 && ids.size() == logits.size() && ids.size() >= std::size_t(k), errc::invalid_argument, [&] {
+            return "sampler_chain::distribution_of_top: " + std::to_string(ids.size()) + " ids and " +
+                   std::to_string(logits.size()) + " logits for a chain whose first stage keeps the top " + std::to_string(k) +
+                   (k > 0 ? "" : " (the chain does not start with top-k)");
+        });
+        work_.items.resize(std::size_t(k));
+        for (std::size_t i = 0; i < std::size_t(k); ++i) {
+            candidate_set::check_logit(std::size_t(std::max(ids[i], 0)), logits[i]);
+            work_.items[i] = {ids[i], logits[i]};
+            // A model that picked them wrongly would give another distribution silently.
+            check(ids[i] >= 0 && (i == 0 || candidate_set::before(work_.items[i - 1], work_.items[i])),
+                  errc::invalid_argument, [&] {
+                      return "sampler_chain::distribution_of_top: candidate " + std::to_string(i) + " (token " +
+                             std::to_string(ids[i]) + ", logit " + std::to_string(logits[i]) +
+                             ") is negative or does not follow the one before in (logit descending, id ascending) order";
+                  });
+        }
+        work_.sorted = true;
+        work_.identity = false;
+        return finish(1);
+    }
+
+    // The chain's uniform at the current position, for a stream (its own by default).
+    double uniform() const noexcept { return uniform01(seed_, position(), stream_); }
+    double uniform(rng_stream s) const noexcept { return uniform01(seed_, position(), s); }
+
+    // Samples the next token (does not accept it).
+    int32_t sample(std::span<const float> logits) const {
+        return pick(distribution(logits));
+    }
+    // The same, from a row's best candidates (distribution_of_top).
+    int32_t sample_top(std::span<const int32_t> ids, std::span<const float> logits) const {
+        return pick(distribution_of_top(ids, logits));
+    }
+
+private:
+    int32_t pick(const token_distribution& d) const { return greedy_ ? d.argmax() : d.draw(uniform()); }
+
+    // The stages from `first` on, applied to work_, and the survivors' distribution.
+    token_distribution finish(std::size_t first) const {
         for (std::size_t i = first; i < stages_.size(); ++i)
             std::visit([&](const auto& stage) { stage.apply(work_, history_); }, stages_[i]);
         check(!work_.items.empty(), errc::invalid_argument, "sampler chain: no candidate survived the stages");
@@ -146,17 +203,6 @@ public:
         return token_distribution::from_weights(std::move(weights));
     }
 
-    // The chain's uniform at the current position, for a stream (its own by default).
-    double uniform() const noexcept { return uniform01(seed_, position(), stream_); }
-    double uniform(rng_stream s) const noexcept { return uniform01(seed_, position(), s); }
-
-    // Samples the next token (does not accept it).
-    int32_t sample(std::span<const float> logits) const {
-        const token_distribution d = distribution(logits);
-        return greedy_ ? d.argmax() : d.draw(uniform());
-    }
-
-private:
     std::vector<sampler_stage> stages_;
     uint64_t seed_ = 0;
     rng_stream stream_ = rng_stream::target_sample;

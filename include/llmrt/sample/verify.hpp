@@ -47,26 +47,29 @@ struct verify_result {
     std::vector<int32_t> emitted;       // accepted drafts, then the correction or bonus token (if any)
 };
 
-// Verifies `d` against `rows` ((d.tokens.size() + 1) × vocab_size floats). Every emitted token is
-// accepted into `chain`. Stops after an emitted `stop_token` (−1: none), so nothing follows EOS.
-template <class Rule = ratio_rule>
-verify_result verify_draft(const draft& d, std::span<const float> rows, int32_t vocab_size, sampler_chain& chain,
-                           verification mode = verification::automatic, int32_t stop_token = -1) {
-    static_assert(rejection_rule<Rule>, "verify_draft<Rule>: Rule must provide static accept(p, q, r) and recovery(p, q)");
+namespace detail {
+
+// The draft's shape against its vocabulary and its distributions.
+inline void check_draft(const draft& d, int32_t vocab_size, const char* who) {
     const size_t n = d.tokens.size();
-    check(vocab_size > 0 && rows.size() == (n + 1) * size_t(vocab_size), errc::shape_mismatch, [&] {
-        return "verify_draft: " + std::to_string(rows.size()) + " logits for a draft of " + std::to_string(n) +
-               " tokens and a vocabulary of " + std::to_string(vocab_size) + " (need (n + 1) x vocab)";
-    });
     check(d.q.empty() || d.q.size() == n, errc::shape_mismatch, [&] {
-        return "verify_draft: a sampled draft of " + std::to_string(n) + " tokens carries " +
+        return std::string(who) + ": a sampled draft of " + std::to_string(n) + " tokens carries " +
                std::to_string(d.q.size()) + " distributions";
     });
     for (int32_t x : d.tokens)
         check(x >= 0 && x < vocab_size, errc::invalid_argument, [&] {
-            return "verify_draft: draft token " + std::to_string(x) + " is outside the vocabulary of " +
+            return std::string(who) + ": draft token " + std::to_string(x) + " is outside the vocabulary of " +
                    std::to_string(vocab_size);
         });
+}
+
+// The verification itself, p_i = row_distribution(i) taken in row order (after the chain accepted
+// x_1 .. x_i).
+template <class Rule, class RowDistribution>
+verify_result verify_rows(const draft& d, sampler_chain& chain, verification mode, int32_t stop_token,
+                          RowDistribution&& row_distribution) {
+    static_assert(rejection_rule<Rule>, "verify_draft<Rule>: Rule must provide static accept(p, q, r) and recovery(p, q)");
+    const size_t n = d.tokens.size();
     const bool ratio_test = mode == verification::automatic && !d.point_mass();
 
     verify_result result;
@@ -76,8 +79,7 @@ verify_result verify_draft(const draft& d, std::span<const float> rows, int32_t 
         return token != stop_token;
     };
     for (size_t i = 0; i <= n; ++i) {
-        const std::span<const float> row = rows.subspan(i * size_t(vocab_size), size_t(vocab_size));
-        const token_distribution p = chain.distribution(row);
+        const token_distribution p = row_distribution(i);
         if (i == n || !ratio_test) {
             // Sample-and-compare (and the bonus token): the target's own draw, exactly as plain
             // decoding makes it at this position; the draft survives while it matches.
@@ -105,6 +107,42 @@ verify_result verify_draft(const draft& d, std::span<const float> rows, int32_t 
         break;
     }
     return result;
+}
+
+}  // namespace detail
+
+// Verifies `d` against `rows` ((d.tokens.size() + 1) × vocab_size floats). Every emitted token is
+// accepted into `chain`. Stops after an emitted `stop_token` (−1: none), so nothing follows EOS.
+template <class Rule = ratio_rule>
+verify_result verify_draft(const draft& d, std::span<const float> rows, int32_t vocab_size, sampler_chain& chain,
+                           verification mode = verification::automatic, int32_t stop_token = -1) {
+    const size_t n = d.tokens.size();
+    check(vocab_size > 0 && rows.size() == (n + 1) * size_t(vocab_size), errc::shape_mismatch, [&] {
+        return "verify_draft: " + std::to_string(rows.size()) + " logits for a draft of " + std::to_string(n) +
+               " tokens and a vocabulary of " + std::to_string(vocab_size) + " (need (n + 1) x vocab)";
+    });
+    detail::check_draft(d, vocab_size, "verify_draft");
+    return detail::verify_rows<Rule>(d, chain, mode, stop_token, [&](size_t i) {
+        return chain.distribution(rows.subspan(i * size_t(vocab_size), size_t(vocab_size)));
+    });
+}
+
+// verify_draft with each row given as its best candidates (a top_k_model's eval_top: k ids and
+// logits per row, best first) for a chain that starts with top-k (sampler_chain::leading_top_k()
+// <= k): the same result as verify_draft over the whole rows.
+template <class Rule = ratio_rule>
+verify_result verify_draft_top(const draft& d, std::span<const int32_t> ids, std::span<const float> logits, size_t k,
+                               int32_t vocab_size, sampler_chain& chain, verification mode = verification::automatic,
+                               int32_t stop_token = -1) {
+    const size_t n = d.tokens.size();
+    check(k > 0 && ids.size() == (n + 1) * k && logits.size() == ids.size(), errc::shape_mismatch, [&] {
+        return "verify_draft_top: " + std::to_string(ids.size()) + " ids and " + std::to_string(logits.size()) +
+               " logits for a draft of " + std::to_string(n) + " tokens and " + std::to_string(k) +
+               " candidates per row (need (n + 1) x k of each)";
+    });
+    detail::check_draft(d, vocab_size, "verify_draft_top");
+    return detail::verify_rows<Rule>(d, chain, mode, stop_token,
+                                     [&](size_t i) { return chain.distribution_of_top(ids.subspan(i * k, k), logits.subspan(i * k, k)); });
 }
 
 // verify_draft for a point-mass draft and a chain that picks the argmax (sampler_chain::

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "llmrt/core/error.hpp"
+#include "llmrt/cpu/ops.hpp"
 #include "llmrt/sample/model.hpp"
 #include "llmrt/testing/generate.hpp"
 
@@ -194,6 +195,45 @@ private:
 };
 
 static_assert(greedy_model<argmax_model>, "argmax_model must satisfy greedy_model");
+
+// A function_model that also picks each row's `k` best candidates itself (top_k_model), with the
+// graph's top_k (cpu::top_k, the order every backend gives), as llama_model does on its device with
+// llama_options::top_candidates; logit_rows counts the rows eval handed out, top_rows those
+// eval_top reduced.
+class top_candidates_model {
+public:
+    top_candidates_model(function_model inner, int32_t k) : inner_(std::move(inner)), k_(k) {}
+
+    const vocabulary& vocab() const { return inner_.vocab(); }
+    int32_t vocab_size() const { return inner_.vocab_size(); }
+    int32_t context_length() const { return inner_.context_length(); }
+    int32_t cache_length() const { return inner_.cache_length(); }
+    int32_t top_candidates() const { return k_; }
+
+    void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
+        inner_.eval(tokens, position, logits);
+        if (!logits.empty()) logit_rows += int64_t(tokens.size());
+    }
+    void eval_top(std::span<const int32_t> tokens, int32_t position, std::span<int32_t> ids, std::span<float> logits) {
+        const size_t v = size_t(vocab_size()), k = size_t(k_);
+        check(ids.size() == tokens.size() * k && logits.size() == ids.size(), errc::invalid_argument,
+              "top_candidates_model: k ids and k logits per token");
+        std::vector<float> rows(tokens.size() * v);
+        inner_.eval(tokens, position, rows);
+        cpu::top_k(rows.data(), ids.data(), int64_t(v), int64_t(k), int64_t(tokens.size()));
+        for (size_t i = 0; i < ids.size(); ++i) logits[i] = rows[(i / k) * v + size_t(ids[i])];
+        top_rows += int64_t(tokens.size());
+    }
+    void truncate(int32_t n) { inner_.truncate(n); }
+
+    int64_t logit_rows = 0, top_rows = 0;
+
+private:
+    function_model inner_;
+    int32_t k_;
+};
+
+static_assert(top_k_model<top_candidates_model>, "top_candidates_model must satisfy top_k_model");
 
 // One step of splitmix64: x advanced by its gamma, then its output function (llmrt::testing::mix64).
 inline uint64_t splitmix64(uint64_t x) { return llmrt::testing::mix64(x + 0x9E3779B97F4A7C15ull); }
