@@ -86,6 +86,36 @@ TEST_CASE("a draft model catches up on the tokens it missed in one forward call 
     }
 }
 
+TEST_CASE("a draft model's catch_up evaluates all but the last tokens it missed, and its next proposal the rest in "
+          "the first draft token's call") {
+    constexpr int32_t batch = 8;
+    batched_model m(hash_model(0.0f), batch);
+    model_drafter<batched_model> d(m, sampler_chain(sampling_params::greedy()));
+    std::vector<int32_t> seq = prompt;
+    d.begin(seq);
+    d.catch_up(seq, 2);  // the prompt but its last 2 tokens
+    CHECK(m.cache_length() == int32_t(prompt.size()) - 2);
+    draft out;
+    d.propose({seq, 1, 0.0f}, out);
+    for (int32_t i = 0; i < 40; ++i) seq.push_back((3 * i + 2) % vocab_size);
+
+    drafter_work before = d.work();
+    d.catch_up(seq, 2);
+    CHECK(d.work().catch_up - before.catch_up == 40 - 2);
+    CHECK(d.work().forwards - before.forwards == chunks(40 - 2, batch));
+    CHECK(m.cache_length() == int32_t(seq.size()) - 2);
+    before = d.work();
+    d.catch_up(seq, 2);  // nothing more to leave out
+    CHECK(d.work().forwards == before.forwards);
+
+    d.propose({seq, 3, 0.0f}, out);
+    CHECK(d.work().catch_up - before.catch_up == 2);
+    CHECK(d.work().forwards - before.forwards == 3);  // one call per draft token, the first with the 2 caught up
+    REQUIRE(out.tokens.size() == 3);
+    const std::vector<float> expected = m.inner().logits_after(seq);
+    CHECK(out.tokens[0] == int32_t(std::max_element(expected.begin(), expected.end()) - expected.begin()));
+}
+
 TEST_CASE("a draft model without max_batch catches up in at most two calls") {
     function_model m = hash_model(0.0f);
     model_drafter<function_model> d(m, sampler_chain(sampling_params::greedy()));

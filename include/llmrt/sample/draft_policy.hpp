@@ -27,17 +27,21 @@ enum class verification {
 //   E(n) / (n·d + v(n + 1)),   E(n) = Σ_{i=0..n} α^i,
 // where E(n) is a round's expected tokens when each draft token is accepted with probability α
 // given the ones before it (α = accepted / (accepted + rejections), moving averages over rounds),
-// d is the drafter's seconds per draft token, and v(m) the seconds of evaluating m tokens on the
-// target and verifying them (m = 1: a plain step), each a moving average of what was measured; a
+// d is the seconds of one forward call of the drafter's model (a draft of n tokens takes about n,
+// the first shared with the catch-up on the round's emitted tokens; a drafter without a model: its
+// seconds per proposed token), and v(m) the seconds of evaluating m tokens on the target and
+// verifying them (m = 1: a plain step), each a moving average of what was measured. d is timed on
+// a round's proposal alone: what the drafter missed beyond a round's tokens (the prompt, a plain
+// phase) it catches up on first, apart (drafter::catch_up), so every drafting round measures d. A
 // v(m) not yet measured is taken as the nearest measured one below it (0 below all): optimistic,
-// so a round tries that length and measures it. A verification's cost is not linear in m on every backend: the CUDA mat-vec takes 8
-// columns at once, so 9..16 tokens cost about two passes over the weights. On tools/train_pair's
-// pair (H200) a draft token costs 0.42× a target step, which makes long drafts a loss even when
-// most of their tokens are accepted. With the fallback on, when no drafter's fastest length is
-// predicted to beat a plain step (1 / v(1)), the step is decoded plainly and counted as a fallback
-// step; after fallback.backoff_tokens such steps one round speculates anyway, to measure α again,
-// and while the prediction holds the interval doubles up to fallback.max_backoff_tokens. Until a
-// round has measured d and some v, and with cost_aware
+// so a round tries that length and measures it. A verification's cost is not linear in m on every
+// backend: the CUDA mat-vec takes 8 columns at once, so 9..16 tokens cost about two passes over the
+// weights. On tools/train_pair's pair (H200) a draft token costs 0.42× a target step, which makes
+// long drafts a loss even when most of their tokens are accepted. With the fallback on, when no
+// drafter's fastest length is predicted to beat a plain step (1 / v(1)), the step is decoded
+// plainly and counted as a fallback step; after fallback.backoff_tokens such steps one round
+// speculates anyway, to measure α and d again, and while the prediction holds the interval doubles
+// up to fallback.max_backoff_tokens. Until a round has measured d and some v, and with cost_aware
 // off: the length follows the accepted tokens, a moving average of the accepted tokens per round
 // (a fully accepted draft counts as at least the limit it was drafted under, so a drafter that is
 // always right keeps growing) plus `headroom`, clamped to [1, n_max]. The costs are timed with the
@@ -45,11 +49,15 @@ enum class verification {
 // and so, like the fallback's schedule, does a speculative-sampling token stream. Where one must be
 // bit-reproducible, pass a deterministic clock or turn cost_aware off.
 //
-// cost_aware is off by default until it is measured on the GPU: its first run there (H200,
+// cost_aware is off by default until it is measured on the GPU. Its first run there (H200,
 // tools/train_pair's quick pair) priced a draft token with the draft model's prompt prefill in it
-// and went plain (0.95x where the acceptance rule gave 1.20x); that is mended (only calls that
-// catch up on a round's tokens are timed) but not yet measured. It took the n-gram drafter from
-// 2.84x to 2.92x on code and from 2.91x to 3.09x on prose in that run.
+// and went plain (0.95x where the acceptance rule gave 1.20x); it took the n-gram drafter from
+// 2.84x to 2.92x on code and from 2.91x to 3.09x on prose. Its second (a trained 174M target, a
+// 10x smaller draft, code, greedy, acceptance 0.99) gave 1.19x for the acceptance rule's 1.39x:
+// d was then seconds per draft token, which drafts cut short by p_min inflated, and was timed only
+// on proposals that caught up on no more than a round's tokens, so never again after a plain
+// phase, and decoding stayed plain. Both are mended (d per forward call, catch-up apart) but not
+// yet measured.
 struct adaptive_length {
     bool enabled = true;
     bool cost_aware = false;

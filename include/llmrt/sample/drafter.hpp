@@ -57,6 +57,12 @@ public:
     virtual void begin(std::span<const int32_t> prompt) = 0;
     // Writes at most request.n_max tokens to `out` (cleared first); may propose nothing.
     virtual void propose(const draft_request& request, draft& out) = 0;
+    // A drafter whose model evaluates the sequence tokens it missed (the prompt, a window decoded
+    // without it) evaluates them here, all but the last `leave`, which the next propose of this
+    // sequence evaluates in its first forward call; nothing when it missed no more than `leave`.
+    // The generator calls it before a round's proposal so that it times that proposal's drafting
+    // alone, not a prefill. Drafters without a model need not (the default does nothing).
+    virtual void catch_up(std::span<const int32_t> /*sequence*/, std::size_t /*leave*/) {}
     // The vocabulary of a drafter backed by a model, checked against the target's; null for
     // drafters that copy target tokens (n-gram).
     virtual const vocabulary* vocab() const { return nullptr; }

@@ -2,9 +2,10 @@
 // chain samples each draft token and reports the q it was drawn from (its fully processed
 // distribution), for lossless speculative sampling. Before drafting, the draft model catches up on
 // the sequence tokens it has not seen (a round's emitted tokens; a whole window after the fallback
-// decoded plainly) in one forward call per max_batch tokens, not one per token. A draft model that
-// is a greedy_model, under a chain that picks the argmax, drafts from its rows' argmax ids and top
-// probabilities alone: no logits travel.
+// decoded plainly) in one forward call per max_batch tokens, not one per token; catch_up does it
+// apart from a proposal, for all but the last tokens. A draft model that is a greedy_model, under
+// a chain that picks the argmax, drafts from its rows' argmax ids and top probabilities alone: no
+// logits travel.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -57,23 +58,12 @@ public:
         const int32_t vocab = model_.vocab_size();
         if (length == 0 || request.n_max <= 0 || length > size_t(model_.context_length())) return;
 
-        // 1. Roll the chain back to the longest prefix it shares with the sequence, then extend it.
-        //    The first synced_ tokens are known to match (requests only extend the sequence's
-        //    settled part; what lies past it may be revised).
-        const auto history = chain_.history();
-        size_t common = std::min(synced_, history.size());
-        while (common < history.size() && common < length && history[common] == seq[common]) ++common;
-        chain_.restore(common);
-        chain_.accept(seq.subspan(common));
-        synced_ = std::min(length, request.settled);
-
-        // 2. The cache keeps that shared prefix, minus the last sequence token, which is evaluated
-        //    again if need be to get the logits of the first draft position. The m tokens it lacks
-        //    (one or two after a round; a whole window after the fallback decoded plainly) are
-        //    caught up in ceil(m / B) forward calls, B = catch_up_chunk(): the whole chunks without
-        //    logits, then the remaining 1..B tokens with their rows, of which the last is kept.
-        const size_t keep = std::min({size_t(model_.cache_length()), common, length - 1});
-        model_.truncate(int32_t(keep));
+        // 1. The chain and the cache follow the sequence (sync).
+        // 2. The m tokens the cache lacks (one or two after a round; a whole window after the
+        //    fallback decoded plainly, unless catch_up took it) are caught up in ceil(m / B) forward
+        //    calls, B = catch_up_chunk(): the whole chunks without logits, then the remaining 1..B
+        //    tokens with their rows, of which the last is kept.
+        const size_t keep = sync(seq, request.settled);
         const std::span<const int32_t> missing = seq.subspan(keep);
         const size_t tail = (missing.size() - 1) % catch_up_chunk() + 1;
         const size_t head = missing.size() - tail;
@@ -107,6 +97,17 @@ public:
         }
     }
 
+    // Steps 1 and 2 of propose for all but the last `leave` (at least 1) tokens of the sequence,
+    // in forward calls of B tokens without logits.
+    void catch_up(std::span<const int32_t> sequence, std::size_t leave) override {
+        const size_t length = sequence.size(), left = std::max<size_t>(leave, 1);
+        if (length <= left || length > size_t(model_.context_length())) return;
+        const size_t keep = sync(sequence, length);
+        if (length - keep <= left) return;
+        evaluate(sequence.subspan(keep, length - left - keep), int32_t(keep), {});
+        work_.catch_up += int64_t(length - left - keep);
+    }
+
     drafter_work work() const override { return work_; }
     bool drafts_ahead() const override { return true; }
     const void* model_identity() const override { return &model_; }
@@ -124,6 +125,23 @@ public:
     }
 
 private:
+    // 1. Rolls the chain back to the longest prefix it shares with seq, then extends it; the first
+    //    synced_ tokens are known to match (requests only extend the sequence's settled part; what
+    //    lies past it may be revised). The cache keeps that shared prefix, minus the last sequence
+    //    token, which is evaluated again if need be to get the logits of the first draft position;
+    //    returns its length.
+    size_t sync(std::span<const int32_t> seq, size_t settled) {
+        const auto history = chain_.history();
+        size_t common = std::min(synced_, history.size());
+        while (common < history.size() && common < seq.size() && history[common] == seq[common]) ++common;
+        chain_.restore(common);
+        chain_.accept(seq.subspan(common));
+        synced_ = std::min(seq.size(), settled);
+        const size_t keep = std::min({size_t(model_.cache_length()), common, seq.size() - 1});
+        model_.truncate(int32_t(keep));
+        return keep;
+    }
+
     void evaluate(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
         model_.eval(tokens, position, logits);
         count(tokens.size());
