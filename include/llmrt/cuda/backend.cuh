@@ -555,11 +555,12 @@ public:
     std::size_t rounded_bytes(int64_t k, int64_t cols) const { return ops::rounded_records_bytes(k, cols); }
 
     // attention: the split form's partial sums (or the scores of the one-block form); argmax: the
-    // best of each slice of a long column; mul_mat_id: its activations' Q8_1 records; all_gather:
-    // the ranks' padded slices. (mul_mat's
+    // best of each slice of a long column; top_k: the best k keys of each slice of a long column;
+    // mul_mat_id: its activations' Q8_1 records; all_gather: the ranks' padded slices. (mul_mat's
     // activation records are the program's own buffer, shared by the mul_mats that read them.)
     std::size_t scratch_bytes(const graph::graph& g, const graph::node& nd) const {
         if (nd.op == graph::op::argmax) return ops::argmax_scratch_bytes(g.nodes()[std::size_t(nd.src[0])].ne0, nd.ne1);
+        if (nd.op == graph::op::top_k) return ops::top_k_scratch_bytes(g.nodes()[std::size_t(nd.src[0])].ne0, nd.ne0, nd.ne1);
         if (nd.op == graph::op::mul_mat_id) {  // the Q8_1 records of every token's activation columns
             const graph::node& w = g.nodes()[std::size_t(nd.src[0])];
             check(w.ne0 % 32 == 0, errc::shape_mismatch, [&] {

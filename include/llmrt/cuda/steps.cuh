@@ -492,7 +492,7 @@ void node(const context& cx, const resolved& r, int64_t n) {
                 if (rp.bias) ops::add(rp.logits, rp.bias, rp.biased, rp.n, cols, true, stream, lo);
             }
             ops::top_k(a, picks, src(0).ne0, nd.ne0, cols, stream, lo, weights, norm,
-                       softmax >= 0 ? cx.f(cx.node(softmax).src[0]) : nullptr);
+                       softmax >= 0 ? cx.f(cx.node(softmax).src[0]) : nullptr, r.scratch, r.scratch_bytes);
             return;
         }
         case graph::op::expert_weights:

@@ -7,7 +7,9 @@
 //   top_k           one warp per column: k scans, pick j the first index of the largest value
 //                   after pick j − 1 in (value descending, index ascending) order; with the
 //                   expert_weights of the same values when the step carries them, and the
-//                   softmax before it when the step holds it (the router's probabilities)
+//                   softmax before it when the step holds it (the router's probabilities).
+//                   Columns of more than 256 values (a vocabulary's logits) and k up to
+//                   top_k_wide_max_k: top_k_wide.cuh's radix selection, the same picks
 //   expert_weights  one thread per column: y_j = p[ids_j], with expert_norm::sum divided by
 //                   max(float(Σ_j y_j in double), 2⁻¹⁴) (__fdiv_rn: correctly rounded, as the CPU)
 //   weighted_sum    one thread per element: ((w₀x₀ + w₁x₁) + ...) with __fmul_rn/__fadd_rn, so no
@@ -32,6 +34,7 @@
 #include "llmrt/cuda/ops/common.cuh"
 #include "llmrt/cuda/ops/mul_mat.cuh"
 #include "llmrt/cuda/ops/norm.cuh"
+#include "llmrt/cuda/ops/top_k_wide.cuh"
 #include "llmrt/graph/experts.hpp"
 #include "llmrt/graph/node.hpp"
 
@@ -357,9 +360,12 @@ inline void shard_weights(const float* w, const int32_t* ids, float* y, int64_t 
 // expert_weights(x, y, norm) of the same columns, cols × k floats, from the same launch.
 // logits (null: none): x = softmax(logits) is computed first and written to x, in the same
 // launch where a column fits the registers (n <= 256), else by the softmax kernel before.
+// Columns of more than 256 values with k <= top_k_wide_max_k go to top_k_wide, split over
+// blocks with scratch of top_k_scratch_bytes(n, k, cols) bytes (null: a block per column);
+// larger k to one warp per column, k scans of the column.
 inline void top_k(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols, cudaStream_t stream,
                   const launch_options& o = {}, float* weights = nullptr, graph::expert_norm norm = graph::expert_norm::none,
-                  const float* logits = nullptr) {
+                  const float* logits = nullptr, void* scratch = nullptr, std::size_t scratch_bytes = 0) {
     const char* op = "cuda::ops::top_k";
     check(n >= 1 && k >= 1 && k <= n && n <= 0x7fffffff, errc::shape_mismatch,
           [&] { return std::string(op) + ": k = " + std::to_string(k) + " of columns of " + std::to_string(n); });
@@ -368,11 +374,16 @@ inline void top_k(const float* x, int32_t* y, int64_t n, int64_t k, int64_t cols
         softmax(logits, const_cast<float*>(x), n, cols, stream, o);
         logits = nullptr;
     }
+    if (top_k_wide_supports(n, k)) {
+        top_k_wide(x, y, n, k, cols, scratch, scratch_bytes, stream, o, weights, norm);
+        return;
+    }
     auto run = [&](auto kernel) {
         detail::launch(op, kernel, dim3(detail::blocks_for(cols, detail::top_k_warps, op)), 32 * detail::top_k_warps, 0,
                        stream, o, x, y, weights, n, k, cols, norm, logits);
     };
-    // Up to 256 values (the experts of every MoE model so far) are held in registers.
+    // Up to 256 values (the experts of every MoE model so far) are held in registers; longer
+    // columns come here only for k past top_k_wide_max_k.
     if (n <= 128)
         run(detail::top_k_kernel<detail::top_k_warps, 4>);
     else if (n <= 256)
