@@ -19,9 +19,11 @@
 //   top_k           per column the k indices of the largest values, largest first, ties in index
 //                   order: pick j is the first index of the largest value among those after pick
 //                   j − 1 in that order (what k scans of the column would find; found with a heap
-//                   of k held in y, so a vocabulary's top 40 costs one pass). NaN is never picked,
-//                   except that a NaN x[0] makes the picks 0, 1, ..., and picks past the last
-//                   non-NaN value are their own slot numbers j
+//                   of k held in y, so a vocabulary's top 40 costs one pass). NaN is never picked
+//                   by a scan, but a scan after a NaN pick, or past the last value, finds nothing
+//                   and picks its slot number j, and the next scan goes on below x[j]: a NaN x[0]
+//                   (which the first scan keeps) makes the picks 0, 1, ... up to the first non-NaN
+//                   x[j], then the values after it in order
 //   expert_weights  y_j = p[ids_j], then with expert_norm::sum y_j / max(float(Σ_j y_j), 2⁻¹⁴)
 //                   (Σ in double)
 //                   or with expert_norm::softmax the softmax of the k values
