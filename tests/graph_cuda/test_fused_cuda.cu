@@ -36,26 +36,7 @@ namespace {
         }                                                                          \
     } while (0)
 
-// Device memory for a test, freed at the end of the case.
-template <class T>
-struct device_vector {
-    T* ptr = nullptr;
-    std::size_t count = 0;
-    explicit device_vector(std::size_t n) : count(n) { testing::check_cuda(cudaMalloc(&ptr, n * sizeof(T) + 16), "cudaMalloc"); }
-    explicit device_vector(const std::vector<T>& host) : device_vector(host.size()) { upload(host); }
-    device_vector(const device_vector&) = delete;
-    ~device_vector() { cudaFree(ptr); }
-    void upload(const std::vector<T>& host) {
-        testing::check_cuda(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy");
-    }
-    std::vector<T> download() const {
-        std::vector<T> host(count);
-        testing::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-        testing::check_cuda(cudaMemcpy(host.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy");
-        return host;
-    }
-    void fill_bytes(int byte) { testing::check_cuda(cudaMemset(ptr, byte, count * sizeof(T)), "cudaMemset"); }
-};
+using testing::device_vector;
 
 using records = device_vector<uint8_t>;
 

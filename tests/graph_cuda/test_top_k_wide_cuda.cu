@@ -33,28 +33,7 @@ using test::pair_of_executors;
 
 namespace {
 
-// Device memory for a test, freed at the end of the case.
-template <class T>
-struct device_vector {
-    T* ptr = nullptr;
-    std::size_t count = 0;
-    explicit device_vector(std::size_t n) : count(n) {
-        testing::check_cuda(cudaMalloc(&ptr, (n == 0 ? 1 : n) * sizeof(T)), "cudaMalloc");
-    }
-    explicit device_vector(const std::vector<T>& host) : device_vector(host.size()) {
-        testing::check_cuda(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy");
-    }
-    device_vector(const device_vector&) = delete;
-    device_vector& operator=(const device_vector&) = delete;
-    ~device_vector() { cudaFree(ptr); }
-    std::vector<T> download() const {
-        std::vector<T> host(count);
-        testing::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-        testing::check_cuda(cudaMemcpy(host.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy");
-        return host;
-    }
-    void fill_bytes(int byte) { testing::check_cuda(cudaMemset(ptr, byte, count * sizeof(T)), "cudaMemset"); }
-};
+using testing::device_vector;
 
 const float nan_value = std::numeric_limits<float>::quiet_NaN();
 const float inf = std::numeric_limits<float>::infinity();

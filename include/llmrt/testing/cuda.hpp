@@ -80,4 +80,28 @@ inline readback_report compare_device(const float* device, const std::vector<flo
     return compare_device(device, ref.data(), int64_t(ref.size()), stream);
 }
 
+// Device memory for a test, freed when it goes out of scope: count elements of T (and 16 bytes
+// of slack past them, for kernels that load a last vector whole).
+template <class T>
+struct device_vector {
+    T* ptr = nullptr;
+    std::size_t count = 0;
+    explicit device_vector(std::size_t n) : count(n) { check_cuda(cudaMalloc(&ptr, n * sizeof(T) + 16), "cudaMalloc"); }
+    explicit device_vector(const std::vector<T>& host) : device_vector(host.size()) { upload(host); }
+    device_vector(const device_vector&) = delete;
+    device_vector& operator=(const device_vector&) = delete;
+    ~device_vector() { cudaFree(ptr); }
+    void upload(const std::vector<T>& host) {
+        check_cuda(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy");
+    }
+    // The elements, once every launch before has finished.
+    std::vector<T> download() const {
+        std::vector<T> host(count);
+        check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+        check_cuda(cudaMemcpy(host.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy");
+        return host;
+    }
+    void fill_bytes(int byte) { check_cuda(cudaMemset(ptr, byte, count * sizeof(T)), "cudaMemset"); }
+};
+
 }  // namespace llmrt::testing
