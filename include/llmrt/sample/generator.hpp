@@ -14,11 +14,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -28,6 +26,7 @@
 #include <vector>
 
 #include "llmrt/core/error.hpp"
+#include "llmrt/sample/draft_length.hpp"
 #include "llmrt/sample/draft_policy.hpp"
 #include "llmrt/sample/drafter.hpp"
 #include "llmrt/sample/model.hpp"
@@ -83,7 +82,7 @@ public:
         check(d != nullptr, errc::invalid_argument, "generator::add_drafter: null drafter");
         if (const vocabulary* v = d->vocab()) check_draft_vocabulary(target_.vocab(), *v);
         D& ref = *d;
-        slots_.push_back({std::move(d), 0.0});
+        slots_.push_back(std::move(d));
         stats_.per_drafter.push_back(named_stats(ref.name()));
         return ref;
     }
@@ -118,16 +117,8 @@ public:
         chain_.reset();
         chain_.accept(prompt);
         target_.truncate(0);
-        for (auto& s : slots_) {
-            s.ema_accepted = std::max(0.0, double(policy_.n_max) / 2.0 - double(policy_.adaptive.headroom));
-            s.hits = prior_hits;
-            s.misses = prior_misses;
-            s.forward_cost = -1.0;
-            s.d->begin(prompt);
-        }
-        verify_cost_.assign(size_t(policy_.n_max) + 2, -1.0);  // this call's chain may read rows or ids
-        predicted_slower_steps_ = 0;
-        predicted_interval_ = policy_.fallback.backoff_tokens;
+        for (auto& d : slots_) d->begin(prompt);
+        lengths_.begin(policy_, slots_.size());
         start_schedule();
         carried_.clear();
         lookahead_held_ = 1.0;
@@ -162,14 +153,6 @@ public:
     }
 
 private:
-    struct drafter_slot {
-        std::unique_ptr<drafter> d;
-        double ema_accepted = 0.0;  // adaptive length: moving average of accepted tokens per round
-        // Cost-aware length: moving averages of accepted draft tokens and of rejections per round
-        // (α = hits / (hits + misses)), and d, the seconds per forward call of the drafter's model
-        // (observe_draft_cost), on the generation's clock (< 0: none yet).
-        double hits = 0.0, misses = 0.0, forward_cost = -1.0;
-    };
     enum class phase { probing, speculating, backing_off };
 
     static drafter_stats named_stats(std::string_view name) {
@@ -247,84 +230,13 @@ private:
         return chain_.sample_top(std::span<const int32_t>(top_ids_).first(k), std::span<const float>(top_logits_).first(k));
     }
 
-    int32_t draft_limit(const drafter_slot& s, int32_t cap) const {
-        int32_t limit = policy_.n_max;
-        if (policy_.adaptive.enabled) {
-            const auto& a = policy_.adaptive;
-            if (a.cost_aware && s.forward_cost >= 0.0 && measured_verify_cost())
-                limit = fastest_length(s, std::min(cap, policy_.n_max)).n;
-            else if (a.cost_aware)
-                limit = std::min(unmeasured_length, policy_.n_max);
-            else
-                limit = std::clamp(int32_t(std::ceil(s.ema_accepted)) + a.headroom, 1, policy_.n_max);
-        }
-        return std::min(limit, cap);
-    }
-
-    // adaptive_length::cost_aware: the n in 1..upto with the largest E(n) / (n·d + v(n + 1)), and
-    // that rate in tokens per second (+inf where nothing costs time).
-    struct fastest {
-        int32_t n = 1;
-        double rate = -1.0;
-    };
-    fastest fastest_length(const drafter_slot& s, int32_t upto) const {
-        const double alpha = s.hits / (s.hits + s.misses);
-        double expected = 1.0, power = 1.0;
-        fastest best;
-        for (int32_t n = 1; n <= upto; ++n) {
-            power *= alpha;
-            expected += power;
-            const double seconds = double(n) * s.forward_cost + verify_cost(n + 1);
-            const double rate = seconds > 0.0 ? expected / seconds : std::numeric_limits<double>::infinity();
-            if (rate > best.rate) best = {n, rate};
-        }
-        return best;
-    }
-
-    // Cost-aware, with the fallback on: no drafter's fastest length is predicted to beat a plain
-    // step's 1 / v(1), all of them measured. After the fallback's backoff_tokens such steps one
-    // round speculates anyway, to measure α again; while the prediction stays the same the interval
-    // doubles up to its max_backoff_tokens (each such round is a loss when the prediction is right).
-    bool predicted_slower(int32_t cap) {
-        const auto& f = policy_.fallback;
-        if (!policy_.adaptive.enabled || !policy_.adaptive.cost_aware || !f.enabled || verify_cost_[1] <= 0.0) return false;
-        const int32_t upto = std::min(cap, policy_.n_max);
-        for (const drafter_slot& s : slots_)
-            if (s.forward_cost < 0.0 || fastest_length(s, upto).rate > 1.0 / verify_cost_[1]) {
-                predicted_interval_ = f.backoff_tokens;
-                predicted_slower_steps_ = 0;
-                return false;
-            }
-        if (++predicted_slower_steps_ < predicted_interval_) return true;
-        predicted_slower_steps_ = 0;
-        predicted_interval_ = std::min(2 * predicted_interval_, f.max_backoff_tokens);
-        return false;
-    }
-
-    bool measured_verify_cost() const {
-        return std::any_of(verify_cost_.begin(), verify_cost_.end(), [](double c) { return c >= 0.0; });
-    }
-
-    // v(m) as measured; one not yet measured is taken as the measured v of the nearest m' < m (costs
-    // do not fall with m, so it is a lower bound), or 0 below every measured m: an optimistic guess
-    // that a round then tries and measures.
-    double verify_cost(int32_t m) const {
-        for (int32_t i = std::min(m, int32_t(verify_cost_.size()) - 1); i >= 1; --i)
-            if (verify_cost_[size_t(i)] >= 0.0) return verify_cost_[size_t(i)];
-        return 0.0;
-    }
-
-    void observe_verify_cost(size_t m, double seconds) {
-        if (m < verify_cost_.size()) moving_average(verify_cost_[m], seconds, lookahead_weight);
-    }
-
     std::vector<int32_t> plain_step() {
         carried_.clear();  // drafted for a round that this step replaces
         const row_read read = reading(true);
         const double t0 = now();
         timed_target([&] { evaluate(std::span<const int32_t>(&sequence_.back(), 1), int32_t(sequence_.size()) - 1, read); }, 1);
         const int32_t y = sample_first_row(read);
-        observe_verify_cost(1, now() - t0);
+        lengths_.observe_verify(1, now() - t0);
         chain_.accept(y);
         ++stats_.plain_steps;
         if (phase_ == phase::backing_off) ++stats_.fallback_steps;
@@ -332,14 +244,14 @@ private:
     }
 
     std::vector<int32_t> speculative_step(int32_t cap) {
-        if (carried_.tokens.empty() && predicted_slower(cap)) {
+        if (carried_.tokens.empty() && lengths_.predicted_slower(policy_, cap)) {
             ++stats_.fallback_steps;
             return plain_step();
         }
         size_t chosen = slots_.size();
         int32_t limit = 0;
         if (!carried_.tokens.empty()) {  // drafted ahead, during the last round's verification
-            limit = draft_limit(slots_[carried_slot_], cap);
+            limit = lengths_.limit(policy_, carried_slot_, cap);
             draft_.clear();
             const size_t take = std::min(carried_.tokens.size(), size_t(std::max(limit, 0)));
             draft_.tokens.assign(carried_.tokens.begin(), carried_.tokens.begin() + std::ptrdiff_t(take));
@@ -354,11 +266,11 @@ private:
         }
         // Ask the drafters in order for the first draft of at least n_min tokens.
         for (size_t i = 0; i < slots_.size() && chosen == slots_.size(); ++i) {
-            limit = draft_limit(slots_[i], cap);
+            limit = lengths_.limit(policy_, i, cap);
             if (limit < policy_.n_min) continue;
             // What it missed beyond a round's tokens (the prompt, a plain phase) first, so that
             // the proposal's time is a round's drafting: d is measured on every drafting round.
-            timed_drafter(i, [&](drafter& d) { d.catch_up(sequence_, size_t(max_round_catch_up)); });
+            timed_drafter(i, [&](drafter& d) { d.catch_up(sequence_, size_t(adaptive_draft_length::max_round_catch_up)); });
             timed_propose(i, {sequence_, limit, policy_.p_min}, draft_);
             if (draft_.tokens.size() >= size_t(policy_.n_min)) chosen = i;
         }
@@ -380,14 +292,14 @@ private:
         } else {
             const auto steady0 = std::chrono::steady_clock::now();
             timed_target(eval, batch_.size());
-            moving_average(verify_, steady_seconds_since(steady0), lookahead_weight);
+            detail::moving_average(verify_, steady_seconds_since(steady0), lookahead_weight);
         }
         const verify_result v =
             read == row_read::argmax ? verify_argmax(draft_, ids_, chain_, stop)
             : read == row_read::top  ? verify_draft_top<Rule>(draft_, top_ids_, top_logits_, candidates_per_row(), vocab,
                                                               chain_, policy_.mode, stop)
                                      : verify_draft<Rule>(draft_, rows_, vocab, chain_, policy_.mode, stop);
-        observe_verify_cost(batch_.size(), now() - t0);
+        lengths_.observe_verify(batch_.size(), now() - t0);
         // The cache must end up holding the new sequence minus its last token.
         const int32_t keep = int32_t(length + v.emitted.size()) - 1;
         if (target_.cache_length() > keep) target_.truncate(keep);
@@ -399,7 +311,7 @@ private:
                 carried_.interrupted = ahead_.interrupted;
                 carried_slot_ = chosen;
             }
-            moving_average(lookahead_held_, held ? 1.0 : 0.0, lookahead_weight);
+            detail::moving_average(lookahead_held_, held ? 1.0 : 0.0, lookahead_weight);
         }
 
         stats_.record_round(n, v.accepted);
@@ -407,13 +319,7 @@ private:
         ++ds.rounds;
         ds.drafted += n;
         ds.accepted += v.accepted;
-        // Adaptive length: a fully accepted draft says "at least the limit would have been accepted".
-        const double observed = v.accepted == n ? double(std::max(n, limit)) : double(v.accepted);
-        const double w = policy_.adaptive.ema_weight;
-        drafter_slot& slot = slots_[chosen];  // its averages start at 0 or more, so none takes a first value as is
-        moving_average(slot.ema_accepted, observed, w);
-        moving_average(slot.hits, double(v.accepted), w);
-        moving_average(slot.misses, v.accepted < n ? 1.0 : 0.0, w);
+        lengths_.observe_round(policy_, chosen, n, limit, v.accepted);
         return std::move(v.emitted);
     }
 
@@ -437,9 +343,9 @@ private:
     template <class Call>
     std::pair<double, drafter_work> timed_drafter(size_t i, Call&& call) {
         const double t0 = now();
-        const drafter_work before = slots_[i].d->work();
-        call(*slots_[i].d);
-        const std::pair<double, drafter_work> done{now() - t0, slots_[i].d->work() - before};
+        const drafter_work before = slots_[i]->work();
+        call(*slots_[i]);
+        const std::pair<double, drafter_work> done{now() - t0, slots_[i]->work() - before};
         stats_.per_drafter[i].work += done.second;
         stats_.draft_seconds += done.first;
         stats_.per_drafter[i].seconds += done.first;
@@ -453,24 +359,13 @@ private:
         ++stats_.per_drafter[i].calls;
         if (!request.stop) {  // a look-ahead's time overlaps a verification: not what a draft costs
             if (did.forwards > 0)
-                moving_average(draft_forward_, steady_seconds_since(steady0) / double(did.forwards), lookahead_weight);
-            observe_draft_cost(slots_[i], seconds, did, out.tokens.size());
+                detail::moving_average(draft_forward_, steady_seconds_since(steady0) / double(did.forwards), lookahead_weight);
+            lengths_.observe_draft(i, seconds, did, out.tokens.size());
         }
         check(out.tokens.size() <= size_t(request.n_max), errc::invalid_argument, [&] {
-            return "drafter \"" + std::string(slots_[i].d->name()) + "\" proposed " + std::to_string(out.tokens.size()) +
+            return "drafter \"" + std::string(slots_[i]->name()) + "\" proposed " + std::to_string(out.tokens.size()) +
                    " tokens when asked for at most " + std::to_string(request.n_max);
         });
-    }
-
-    // d ← the seconds per forward call of the drafter's model: a draft of n tokens takes about n
-    // (the caught-up tail shares the first token's call). Per call, not per draft token: priced per
-    // token, drafts that p_min cut short (a call for a token they dropped) made a draft accepted 99%
-    // of the time look slower than plain (H200 pair: 1.19x for 1.39x). Only from proposals that
-    // caught up on no more than a round's tokens: catch_up took the rest (the prompt, a plain
-    // phase) apart. A drafter without a model (n-gram: no calls): seconds per proposed token, ~0.
-    static void observe_draft_cost(drafter_slot& s, double seconds, const drafter_work& did, size_t tokens) {
-        if (did.catch_up > max_round_catch_up || (did.forwards == 0 && tokens == 0)) return;
-        moving_average(s.forward_cost, seconds / double(did.forwards > 0 ? size_t(did.forwards) : tokens), lookahead_weight);
     }
 
     // eval (the target's verification) on the worker thread while drafter `chosen` drafts the round
@@ -495,7 +390,7 @@ private:
         });
         try {
             timed_propose(chosen,
-                          {sequence_with_draft(), draft_limit(slots_[chosen], policy_.n_max) + 1, policy_.p_min,
+                          {sequence_with_draft(), lengths_.limit(policy_, chosen, policy_.n_max) + 1, policy_.p_min,
                            sequence_.size(), &verified},
                           ahead_);
         } catch (...) {
@@ -506,7 +401,7 @@ private:
             throw;
         }
         worker_->wait();
-        moving_average(verify_, verify_seconds, lookahead_weight);
+        detail::moving_average(verify_, verify_seconds, lookahead_weight);
         const double seconds = now() - t0;
         stats_.target_seconds += seconds;
         ++stats_.target_calls;
@@ -519,8 +414,8 @@ private:
     // verification (a draft model slower than its target: none then), and it pays only when its
     // guesses hold (while they mostly fail, one round in reprobe_rounds tries again).
     bool worth_drafting_ahead(size_t chosen) {
-        if (!options_.overlap || !draft_.point_mass() || !slots_[chosen].d->drafts_ahead() ||
-            slots_[chosen].d->model_identity() == static_cast<const void*>(&target_))
+        if (!options_.overlap || !draft_.point_mass() || !slots_[chosen]->drafts_ahead() ||
+            slots_[chosen]->model_identity() == static_cast<const void*>(&target_))
             return false;
         if (draft_forward_ > 0.0 && verify_ > 0.0 && draft_forward_ > verify_) return false;
         if (lookahead_held_ >= lookahead_floor) return true;
@@ -529,9 +424,6 @@ private:
         return true;
     }
 
-    // x ← the moving average of its observations, the newest weighing w; the first (x < 0: none
-    // yet) taken as it is.
-    static void moving_average(double& x, double value, double w) { x = x < 0.0 ? value : (1.0 - w) * x + w * value; }
     static double steady_seconds_since(std::chrono::steady_clock::time_point t) {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
     }
@@ -556,7 +448,7 @@ private:
         const auto& f = policy_.fallback;
         const double w = f.ema_weight;
         if (!speculating) {
-            moving_average(plain_cost_, seconds / double(tokens), w);
+            detail::moving_average(plain_cost_, seconds / double(tokens), w);
             if (phase_ != phase::speculating && (phase_left_ -= tokens) <= 0) {
                 phase_ = phase::speculating;
                 reset_speculative_cost();
@@ -588,7 +480,8 @@ private:
     sampler_chain chain_;
     draft_policy policy_;
     generation_options options_;
-    std::vector<drafter_slot> slots_;
+    std::vector<std::unique_ptr<drafter>> slots_;
+    adaptive_draft_length lengths_;  // each drafter's draft length, from its measured acceptance and costs
     speculative_stats stats_;
 
     std::vector<int32_t> sequence_, batch_, ids_, guess_;
@@ -601,19 +494,6 @@ private:
     // verification and of one draft forward call (< 0: none yet).
     static constexpr double lookahead_weight = 0.25, lookahead_floor = 0.2;
     static constexpr int32_t reprobe_rounds = 16;
-    // Cost-aware length: each call starts from α = 0.75 (3 hits to 1 miss), worth a few rounds.
-    static constexpr double prior_hits = 3.0, prior_misses = 1.0;
-    // Cost-aware drafts before the costs are measured: short ones measure them as well and lose
-    // less where drafting does not pay (the acceptance rule starts at n_max / 2 = 8); 2 was too
-    // short to grow from where drafting does pay (llmrt-bench-speculative-policy on the H200
-    // pair's costs).
-    static constexpr int32_t unmeasured_length = 4;
-    // A round leaves a model drafter one or two sequence tokens to catch up on (the correction or
-    // bonus token, and the last draft token when all were accepted), which its proposal evaluates
-    // in its first call; a separate catch_up call for them would cost a call a round.
-    static constexpr int64_t max_round_catch_up = 2;
-    std::vector<double> verify_cost_;  // [m]: v(m) of adaptive_length, on the generation's clock (< 0: none yet)
-    int32_t predicted_slower_steps_ = 0, predicted_interval_ = 0;
     double lookahead_held_ = 1.0, verify_ = -1.0, draft_forward_ = -1.0;
     int32_t rounds_without_lookahead_ = 0;
     std::unique_ptr<overlap_worker> worker_;  // started on the first overlapped round
