@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <functional>
 #include <span>
@@ -74,6 +75,13 @@ inline std::vector<float> floats_of(const graph::executor<test_backend>& ex, gra
 
 inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Steps that carry another (a top_k carrying its expert_weights, in these tests).
+inline std::size_t carrying_steps(const graph::plan& p) {
+    std::size_t n = 0;
+    for (const auto& s : p.steps) n += s.carries >= 0;
+    return n;
 }
 
 }  // namespace llmrt::test

@@ -24,6 +24,7 @@ using namespace llmrt;
 
 using testing::gaussian;
 using testing::quantize_matrix;
+using test::carrying_steps;
 using test::exact_ops;
 using test::floats_of;
 using test::pair_of_executors;
@@ -47,13 +48,6 @@ std::vector<int32_t> positions(int32_t first, int32_t count) {
 std::size_t count_steps(const graph::plan& p, graph::step_kind kind) {
     std::size_t n = 0;
     for (const auto& s : p.steps) n += s.kind == kind;
-    return n;
-}
-
-// Steps that carry another (a top_k carrying its expert_weights, here).
-std::size_t carrying_steps(const graph::plan& p) {
-    std::size_t n = 0;
-    for (const auto& s : p.steps) n += s.carries >= 0;
     return n;
 }
 

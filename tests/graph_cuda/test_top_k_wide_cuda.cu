@@ -28,6 +28,7 @@
 using namespace llmrt;
 
 using testing::gaussian;
+using test::carrying_steps;
 using test::exact_ops;
 using test::pair_of_executors;
 
@@ -118,13 +119,6 @@ void check_picks(const std::vector<int32_t>& got, const std::vector<int32_t>& wa
 }
 
 const graph::expert_norm all_norms[] = {graph::expert_norm::none, graph::expert_norm::sum, graph::expert_norm::softmax};
-
-// Steps that carry another (top_k carrying its expert_weights, here).
-std::size_t carrying_steps(const graph::plan& p) {
-    std::size_t n = 0;
-    for (const auto& s : p.steps) n += s.carries >= 0;
-    return n;
-}
 
 }  // namespace
 

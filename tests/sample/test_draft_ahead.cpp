@@ -49,40 +49,28 @@ run_result run(Target& target, Draft* draft, const sampling_params& params, bool
 }
 
 // A function_model whose every eval takes at least `pause` (a model on a slow device).
-class slow_model {
+class slow_model : public wrapped_model {
 public:
-    slow_model(function_model inner, std::chrono::milliseconds pause) : inner_(std::move(inner)), pause_(pause) {}
-    const vocabulary& vocab() const { return inner_.vocab(); }
-    int32_t vocab_size() const { return inner_.vocab_size(); }
-    int32_t context_length() const { return inner_.context_length(); }
-    int32_t cache_length() const { return inner_.cache_length(); }
+    slow_model(function_model inner, std::chrono::milliseconds pause) : wrapped_model(std::move(inner)), pause_(pause) {}
     void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
         std::this_thread::sleep_for(pause_);
         inner_.eval(tokens, position, logits);
     }
-    void truncate(int32_t n) { inner_.truncate(n); }
 
 private:
-    function_model inner_;
     std::chrono::milliseconds pause_;
 };
 
 // A function_model whose eval throws once its calls reach `fail_at` (then never again).
-class failing_model {
+class failing_model : public wrapped_model {
 public:
-    failing_model(function_model inner, int64_t fail_at) : inner_(std::move(inner)), fail_at_(fail_at) {}
-    const vocabulary& vocab() const { return inner_.vocab(); }
-    int32_t vocab_size() const { return inner_.vocab_size(); }
-    int32_t context_length() const { return inner_.context_length(); }
-    int32_t cache_length() const { return inner_.cache_length(); }
+    failing_model(function_model inner, int64_t fail_at) : wrapped_model(std::move(inner)), fail_at_(fail_at) {}
     void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
         if (++calls_ == fail_at_) throw llmrt::error(llmrt::errc::device_error, "failing_model: the planned failure");
         inner_.eval(tokens, position, logits);
     }
-    void truncate(int32_t n) { inner_.truncate(n); }
 
 private:
-    function_model inner_;
     int64_t fail_at_, calls_ = 0;
 };
 

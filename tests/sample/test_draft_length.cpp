@@ -22,21 +22,16 @@ const std::vector<int32_t> prompt{3, 14, 15, 9, 26, 5};
 
 // A target whose evaluation of m tokens costs 1 s on the fake clock for every `page` tokens or part
 // of them, as the CUDA mat-vec reads the weights once per 8 columns.
-class paged_target {
+class paged_target : public wrapped_model {
 public:
-    paged_target(fake_clock& clock, int32_t page) : inner_(hashed_target(vocabulary_size)), clock_(clock), page_(size_t(page)) {}
-    const vocabulary& vocab() const { return inner_.vocab(); }
-    int32_t vocab_size() const { return inner_.vocab_size(); }
-    int32_t context_length() const { return inner_.context_length(); }
-    int32_t cache_length() const { return inner_.cache_length(); }
+    paged_target(fake_clock& clock, int32_t page)
+        : wrapped_model(hashed_target(vocabulary_size)), clock_(clock), page_(size_t(page)) {}
     void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
         clock_.seconds += double((tokens.size() + page_ - 1) / page_);
         inner_.eval(tokens, position, logits);
     }
-    void truncate(int32_t n) { inner_.truncate(n); }
 
 private:
-    function_model inner_;
     fake_clock& clock_;
     size_t page_;
 };

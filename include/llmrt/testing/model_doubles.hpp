@@ -118,18 +118,30 @@ private:
 
 static_assert(causal_model<function_model>, "function_model must satisfy causal_model");
 
-// A function_model that takes at most max_batch() tokens per forward call, as llama_model does:
-// eval splits a longer span into calls of max_batch() tokens, and inner().calls counts the calls.
-class batched_model {
+// What the doubles that wrap a function_model forward to it unchanged: its vocabulary, context and
+// cache; each double adds its own eval (and what else it models).
+class wrapped_model {
 public:
-    batched_model(function_model inner, int32_t max_batch) : inner_(std::move(inner)), max_batch_(max_batch) {}
+    explicit wrapped_model(function_model inner) : inner_(std::move(inner)) {}
 
     const vocabulary& vocab() const { return inner_.vocab(); }
     int32_t vocab_size() const { return inner_.vocab_size(); }
     int32_t context_length() const { return inner_.context_length(); }
     int32_t cache_length() const { return inner_.cache_length(); }
-    int32_t max_batch() const { return max_batch_; }
     const function_model& inner() const { return inner_; }
+    void truncate(int32_t n) { inner_.truncate(n); }
+
+protected:
+    function_model inner_;
+};
+
+// A function_model that takes at most max_batch() tokens per forward call, as llama_model does:
+// eval splits a longer span into calls of max_batch() tokens, and inner().calls counts the calls.
+class batched_model : public wrapped_model {
+public:
+    batched_model(function_model inner, int32_t max_batch) : wrapped_model(std::move(inner)), max_batch_(max_batch) {}
+
+    int32_t max_batch() const { return max_batch_; }
 
     void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
         const size_t v = size_t(vocab_size());
@@ -140,10 +152,8 @@ public:
             done += n;
         }
     }
-    void truncate(int32_t n) { inner_.truncate(n); }
 
 private:
-    function_model inner_;
     int32_t max_batch_;
 };
 
@@ -152,16 +162,11 @@ static_assert(causal_model<batched_model>, "batched_model must satisfy causal_mo
 // A function_model that also finds each row's argmax and top probability itself (greedy_model),
 // as llama_model does on its device; logit_rows counts the rows eval handed out, argmax_rows
 // those eval_greedy reduced.
-class argmax_model {
+class argmax_model : public wrapped_model {
 public:
     explicit argmax_model(function_model inner, bool top_probability = true)
-        : inner_(std::move(inner)), top_(top_probability) {}
+        : wrapped_model(std::move(inner)), top_(top_probability) {}
 
-    const vocabulary& vocab() const { return inner_.vocab(); }
-    int32_t vocab_size() const { return inner_.vocab_size(); }
-    int32_t context_length() const { return inner_.context_length(); }
-    int32_t cache_length() const { return inner_.cache_length(); }
-    const function_model& inner() const { return inner_; }
     bool has_top_probability() const { return top_; }
 
     void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
@@ -185,12 +190,10 @@ public:
         }
         argmax_rows += int64_t(tokens.size());
     }
-    void truncate(int32_t n) { inner_.truncate(n); }
 
     int64_t logit_rows = 0, argmax_rows = 0;
 
 private:
-    function_model inner_;
     bool top_;
 };
 
@@ -200,14 +203,10 @@ static_assert(greedy_model<argmax_model>, "argmax_model must satisfy greedy_mode
 // graph's top_k (cpu::top_k, the order every backend gives), as llama_model does on its device with
 // llama_options::top_candidates; logit_rows counts the rows eval handed out, top_rows those
 // eval_top reduced.
-class top_candidates_model {
+class top_candidates_model : public wrapped_model {
 public:
-    top_candidates_model(function_model inner, int32_t k) : inner_(std::move(inner)), k_(k) {}
+    top_candidates_model(function_model inner, int32_t k) : wrapped_model(std::move(inner)), k_(k) {}
 
-    const vocabulary& vocab() const { return inner_.vocab(); }
-    int32_t vocab_size() const { return inner_.vocab_size(); }
-    int32_t context_length() const { return inner_.context_length(); }
-    int32_t cache_length() const { return inner_.cache_length(); }
     int32_t top_candidates() const { return k_; }
 
     void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
@@ -224,12 +223,10 @@ public:
         for (size_t i = 0; i < ids.size(); ++i) logits[i] = rows[(i / k) * v + size_t(ids[i])];
         top_rows += int64_t(tokens.size());
     }
-    void truncate(int32_t n) { inner_.truncate(n); }
 
     int64_t logit_rows = 0, top_rows = 0;
 
 private:
-    function_model inner_;
     int32_t k_;
 };
 
