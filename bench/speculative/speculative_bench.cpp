@@ -507,9 +507,10 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
     // A model of its own, so that greedy runs do not pay for the top_k.
     std::unique_ptr<model::llama_model<Backend>> sampling_target;
     const bool sampled = std::any_of(workloads.begin(), workloads.end(), [](const workload& w) { return w.config.sampling.temperature > 0.0f; });
-    if (sampled && !a.logits_on_host && llmrt_examples::top_candidates_for(a.backend) > 0) {
+    const int32_t candidates = llmrt_examples::top_candidates_for(a.backend);
+    if (sampled && !a.logits_on_host && candidates > 0) {
         model::llama_options sampling_options = options;
-        sampling_options.top_candidates = llmrt_examples::top_candidates_for(a.backend);
+        sampling_options.top_candidates = candidates;
         sampling_target = std::make_unique<model::llama_model<Backend>>(backend, files.target, sampling_options);
     }
     model::llama_options draft_options = options;

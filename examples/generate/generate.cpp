@@ -301,18 +301,17 @@ void run(Model& m, const std::string& backend_description, const llmrt::gguf::fi
             margins.push_back(row.size() > 1 ? row[best] - runner_up : 0.0f);
             return int32_t(best);
         }
-        int32_t token = 0;
-        if constexpr (sample::top_k_model<Model>) {
-            if (sample::reads_top_candidates(m, chain->leading_top_k())) {  // k candidates travel, not the row
-                top_ids.resize(std::size_t(m.top_candidates()));
-                top_logits.resize(top_ids.size());
-                m.eval_top(std::span<const int32_t>(&last, 1), position, top_ids, top_logits);
-                token = chain->sample_top(top_ids, top_logits);
-                chain->accept(token);
-                return token;
+        const int32_t token = [&] {
+            if constexpr (sample::top_k_model<Model>) {
+                if (sample::reads_top_candidates(m, chain->leading_top_k())) {  // k candidates travel, not the row
+                    top_ids.resize(std::size_t(m.top_candidates()));
+                    top_logits.resize(top_ids.size());
+                    m.eval_top(std::span<const int32_t>(&last, 1), position, top_ids, top_logits);
+                    return chain->sample_top(top_ids, top_logits);
+                }
             }
-        }
-        token = chain->sample(m.forward(std::span<const int32_t>(&last, 1), std::span<const int32_t>(&position, 1)));
+            return chain->sample(m.forward(std::span<const int32_t>(&last, 1), std::span<const int32_t>(&position, 1)));
+        }();
         chain->accept(token);
         return token;
     };
