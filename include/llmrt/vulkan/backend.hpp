@@ -399,7 +399,9 @@ private:
             case graph::op::argmax:
                 ops::record_argmax(*ops_, r, in(0), out, src(0).ne0, cols, scratch_of(step, out.part(0, 0)));
                 return;
-            case graph::op::top_k: ops::record_top_k(*ops_, r, in(0), out, src(0).ne0, nd.ne0, cols); return;
+            case graph::op::top_k:
+                ops::record_top_k(*ops_, r, in(0), out, src(0).ne0, nd.ne0, cols, scratch_of(step, out.part(0, 0)));
+                return;
             case graph::op::expert_weights:
                 ops::record_expert_weights(*ops_, r, in(0), in(1), out, src(0).ne0, nd.ne0, cols, nd.norm);
                 return;
@@ -528,7 +530,8 @@ public:
     ops::kernels& op_kernels() noexcept { return *ops_; }
 
     // mul_mat with quantized W: the Q8_1 activations; attention: the scores of every (token, head);
-    // argmax over long columns: the winners of their chunks.
+    // argmax over long columns: the winners of their chunks; top_k over long columns: the best k
+    // keys of each slice.
     std::size_t scratch_bytes(const graph::graph& g, const graph::node& nd) const {
         if (nd.op == graph::op::mul_mat) {
             const graph::node& w = g.nodes()[std::size_t(nd.src[0])];
@@ -542,6 +545,7 @@ public:
             return std::max(ops::attention_scratch_bytes(nd.ne1, nd.attention.n_head, g.nodes()[std::size_t(nd.src[1])].ne1),
                             steps::attention_scratch_bytes(g, nd));
         if (nd.op == graph::op::argmax) return ops::argmax_scratch_bytes(g.nodes()[std::size_t(nd.src[0])].ne0, nd.ne1);
+        if (nd.op == graph::op::top_k) return ops::top_k_scratch_bytes(g.nodes()[std::size_t(nd.src[0])].ne0, nd.ne0, nd.ne1);
         if (nd.op == graph::op::mul_mat_id) {
             const graph::node& w = g.nodes()[std::size_t(nd.src[0])];
             check(w.ne0 % 32 == 0, errc::shape_mismatch, [&] {

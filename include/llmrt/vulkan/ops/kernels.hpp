@@ -4,8 +4,9 @@
 //   vulkan::ops::kernels k(ctx);
 //   const vulkan::compute_pipeline& p = k.pipeline("rms_norm", sizeof(push));
 //
-// Every op shader runs work-groups of ops::workgroup_size invocations. Needs the llmrt::vulkan
-// CMake target (which links llmrt::vulkan_ops, whose generated headers hold the blobs).
+// Every op shader runs work-groups of ops::workgroup_size invocations, but top_k_wide (256,
+// ops/top_k.hpp). Needs the llmrt::vulkan CMake target (which links llmrt::vulkan_ops, whose
+// generated headers hold the blobs).
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"

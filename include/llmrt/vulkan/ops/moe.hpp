@@ -1,7 +1,8 @@
 // The mixture-of-experts ops on Vulkan, with the CPU reference's formulas (cpu/ops.hpp):
 //
 //   top_k, expert_weights, weighted_sum,  shaders/ops/moe.comp (one invocation per column, or per
-//   add_id                                element for weighted_sum and add_id)
+//   add_id                                element for weighted_sum and add_id); top_k of columns
+//                                         longer than 256 (logits) through ops/top_k.hpp
 //   mul_mat_id                            llmrt's mmvq_id on Q8_1 activations (vulkan/mmvq.hpp):
 //                                         the activations of every token quantized once, then
 //                                         each (token, slot) reads the expert its id names
@@ -24,6 +25,7 @@
 #include "llmrt/vulkan/mmvq.hpp"
 #include "llmrt/vulkan/ops/kernels.hpp"
 #include "llmrt/vulkan/ops/recorder.hpp"
+#include "llmrt/vulkan/ops/top_k.hpp"
 
 namespace llmrt::vulkan::ops {
 
@@ -51,11 +53,18 @@ inline void record_per_column(kernels& kn, recorder& r, const moe_push& push, in
 }
 }  // namespace detail
 
-// x: cols columns of n floats; y: cols columns of k int32.
-inline void record_top_k(kernels& kn, recorder& r, const operand& x, const operand& y, int64_t n, int64_t k, int64_t cols) {
+// x: cols columns of n floats; y: cols columns of k int32; scratch: top_k_scratch_bytes(n, k, cols)
+// bytes. Columns the wide path takes go there (ops/top_k.hpp); the others, one invocation per
+// column scanning it once per pick (the routers' few experts).
+inline void record_top_k(kernels& kn, recorder& r, const operand& x, const operand& y, int64_t n, int64_t k, int64_t cols,
+                         const operand& scratch = {}) {
     const char* name = "vulkan::ops::top_k";
     detail::check_moe_shape(n, k, cols, name);
     check(k <= n, errc::shape_mismatch, [&] { return std::string(name) + ": k > n"; });
+    if (top_k_wide_takes(kn.device().info(), n, k)) {
+        record_top_k_wide(kn, r, x, y, n, k, cols, scratch);
+        return;
+    }
     require_bytes(x, uint64_t(n * cols) * 4, name, "x");
     require_bytes(y, uint64_t(k * cols) * 4, name, "y");
     r.access({x.part(0, uint64_t(n * cols) * 4)}, {y.part(0, uint64_t(k * cols) * 4)});
