@@ -71,9 +71,10 @@ inline bool overlap_allowed(const std::string& backend) { return backend.rfind("
 
 // llama_options::top_candidates for a target model on the backend spec: its top k for temperature
 // sampling picked on the device, so that 64 ids and logits travel per token instead of a row of the
-// vocabulary (a sampler chain's top_k up to 64 reads them). The CPU and CUDA backends pick a
-// vocabulary's top k in one pass; Vulkan's top_k takes k passes, so it keeps reading the rows.
-inline int32_t top_candidates_for(const std::string& backend) { return backend.rfind("vulkan", 0) == 0 ? 0 : 64; }
+// vocabulary (a sampler chain's top_k up to 64 reads them). Every backend picks a vocabulary's top k
+// without k passes over it: the CPU with a heap, CUDA and Vulkan by radix selection over slices of
+// the row, then a merge (cuda/ops/top_k_wide.cuh, vulkan/ops/top_k.hpp).
+inline int32_t top_candidates_for(const std::string& /*backend*/) { return 64; }
 
 inline std::string joined(const std::vector<std::string>& names) {
     std::string s;
