@@ -502,20 +502,24 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
                                                               cost_position + base.policy.n_max + 1));
     const model::llama_options options{.n_ctx = n_ctx, .max_batch = base.policy.n_max + 1};
     model::llama_model<Backend> target(backend, files.target, options);
-    // Sampled workloads' target: the same file, each token's top candidates picked on the device
-    // (llama_options::top_candidates), which a chain starting with top-k reads instead of its row.
-    // A model of its own, so that greedy runs do not pay for the top_k.
-    std::unique_ptr<model::llama_model<Backend>> sampling_target;
-    const bool sampled = std::any_of(workloads.begin(), workloads.end(), [](const workload& w) { return w.config.sampling.temperature > 0.0f; });
-    const int32_t candidates = llmrt_examples::top_candidates_for(a.backend);
-    if (sampled && !a.logits_on_host && candidates > 0) {
-        model::llama_options sampling_options = options;
-        sampling_options.top_candidates = candidates;
-        sampling_target = std::make_unique<model::llama_model<Backend>>(backend, files.target, sampling_options);
-    }
     model::llama_options draft_options = options;
     draft_options.top_probability = true;  // the drafter's p_min without reading its logits back
     model::llama_model<Backend> draft(backend, files.draft, draft_options);
+    // Sampled workloads' target (and sampled drafts' draft): the same files, each token's top
+    // candidates picked on the device (llama_options::top_candidates), which a chain starting with
+    // top-k reads instead of its row. Models of their own, so that greedy steps and greedy drafts
+    // do not pay for the top_k.
+    std::unique_ptr<model::llama_model<Backend>> sampling_target, sampling_draft;
+    const auto any = [&](auto&& pred) { return std::any_of(workloads.begin(), workloads.end(), pred); };
+    const int32_t candidates = a.logits_on_host ? 0 : llmrt_examples::top_candidates_for(a.backend);
+    const auto with_candidates = [&](const auto& file, model::llama_options o) {
+        o.top_candidates = candidates;
+        return std::make_unique<model::llama_model<Backend>>(backend, file, o);
+    };
+    if (candidates > 0 && any([](const workload& w) { return w.config.sampling.temperature > 0.0f; }))
+        sampling_target = with_candidates(files.target, options);
+    if (candidates > 0 && any([](const workload& w) { return w.config.draft_model && w.config.draft_temperature > 0.0f; }))
+        sampling_draft = with_candidates(files.draft, draft_options);
 
     const auto& s = info.shape;
     if (given) std::printf("llmrt-bench-speculative: target %s, draft %s\n", info.target.c_str(), info.draft.c_str());
@@ -547,7 +551,7 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
 
     call_costs costs;
     std::vector<measurement> results;
-    const auto measure_all = [&](auto& t, auto& t_sampling, auto& d) {
+    const auto measure_all = [&](auto& t, auto& t_sampling, auto& d, auto& d_sampling) {
         costs = measure_costs(t, d, base.policy.n_max + 1, 5 * a.reps, base);
         std::printf("cost:    target %.2f ms for 1 token, %.2f ms for %d (%.1fx one); draft %.2f ms for 1 token (%.2fx "
                     "the target's)%s\n",
@@ -555,16 +559,17 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
                     costs.draft_one * 1e3, costs.draft_one / costs.target_one,
                     a.logits_on_host ? "; every row's logits read back (--logits-on-host)" : "");
         for (const auto& w : workloads) {
-            results.push_back(w.config.sampling.temperature > 0.0f ? measure(t_sampling, d, w, a) : measure(t, d, w, a));
+            auto& target_w = w.config.sampling.temperature > 0.0f ? t_sampling : t;
+            results.push_back(measure(target_w, w.config.draft_temperature > 0.0f ? d_sampling : d, w, a));
             std::printf("  done: %s, %s\n", w.name.c_str(), results.back().drafters.c_str());
             std::fflush(stdout);
         }
     };
     if (a.logits_on_host) {
         logits_on_host<model::llama_model<Backend>> t(target), d(draft);
-        measure_all(t, t, d);
+        measure_all(t, t, d, d);
     } else {
-        measure_all(target, sampling_target ? *sampling_target : target, draft);
+        measure_all(target, sampling_target ? *sampling_target : target, draft, sampling_draft ? *sampling_draft : draft);
     }
     print_table(results);
 

@@ -178,6 +178,8 @@ int run(Backend& backend, const std::string& backend_description, const spec::mo
     std::unique_ptr<model::llama_model<Backend>> draft;
     model::llama_options draft_options = options;
     draft_options.top_probability = true;  // the drafter's p_min without reading its logits back
+    // Sampled drafts read candidates too; greedy drafts only argmax ids, so their model skips the top_k.
+    if (a.draft_temperature > 0.0f) draft_options.top_candidates = target_options.top_candidates;
     if (files.draft) draft = std::make_unique<model::llama_model<Backend>>(backend, files.draft, draft_options);
 
     const auto& h = target.hparams();

@@ -87,9 +87,24 @@ void check_eval_top(Backend& b, const std::vector<int32_t>& prompt) {
         CHECK_THROWS_AS(top.eval_top(prompt, 0, std::span<int32_t>(ids).first(kept), values), llmrt::error);  // k per token
         CHECK(top.cache_length() == 0);
     }
+    // With top probabilities built too, eval_top gives each token's as eval_greedy does.
+    model_type greedy(b, small_model_file(qtype::q8_0), {.n_ctx = 32, .max_batch = 3, .top_probability = true});
+    std::vector<int32_t> argmax_ids(n);
+    std::vector<float> expected_top(n);
+    greedy.eval_greedy(prompt, 0, argmax_ids, expected_top);
+    model_type both(b, small_model_file(qtype::q8_0),
+                    {.n_ctx = 32, .max_batch = 3, .top_probability = true, .top_candidates = 8});
+    std::vector<int32_t> ids(n * 8, -1);
+    std::vector<float> values(n * 8, NAN), top(n, NAN);
+    both.eval_top(prompt, 0, ids, values, top);
+    CHECK(std::memcmp(top.data(), expected_top.data(), n * sizeof(float)) == 0);
+    both.truncate(0);
+    CHECK_THROWS_AS(both.eval_top(prompt, 0, ids, values, std::span<float>(top).first(1)), llmrt::error);  // one per token
     std::vector<int32_t> none(n);
     std::vector<float> none_logits(n);
     CHECK_THROWS_AS(rows.eval_top(prompt, rows.cache_length(), none, none_logits), llmrt::error);  // none built
+    model_type no_top(b, small_model_file(qtype::q8_0), {.n_ctx = 32, .max_batch = 3, .top_candidates = 8});
+    CHECK_THROWS_AS(no_top.eval_top(prompt, 0, ids, values, top), llmrt::error);  // no top probabilities built
     CHECK_THROWS_AS((model_type(b, small_model_file(qtype::q8_0), {.n_ctx = 32, .top_candidates = -1})), llmrt::error);
 }
 

@@ -62,6 +62,20 @@ std::vector<int32_t> decode(Target& target, const sampling_params& params, bool 
     return g.generate(prompt, 120).tokens;
 }
 
+// Speculative sampling whose draft model is `draft`, its chain top-k 40 at temperature 0.7, with
+// the policy's p_min threshold at p_min.
+template <class Draft>
+std::vector<int32_t> decode_with_draft(Draft& draft, float p_min) {
+    function_model target = hashed_target(vocab_size);
+    draft_policy policy = exact_policy();
+    policy.p_min = p_min;
+    generator<function_model> g(target, sampler_chain(sampled(40)), policy);
+    sampling_params dp = sampled(40, 0.7f);
+    dp.seed = 5;
+    g.add_drafter(std::make_unique<model_drafter<Draft>>(draft, sampler_chain(dp, rng_stream::draft_sample)));
+    return g.generate(prompt, 120).tokens;
+}
+
 }  // namespace
 
 TEST_CASE("a chain that starts with top-k gives the same distribution from a row's top candidates as from the row") {
@@ -139,4 +153,21 @@ TEST_CASE("a chain whose top-k the model's candidates cannot serve, or with pena
         CHECK(top_target.top_rows == 0);
         CHECK(top_target.logit_rows > 0);
     }
+}
+
+TEST_CASE("a draft model drafts sampled tokens from its top candidates as from its rows, and reads no row") {
+    for (float p_min : {0.0f, 0.3f}) {
+        CAPTURE(p_min);
+        function_model rows_draft = hashed_draft(vocab_size, 1.0f);
+        top_candidates_model top_draft(hashed_draft(vocab_size, 1.0f), 64);
+        CHECK(decode_with_draft(top_draft, p_min) == decode_with_draft(rows_draft, p_min));
+        CHECK(top_draft.logit_rows == 0);
+        CHECK(top_draft.top_rows >= 120);
+    }
+    // Without top probabilities, a p_min threshold needs the rows; with none, the candidates do.
+    top_candidates_model no_top(hashed_draft(vocab_size, 1.0f), 64, false);
+    function_model rows_draft = hashed_draft(vocab_size, 1.0f);
+    CHECK(decode_with_draft(no_top, 0.3f) == decode_with_draft(rows_draft, 0.3f));
+    CHECK(no_top.top_rows == 0);
+    CHECK(no_top.logit_rows > 0);
 }

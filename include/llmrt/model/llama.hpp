@@ -249,9 +249,10 @@ public:
 
     // As eval, with each row of logits reduced on the device to its top_candidates() best
     // candidates: ids_out and logits_out hold tokens.size() x top_candidates() entries, row i's
-    // best first (logit descending, id ascending). No row of logits is read back.
+    // best first (logit descending, id ascending); top_out, when not empty, one top probability per
+    // token as eval_greedy gives it (llama_options::top_probability). No row of logits is read back.
     void eval_top(std::span<const int32_t> tokens, int32_t position, std::span<int32_t> ids_out,
-                  std::span<float> logits_out) {
+                  std::span<float> logits_out, std::span<float> top_out = {}) {
         check_eval(tokens, position, 0);
         const std::size_t k = std::size_t(top_candidates());
         check(k > 0 && ids_out.size() == tokens.size() * k && logits_out.size() == ids_out.size(), errc::invalid_argument, [&] {
@@ -259,10 +260,16 @@ public:
                    " ids and " + std::to_string(logits_out.size()) + " logits; need " + std::to_string(k) +
                    " of each per token" + (k ? "" : " (llama_options::top_candidates is 0)");
         });
+        check(top_out.empty() || (built_.top.valid() && top_out.size() == tokens.size()), errc::invalid_argument, [&] {
+            return "llama_model::eval_top: " + std::to_string(top_out.size()) + " top probabilities for " +
+                   std::to_string(tokens.size()) + " tokens (need one per token, or none" +
+                   (built_.top.valid() ? ")" : "; and llama_options::top_probability)");
+        });
         in_chunks(tokens, position, [&](std::span<const int32_t> chunk, std::span<const int32_t> positions, std::size_t done) {
             run(chunk, positions);
             exec_.read(built_.top_ids, ids_out.subspan(done * k, chunk.size() * k));
             exec_.read(built_.top_logits, logits_out.subspan(done * k, chunk.size() * k));
+            if (!top_out.empty()) exec_.read(built_.top, top_out.subspan(done, chunk.size()));
         });
     }
 

@@ -86,6 +86,17 @@ concept top_k_model = causal_model<M> && requires(M& m, const M& cm, std::span<c
     m.eval_top(tokens, position, ids_out, logits_out);
 };
 
+// A top_k_model whose eval_top can also give each row's top probability (as eval_greedy's top_out,
+// when has_top_probability()): eval_top(tokens, first_position, ids_out, logits_out, top_out), with
+// top_out tokens.size() floats or none. The model drafter's p_min threshold on sampled drafts.
+template <class M>
+concept top_k_probability_model = top_k_model<M> && requires(M& m, const M& cm, std::span<const int32_t> tokens,
+                                                             int32_t position, std::span<int32_t> ids_out,
+                                                             std::span<float> logits_out, std::span<float> top_out) {
+    m.eval_top(tokens, position, ids_out, logits_out, top_out);
+    { cm.has_top_probability() } -> std::convertible_to<bool>;
+};
+
 // Whether model m can serve chain's rows as top candidates (top_k_model with enough of them, and
 // a top-k that narrows the vocabulary).
 template <class M>

@@ -4,8 +4,9 @@
 // the sequence tokens it has not seen (a round's emitted tokens; a whole window after the fallback
 // decoded plainly) in one forward call per max_batch tokens, not one per token; catch_up does it
 // apart from a proposal, for all but the last tokens. A draft model that is a greedy_model, under
-// a chain that picks the argmax, drafts from its rows' argmax ids and top probabilities alone: no
-// logits travel.
+// a chain that picks the argmax, drafts from its rows' argmax ids and top probabilities alone; a
+// top_k_probability_model, under a chain that starts with a top-k its candidates cover, from each
+// row's top candidates and top probability: no rows of logits travel.
 #pragma once
 
 #include "llmrt/core/cxx20.hpp"
@@ -73,6 +74,13 @@ public:
         if constexpr (greedy_model<Draft>) {
             if (chain_.picks_argmax() && (request.p_min <= 0.0f || model_.has_top_probability())) {
                 draft_argmax(missing.last(tail), int32_t(keep + head), int32_t(length), n_limit, request, out);
+                return;
+            }
+        }
+        if constexpr (top_k_probability_model<Draft>) {
+            if (reads_top_candidates(model_, chain_.leading_top_k()) &&
+                (request.p_min <= 0.0f || model_.has_top_probability())) {
+                draft_top(missing.last(tail), int32_t(keep + head), int32_t(length), n_limit, request, out);
                 return;
             }
         }
@@ -176,6 +184,39 @@ private:
             top_.resize(threshold ? 1 : 0);
             model_.eval_greedy(std::span<const int32_t>(&out.tokens.back(), 1), length + k, ids_, top_);
             count(1);
+        }
+    }
+
+    // Steps 2 and 3 from each row's top candidates (the chain starts with a top-k the model's
+    // candidates cover): the same q, so the same draft, as the rows give; the p_min threshold on
+    // the device's top probability, as in draft_argmax.
+    void draft_top(std::span<const int32_t> tail, int32_t tail_position, int32_t length, int32_t n_limit,
+                   const draft_request& request, draft& out) {
+        const size_t k = size_t(model_.top_candidates());
+        const bool threshold = request.p_min > 0.0f;
+        auto evaluate_top = [&](std::span<const int32_t> tokens, int32_t position) {
+            ids_.resize(tokens.size() * k);
+            logits_.resize(tokens.size() * k);
+            top_.resize(threshold ? tokens.size() : 0);
+            model_.eval_top(tokens, position, ids_, logits_, top_);
+            count(tokens.size());
+        };
+        evaluate_top(tail, tail_position);
+        for (int32_t k_draft = 0; k_draft < n_limit; ++k_draft) {
+            const size_t row = ids_.size() / k - 1;  // the last token's candidates
+            if (threshold && top_[row] < request.p_min) break;
+            token_distribution q = chain_.distribution_of_top(std::span<const int32_t>(ids_).subspan(row * k, k),
+                                                              std::span<const float>(logits_).subspan(row * k, k));
+            const int32_t x = chain_.is_greedy() ? q.argmax() : q.draw(chain_.uniform());
+            out.tokens.push_back(x);
+            if (!chain_.is_greedy()) out.q.push_back(std::move(q));
+            chain_.accept(x);
+            if (x == model_.vocab().eos || k_draft + 1 == n_limit) break;
+            if (stopped(request)) {
+                out.interrupted = true;
+                break;
+            }
+            evaluate_top(std::span<const int32_t>(&out.tokens.back(), 1), length + k_draft);
         }
     }
 

@@ -205,22 +205,33 @@ static_assert(greedy_model<argmax_model>, "argmax_model must satisfy greedy_mode
 // eval_top reduced.
 class top_candidates_model : public wrapped_model {
 public:
-    top_candidates_model(function_model inner, int32_t k) : wrapped_model(std::move(inner)), k_(k) {}
+    top_candidates_model(function_model inner, int32_t k, bool top_probability = true)
+        : wrapped_model(std::move(inner)), k_(k), top_(top_probability) {}
 
     int32_t top_candidates() const { return k_; }
+    bool has_top_probability() const { return top_; }
 
     void eval(std::span<const int32_t> tokens, int32_t position, std::span<float> logits) {
         inner_.eval(tokens, position, logits);
         if (!logits.empty()) logit_rows += int64_t(tokens.size());
     }
-    void eval_top(std::span<const int32_t> tokens, int32_t position, std::span<int32_t> ids, std::span<float> logits) {
+    // top: each row's top probability (argmax_model's formula), or none.
+    void eval_top(std::span<const int32_t> tokens, int32_t position, std::span<int32_t> ids, std::span<float> logits,
+                  std::span<float> top = {}) {
         const size_t v = size_t(vocab_size()), k = size_t(k_);
-        check(ids.size() == tokens.size() * k && logits.size() == ids.size(), errc::invalid_argument,
-              "top_candidates_model: k ids and k logits per token");
+        check(ids.size() == tokens.size() * k && logits.size() == ids.size() &&
+                  (top.empty() || (top_ && top.size() == tokens.size())),
+              errc::invalid_argument, "top_candidates_model: k ids and k logits per token, and one top probability per token or none");
         std::vector<float> rows(tokens.size() * v);
         inner_.eval(tokens, position, rows);
         cpu::top_k(rows.data(), ids.data(), int64_t(v), int64_t(k), int64_t(tokens.size()));
         for (size_t i = 0; i < ids.size(); ++i) logits[i] = rows[(i / k) * v + size_t(ids[i])];
+        for (size_t i = 0; i < top.size(); ++i) {
+            const float best = rows[i * v + size_t(ids[i * k])];
+            double sum = 0.0;
+            for (size_t j = 0; j < v; ++j) sum += std::exp(double(rows[i * v + j]) - double(best));
+            top[i] = float(1.0 / sum);
+        }
         top_rows += int64_t(tokens.size());
     }
 
@@ -228,9 +239,10 @@ public:
 
 private:
     int32_t k_;
+    bool top_;
 };
 
-static_assert(top_k_model<top_candidates_model>, "top_candidates_model must satisfy top_k_model");
+static_assert(top_k_probability_model<top_candidates_model>, "top_candidates_model must satisfy top_k_probability_model");
 
 // One step of splitmix64: x advanced by its gamma, then its output function (llmrt::testing::mix64).
 inline uint64_t splitmix64(uint64_t x) { return llmrt::testing::mix64(x + 0x9E3779B97F4A7C15ull); }
