@@ -62,6 +62,9 @@ struct arguments {
     int32_t n = 256, reps = 3, period = 8, repeats = 8, n_max = llmrt::sample::draft_policy{}.n_max;
     float p_min = -1.0f;  // < 0: 0 for the default pair, the library's default for a given pair
     bool fallback = llmrt::sample::fallback_policy{}.enabled;
+    int32_t min_rounds = llmrt::sample::fallback_policy{}.min_rounds;          // --min-rounds
+    int32_t backoff_tokens = llmrt::sample::fallback_policy{}.backoff_tokens;  // --backoff
+    float draft_temperature = 0.0f;  // --draft-temp: the sampled workloads' drafts sampled at it (0: greedy)
     bool overlap = true;  // --no-overlap: off; off on Vulkan (llmrt_examples::overlap_allowed)
     bool cost_aware = llmrt::sample::adaptive_length{}.cost_aware;  // --length cost|acceptance
     std::string target_path, draft_path;
@@ -100,6 +103,9 @@ arguments parse(int argc, char** argv) {
         else if (o == "--n-max") a.n_max = cl.int_value(1, 1000000);
         else if (o == "--p-min") a.p_min = float(cl.number_value(0.0, 1.0));
         else if (o == "--no-fallback") a.fallback = false;
+        else if (o == "--min-rounds") a.min_rounds = cl.int_value(1, 1000000);
+        else if (o == "--backoff") a.backoff_tokens = cl.int_value(1, 1024);
+        else if (o == "--draft-temp") a.draft_temperature = float(cl.number_value(0.0, 100.0));
         else if (o == "--no-overlap") a.overlap = false;
         else if (o == "--length") {
             const std::string v = cl.value();
@@ -117,6 +123,7 @@ arguments parse(int argc, char** argv) {
                       "                               [--period P] [--repeats R] [--n-max N] [--p-min P] [--no-fallback]\n"
                       "                               [--target T.gguf --draft D.gguf --prompt-file NAME=PATH[,PATH...] ... [--temps T,T]]\n"
                       "                               [--logits-on-host] [--no-overlap] [--length cost|acceptance]\n"
+                      "                               [--min-rounds N] [--backoff N] [--draft-temp T]\n"
                       "\n"
                       "Defaults: -n 256, --reps 3, --clock wall, --json speculative.json, --period 8 --repeats 8,\n"
                       "--n-max 16 (adaptive), --length acceptance: the accepted tokens' moving average + 2 (the\n"
@@ -125,14 +132,16 @@ arguments parse(int argc, char** argv) {
                       "(llmrt::sample::adaptive_length::cost_aware). The fallback policy is on in every row but one\n"
                       "that shows the default pair's draft model without it: plain decoding while speculation measures\n"
                       "slower (after 8 timed rounds, 32 plain tokens, doubling up to 1024;\n"
-                      "llmrt::sample::fallback_policy). --no-fallback turns it off everywhere. The draft model drafts\n"
+                      "llmrt::sample::fallback_policy; --min-rounds and --backoff set the 8 and the 32).\n"
+                      "--no-fallback turns it off everywhere. The draft model drafts\n"
                       "the next round while the target verifies this one (generation_options::overlap; on the CUDA and\n"
                       "CPU backends): --no-overlap drafts only after each verification.\n"
                       "\n"
                       "Without --target: the default pair (a random llama as Q8_0 target and Q2_K draft), greedy,\n"
                       "p_min 0. With --target and --draft: for each --prompt-file (text files, tokenized with the\n"
                       "target's vocabulary and decoded in turn, their figures added up), the draft model at each\n"
-                      "temperature of --temps (default 0,0.8; greedy drafts) and the n-gram drafter (greedy); p_min\n"
+                      "temperature of --temps (default 0,0.8; greedy drafts, or sampled at --draft-temp T from the\n"
+                      "draft's top candidates) and the n-gram drafter (greedy); p_min\n"
                       "defaults to the library's 0.5.\n"
                       "\n"
                       "--logits-on-host: greedy decoding reads every row of logits back and takes its argmax on the\n"
@@ -166,6 +175,7 @@ struct measurement {
     double plain_seconds = 0.0, speculative_seconds = 0.0;
     llmrt::sample::speculative_stats stats;  // the speculative runs'
     bool equal = true;
+    bool compared = true;  // false for sampled drafts: speculative sampling keeps the distribution, not the stream
 
     double decode_rate(double seconds) const {
         seconds -= prompt_seconds;
@@ -235,6 +245,7 @@ template <class Model>
 measurement measure(Model& target, Model& draft, const workload& w, const arguments& a) {
     measurement m;
     m.workload = w.name;
+    m.compared = !(w.config.draft_model && w.config.draft_temperature > 0.0f);
     m.drafters = spec::drafters_name(w.config);
     spec::run_config plain_config = w.config;
     plain_config.draft_model = plain_config.ngram = false;
@@ -246,7 +257,7 @@ measurement measure(Model& target, Model& draft, const workload& w, const argume
             prompt_best = r == 0 ? p0 : std::min(prompt_best, p0);
             spec::run_result p = spec::run(target, &draft, plain_config, *prompt, a.n);
             spec::run_result s = spec::run(target, &draft, w.config, *prompt, a.n);
-            m.equal = m.equal && s.tokens == p.tokens;
+            if (m.compared) m.equal = m.equal && s.tokens == p.tokens;
             if (r == 0 || p.seconds < plain.seconds) plain = std::move(p);
             if (r == 0 || s.seconds < fast.seconds) fast = std::move(s);
         }
@@ -282,14 +293,15 @@ void print_table(const std::vector<measurement>& results) {
         std::printf("%-21s %-27s | %8.1f %8.1f %6.2fx | %6.3f %6.2f %6lld | %9.1f %9.1f %9lld | %-5s | %s\n",
                     m.workload.c_str(), m.drafters.c_str(), m.plain_rate(), m.speculative_rate(), m.speedup(),
                     s.acceptance_rate(), s.mean_acceptance_length(), (long long)s.target_calls, s.target_seconds * 1e3,
-                    s.draft_seconds * 1e3, (long long)draft_forwards, m.equal ? "yes" : "NO", rates_text(s, 8).c_str());
+                    s.draft_seconds * 1e3, (long long)draft_forwards, !m.compared ? "n/a" : m.equal ? "yes" : "NO", rates_text(s, 8).c_str());
     }
     std::printf("\nplain/s, spec/s: decoding tokens/s (the target's prompt processing excluded)\n"
                 "accept: acceptance rate (accepted / drafted); mean: mean acceptance length (1 + accepted / rounds)\n"
                 "calls: target calls of the speculative run, prompt included (plain: one per token)\n"
                 "target ms, draft ms: time in the target's eval calls and in the drafters, prompt included\n"
                 "draft fwd: the draft model's forward calls (its prompt, catching up, drafting)\n"
-                "exact: the speculative tokens equal plain decoding's\n");
+                "exact: the speculative tokens equal plain decoding's (n/a: sampled drafts, which keep the\n"
+                "distribution, not the token stream)\n");
     std::printf("\ntarget ms per decoding call of m tokens in the speculative runs (calls), m = 1: plain steps:\n");
     for (const auto& m : results) {
         const auto& s = m.stats;
@@ -373,7 +385,7 @@ void write_json(std::FILE* f, const std::vector<measurement>& results, const cal
                      "     \"acceptance_rate_at\": [",
                      json_escape(m.workload).c_str(), json_escape(m.drafters).c_str(), m.prompts, m.prompt_tokens,
                      m.generated, m.prompt_seconds, m.plain_seconds, m.speculative_seconds,
-                     m.plain_rate(), m.speculative_rate(), m.speedup(), m.equal ? "true" : "false", (long long)s.rounds,
+                     m.plain_rate(), m.speculative_rate(), m.speedup(), !m.compared ? "null" : m.equal ? "true" : "false", (long long)s.rounds,
                      (long long)s.drafted, (long long)s.accepted, s.acceptance_rate(), s.mean_acceptance_length(),
                      (long long)s.plain_steps, (long long)s.fallback_steps, (long long)s.drafted_ahead,
                      (long long)s.extended_ahead, (long long)s.target_calls, s.target_seconds,
@@ -455,6 +467,7 @@ std::vector<workload> pair_workloads(const llmrt::gguf::file& target, const argu
                 w.back().config.sampling = sample::sampling_params{};
                 w.back().config.sampling.temperature = t;
                 w.back().config.sampling.seed = 1;
+                w.back().config.draft_temperature = a.draft_temperature;
             }
         }
         w.push_back({f.name + ", greedy", ids, base});
@@ -487,6 +500,9 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
     // A random model's top-1 probability is a few percent: 0.75 would never draft.
     base.policy.p_min = a.p_min >= 0.0f ? a.p_min : given ? base.policy.p_min : 0.0f;
     base.policy.fallback.enabled = a.fallback;
+    base.policy.fallback.min_rounds = a.min_rounds;
+    base.policy.fallback.backoff_tokens = a.backoff_tokens;
+    base.policy.fallback.max_backoff_tokens = std::max(a.backoff_tokens, base.policy.fallback.max_backoff_tokens);
     base.policy.adaptive.cost_aware = a.cost_aware;
     base.overlap = a.overlap;
     base.stop_at_eos = false;  // every run generates exactly n tokens
