@@ -184,6 +184,29 @@ TEST_CASE("reads and writes past a tensor's end raise llmrt::error") {
     CHECK_THROWS_AS(ex.read(net.y, std::span<float>(too_many)), llmrt::error);
 }
 
+TEST_CASE("read_together gives what separate reads give, and checks each read as read does") {
+    small_net net;
+    cpu::backend cpu_backend;
+    graph::executor ex(cpu_backend, net.g);
+    const auto x = gaussian(std::size_t(small_net::k), 5);
+    ex.write(net.x, std::span<const float>(x));
+    ex.run(1);
+    const std::size_t m = std::size_t(net.g.nodes()[std::size_t(net.y.id)].ne0);
+    std::vector<float> y_one(m), x_one(x.size());
+    ex.read(net.y, std::span<float>(y_one));
+    ex.read(net.x, std::span<float>(x_one));
+    std::vector<float> y_all(m, NAN), x_all(x.size(), NAN);
+    const graph::read_request reads[] = {graph::read_request::of(net.y, std::span<float>(y_all)),
+                                         graph::read_request::of(net.x, std::span<float>(x_all))};
+    ex.read_together(reads);
+    CHECK(std::memcmp(y_all.data(), y_one.data(), m * sizeof(float)) == 0);
+    CHECK(x_all == x_one);
+    std::vector<float> too_many(std::size_t(small_net::k * 4 + 1));
+    const graph::read_request past_end[] = {graph::read_request::of(net.y, std::span<float>(y_all)),
+                                            graph::read_request::of(net.x, std::span<float>(too_many))};
+    CHECK_THROWS_AS(ex.read_together(past_end), llmrt::error);
+}
+
 TEST_CASE("compare_nodes finds no difference between equal configurations and names the first op that differs") {
     small_net net;
     cpu::backend q8(cpu::backend_options{}), f32({.quantized_activations = cpu::activation_format::f32});

@@ -494,3 +494,46 @@ TEST_CASE("collectives of one rank copy their input, and ones over more ranks th
         CHECK_THROWS_WITH_AS(graph::executor<test_backend>(b, g), doctest::Contains("2 ranks"), llmrt::error);
     }
 }
+
+TEST_CASE("read_together gives the bytes separate reads give: through the bounce buffer, past it, and from an input") {
+    LLMRT_NEEDS_CUDA_DEVICE();
+    const int64_t n0 = 17000 + 3;  // 4 columns of it: 272 KB, past the 64 KiB bounce buffer
+    graph::graph g(4);
+    auto x = g.input("x", qtype::f32, n0);
+    auto b = g.input("b", qtype::f32, n0);
+    const auto sum = g.add(x, b), next = g.argmax(x), top = g.top_probability(x);
+    for (graph::tensor t : {sum, next, top}) g.mark_output(t);
+    test_backend cuda;
+    graph::executor<test_backend> ex(cuda, g);
+    for (int64_t n : {1, 4}) {
+        CAPTURE(n);
+        const auto cols = std::size_t(n), all = std::size_t(n0 * n);
+        const auto xs = gaussian(all, 40 + uint32_t(n), 3.0f), bs = gaussian(all, 50 + uint32_t(n));
+        ex.write(x, std::span<const float>(xs));
+        ex.write(b, std::span<const float>(bs));
+        ex.run(n);
+        std::vector<float> sum_one(all), top_one(cols), x_one(all);
+        std::vector<int32_t> next_one(cols);
+        ex.read(sum, std::span<float>(sum_one));
+        ex.read(next, std::span<int32_t>(next_one));
+        ex.read(top, std::span<float>(top_one));
+        ex.read(x, std::span<float>(x_one));
+        // Poisoned destinations; the small reads both before and after the large one.
+        std::vector<float> sum_all(all, NAN), top_all(cols, NAN), x_all(all, NAN);
+        std::vector<int32_t> next_all(cols, -7), next_again(cols, -7);
+        const graph::read_request reads[] = {graph::read_request::of(next, std::span<int32_t>(next_all)),
+                                             graph::read_request::of(sum, std::span<float>(sum_all)),
+                                             graph::read_request::of(top, std::span<float>(top_all)),
+                                             graph::read_request::of(x, std::span<float>(x_all)),
+                                             graph::read_request::of(next, std::span<int32_t>(next_again))};
+        ex.read_together(reads);
+        CHECK(same_bits(sum_all, sum_one));
+        CHECK(same_bits(top_all, top_one));
+        CHECK(same_bits(x_all, x_one));
+        CHECK(next_all == next_one);
+        CHECK(next_again == next_one);
+        std::vector<float> too_many(std::size_t(n0 * 4) + 1);  // past the tensor's 4 columns
+        const graph::read_request past_end[] = {graph::read_request::of(sum, std::span<float>(too_many))};
+        CHECK_THROWS_AS(ex.read_together(past_end), llmrt::error);
+    }
+}

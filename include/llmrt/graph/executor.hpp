@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "llmrt/graph/backend.hpp"
+#include "llmrt/graph/read_request.hpp"
 
 namespace llmrt::graph {
 
@@ -70,6 +71,17 @@ public:
         const std::size_t bytes = values.size_bytes();
         check_access(t, byte_offset, bytes, "read");
         program_.read(t, byte_offset, values.data(), bytes);
+    }
+
+    // Several reads that wait once for the runs before them where the program can (its
+    // read_together: the CUDA program queues every copy, then synchronizes once), else one after
+    // another. Each read as read_bytes checks it.
+    void read_together(std::span<const read_request> reads) const {
+        for (const read_request& r : reads) check_access(r.t, r.byte_offset, r.bytes, "read");
+        if constexpr (requires(const program_type& p) { p.read_together(reads); })
+            program_.read_together(reads);
+        else
+            for (const read_request& r : reads) program_.read(r.t, r.byte_offset, r.dst, r.bytes);
     }
 
     // Raw bytes of tensor t's memory.

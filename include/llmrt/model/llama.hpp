@@ -136,8 +136,9 @@ public:
     std::span<const float> forward(std::span<const int32_t> tokens, std::span<const int32_t> positions) {
         const auto n = run(tokens, positions);
         const auto logits = std::span<float>(logits_).first(std::size_t(n) * std::size_t(vocab_size()));
-        exec_.read(built_.logits, logits);
-        exec_.read(built_.next, std::span<int32_t>(next_).first(std::size_t(n)));
+        const graph::read_request reads[] = {graph::read_request::of(built_.logits, logits),
+                                             graph::read_request::of(built_.next, std::span<int32_t>(next_).first(std::size_t(n)))};
+        exec_.read_together(reads);
         return logits;
     }
 
@@ -236,9 +237,17 @@ public:
         check(top_out.empty() || built_.top.valid(), errc::invalid_argument,
               "llama_model::eval_greedy: top probabilities need llama_options::top_probability");
         in_chunks(tokens, position, [&](std::span<const int32_t> chunk, std::span<const int32_t> positions, std::size_t done) {
-            const auto ids = forward_greedy(chunk, positions);
-            std::copy(ids.begin(), ids.end(), ids_out.begin() + std::ptrdiff_t(done));
-            if (!top_out.empty()) exec_.read(built_.top, top_out.subspan(done, chunk.size()));
+            if (top_out.empty()) {
+                const auto ids = forward_greedy(chunk, positions);
+                std::copy(ids.begin(), ids.end(), ids_out.begin() + std::ptrdiff_t(done));
+                return;
+            }
+            const auto n = std::size_t(run(chunk, positions));
+            // The ids and the probabilities for one wait on the device.
+            const graph::read_request reads[] = {graph::read_request::of(built_.next, std::span<int32_t>(next_).first(n)),
+                                                 graph::read_request::of(built_.top, top_out.subspan(done, n))};
+            exec_.read_together(reads);
+            std::copy_n(next_.begin(), n, ids_out.begin() + std::ptrdiff_t(done));
         });
     }
 
@@ -267,9 +276,12 @@ public:
         });
         in_chunks(tokens, position, [&](std::span<const int32_t> chunk, std::span<const int32_t> positions, std::size_t done) {
             run(chunk, positions);
-            exec_.read(built_.top_ids, ids_out.subspan(done * k, chunk.size() * k));
-            exec_.read(built_.top_logits, logits_out.subspan(done * k, chunk.size() * k));
-            if (!top_out.empty()) exec_.read(built_.top, top_out.subspan(done, chunk.size()));
+            // Ids, logits (and probabilities) for one wait on the device.
+            const graph::read_request reads[] = {
+                graph::read_request::of(built_.top_ids, ids_out.subspan(done * k, chunk.size() * k)),
+                graph::read_request::of(built_.top_logits, logits_out.subspan(done * k, chunk.size() * k)),
+                graph::read_request::of(built_.top, top_out.empty() ? top_out : top_out.subspan(done, chunk.size()))};
+            exec_.read_together(std::span<const graph::read_request>(reads).first(top_out.empty() ? 2 : 3));
         });
     }
 
