@@ -23,6 +23,7 @@
 #include <llmrt/testing/generate.hpp>
 #include <llmrt/testing/poison.hpp>
 
+#include "../graph/top_k_fixtures.hpp"
 #include "cuda_pair.cuh"
 
 using namespace llmrt;
@@ -35,87 +36,13 @@ using test::pair_of_executors;
 namespace {
 
 using testing::device_vector;
-
-const float nan_value = std::numeric_limits<float>::quiet_NaN();
-const float inf = std::numeric_limits<float>::infinity();
-
-// The kinds of column the tests mix, column c of a batch taking kind c % 7: the first is plain
-// (no NaN), the next two the NaN cases every batch of 3 columns meets.
-enum class kind { plain, nan_first, nan_spread, few_numbers, tied, nan_first_few, nan_first_low };
-constexpr int kinds = 7;
-
-// count gaussians rounded to quarters (many ties; ±0 both), with signed zeros planted.
-std::vector<float> tied(int64_t count, uint64_t seed) {
-    std::vector<float> x = gaussian(count, seed, 2.0f);
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        x[i] = std::round(x[i] * 4.0f) / 4.0f;
-        if (i % 13 == 5) x[i] = -0.0f;
-        if (i % 13 == 6) x[i] = 0.0f;
-    }
-    return x;
-}
-
-// cols columns of n values: tied() with -inf every 11th value, then what the column's kind adds.
-// few_numbers and nan_first_few keep fewer than k numbers (some at indices below k, where picks
-// past the last number land); nan_first_low follows its NaN x[0] with x[1] ranked below almost
-// everything, so the picks after it lie outside the k best values.
-std::vector<float> columns(int64_t n, int64_t k, int64_t cols, uint64_t seed) {
-    std::vector<float> x = tied(n * cols, seed);
-    for (int64_t c = 0; c < cols; ++c) {
-        float* col = x.data() + c * n;
-        for (int64_t i = 3; i < n; i += 11) col[i] = -inf;
-        const int64_t numbers = k / 2;  // few_numbers: x[0] and these; nan_first_few: these
-        auto keep_few = [&](bool first) {
-            std::vector<float> kept(col, col + n);
-            for (int64_t i = 0; i < n; ++i) col[i] = nan_value;
-            for (int64_t t = 0; t < numbers; ++t) {
-                const int64_t i = (t * 7 + 1) % n;
-                col[i] = kept[std::size_t(i)];
-            }
-            if (first) col[0] = kept[0];
-        };
-        switch (kind(c % kinds)) {
-            case kind::plain: break;
-            case kind::nan_first: col[0] = nan_value; break;
-            case kind::nan_spread:
-                for (int64_t i = 2; i < n; i += 7) col[i] = nan_value;
-                col[n - 1] = nan_value;
-                break;
-            case kind::few_numbers: keep_few(true); break;
-            case kind::tied:
-                for (int64_t i = 0; i < n; ++i) col[i] = i % 1000 == 999 ? 0.75f : i % 3 == 0 ? 0.5f : -0.0f;
-                break;
-            case kind::nan_first_few:
-                keep_few(false);
-                col[0] = nan_value;
-                break;
-            case kind::nan_first_low:
-                col[0] = nan_value;
-                col[1] = -1000.0f;
-                break;
-        }
-    }
-    return x;
-}
+using namespace test::top_k_columns;
 
 // Equal, or both NaN; softmax weights (the CPU's std::exp, the device's expf) within 1e-6.
 bool close(float got, float want, graph::expert_norm norm) {
     if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
     if (norm != graph::expert_norm::softmax) return got == want;
     return std::fabs(got - want) <= 1e-6f * std::fmax(1.0f, std::fabs(want));
-}
-
-// Column by column: the first slot where got and want part.
-void check_picks(const std::vector<int32_t>& got, const std::vector<int32_t>& want, int64_t k, int64_t cols) {
-    REQUIRE(got.size() == want.size());
-    for (int64_t c = 0; c < cols; ++c) {
-        int64_t first = -1;
-        for (int64_t j = 0; j < k && first < 0; ++j)
-            if (got[std::size_t(c * k + j)] != want[std::size_t(c * k + j)]) first = j;
-        INFO("column ", c, " (kind ", c % kinds, "): slot ", first, " picks ",
-             first < 0 ? 0 : got[std::size_t(c * k + first)], ", the CPU ", first < 0 ? 0 : want[std::size_t(c * k + first)]);
-        CHECK(first < 0);
-    }
 }
 
 const graph::expert_norm all_norms[] = {graph::expert_norm::none, graph::expert_norm::sum, graph::expert_norm::softmax};
