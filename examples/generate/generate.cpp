@@ -382,7 +382,9 @@ int main(int argc, char** argv) {
         }
         const std::string backend = a.backend.empty() ? llmrt_examples::backends_by_preference().front() : a.backend;
         const run_setup s = setup(*file, a);
-        const model::llama_options options = model_options(s, a);
+        model::llama_options options = model_options(s, a);
+        // Sampling reads each token's top candidates, picked on the device, not its logits.
+        if (a.temperature > 0.0f) options.top_candidates = llmrt_examples::top_candidates_for(backend);
         check(a.tp == 0 || a.gpus == 0, errc::invalid_argument,
               "--tp (CPU ranks) and --gpus (CUDA ranks) are two ways to run tensor parallel; give one");
         if (a.tp != 0) {  // N CPU backends, each one rank of an in-process group on a thread of its own
@@ -417,9 +419,7 @@ int main(int argc, char** argv) {
         }
         llmrt_examples::with_backend(backend, [&](auto& b, const std::string& description) {
             using backend_type = std::remove_reference_t<decltype(b)>;
-            model::llama_options one = options;
-            // Sampling reads each token's top candidates, picked on the device, not its logits.
-            if (a.temperature > 0.0f) one.top_candidates = llmrt_examples::top_candidates_for(backend);
+            const model::llama_options& one = options;
             if (!speculative(a)) {
                 model::llama_model<backend_type> m(b, file, one);
                 run(m, description, *file, a, s);

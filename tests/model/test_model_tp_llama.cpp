@@ -4,13 +4,16 @@
 // Also llmrt-bench-decode's tensor-parallel forward (bench/decode/forward.hpp), held to the same ids.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include <llmrt/comm/local.hpp>
 #include <llmrt/cpu/backend.hpp>
+#include <llmrt/cpu/ops.hpp>
 #include <llmrt/model/model.hpp>
 #include <llmrt/model/tensor_parallel_llama.hpp>
 
@@ -35,11 +38,11 @@ struct on_cpu_ranks {
     comm::local_group group;
     model::tensor_parallel_llama<cpu::backend> m;
 
-    on_cpu_ranks(int32_t ranks, const std::shared_ptr<const gguf::file>& file)
+    on_cpu_ranks(int32_t ranks, const std::shared_ptr<const gguf::file>& file, const model::llama_options& options = base_options)
         : group(ranks),
           m(
               ranks, [this](int32_t r) { return std::make_unique<cpu::backend>(float_options(&group.rank(r))); }, file,
-              base_options, [this] { group.cancel(); }) {}
+              options, [this] { group.cancel(); }) {}
 };
 
 }  // namespace
@@ -56,6 +59,46 @@ TEST_CASE("tensor_parallel_llama on 2 and 4 CPU ranks gives the single model's g
         const int32_t token = 7, position = tp.m.cache_length();
         tp.m.forward(std::span<const int32_t>(&token, 1), std::span<const int32_t>(&position, 1));
         for (int32_t r = 1; r < ranks; ++r) CHECK(test::same_bits(tp.m.logits(r), tp.m.logits(0)));
+    }
+}
+
+TEST_CASE("tensor_parallel_llama gives the argmax ids, top probabilities and top candidates of its logits, as llama_model does") {
+    const auto file = test::model_file(test::tp_shape("llama"), qtype::q8_0, 11);
+    const std::span<const int32_t> prompt(test::model_prompt);
+    model::llama_options reduced = base_options;
+    reduced.top_probability = true;
+    reduced.top_candidates = 16;
+    for (int32_t ranks : {2, 4}) {
+        CAPTURE(ranks);
+        on_cpu_ranks rows(ranks, file), tp(ranks, file, reduced);
+        const std::size_t n = prompt.size(), v = std::size_t(rows.m.vocab_size()), k = 16;
+        std::vector<float> logits(n * v);
+        rows.m.eval(prompt, 0, logits);
+        std::vector<int32_t> argmax(n), ids(n, -1);
+        cpu::argmax(logits.data(), argmax.data(), int64_t(v), int64_t(n));
+        std::vector<float> top(n, NAN);
+        tp.m.eval_greedy(prompt, 0, ids, top);
+        CHECK(ids == argmax);
+        for (std::size_t i = 0; i < n; ++i) {
+            double sum = 0.0;  // softmax at the argmax: 1 / Σ exp(l − max)
+            for (std::size_t j = 0; j < v; ++j) sum += std::exp(double(logits[i * v + j]) - double(logits[i * v + std::size_t(argmax[i])]));
+            CHECK(double(top[i]) == doctest::Approx(1.0 / sum).epsilon(1e-5));
+        }
+        tp.m.truncate(0);
+        std::vector<int32_t> candidates(n * k, -1), expected(n * k);
+        std::vector<float> values(n * k, NAN), top_again(n, NAN);
+        tp.m.eval_top(prompt, 0, candidates, values, top_again);
+        cpu::top_k(logits.data(), expected.data(), int64_t(v), int64_t(k), int64_t(n));
+        CHECK(candidates == expected);
+        bool same = true;
+        for (std::size_t i = 0; i < candidates.size(); ++i)
+            same = same && std::memcmp(&values[i], &logits[(i / k) * v + std::size_t(expected[i])], sizeof(float)) == 0;
+        CHECK(same);
+        CHECK(std::memcmp(top_again.data(), top.data(), n * sizeof(float)) == 0);
+        tp.m.truncate(0);
+        CHECK_THROWS_AS(tp.m.eval_top(prompt, 0, std::span<int32_t>(candidates).first(k), values), llmrt::error);
+        CHECK_THROWS_AS(rows.m.eval_greedy(prompt, rows.m.cache_length(), ids, top), llmrt::error);  // no probabilities built
+        CHECK(tp.m.cache_length() == 0);
     }
 }
 
