@@ -68,7 +68,7 @@ struct outcome {
 
 // Decodes n tokens after each of `prompts` prompts; the prompt's processing is not counted.
 outcome decode(const call_costs& c, float noise, float temperature, int rule, int32_t prompts, int32_t n,
-               int32_t prompt_tokens) {
+               int32_t prompt_tokens, const fallback_policy& fallback) {
     fake_clock clock;
     const auto target_seconds = [&](int32_t m, bool rows) {
         return 1e-3 * (c.target + c.token * double(m - 1) + c.pass_extra * double((m - 1) / c.pass) +
@@ -77,6 +77,7 @@ outcome decode(const call_costs& c, float noise, float temperature, int rule, in
     function_model target = simulated_model({&clock, 0.0, 0.0, target_seconds}, 0.0f);
     function_model draft = simulated_model({&clock, 1e-3 * c.draft}, noise);
     draft_policy policy;
+    policy.fallback = fallback;
     policy.adaptive.cost_aware = rule == 1;
     policy.p_min = 0.0f;  // hashed logits' top probability says nothing of agreement
     generation_options options;
@@ -114,6 +115,7 @@ int main(int argc, char** argv) try {
     call_costs c;
     std::vector<float> noises{0.01f, 0.03f, 0.1f, 0.3f}, temps{0.0f, 0.8f};
     int32_t prompts = 4, n = 256, prompt_tokens = 128;
+    fallback_policy fallback;
     for (llmrt_examples::command_line cl(argc, argv); cl.next();) {
         const std::string& o = cl.option();
         if (o == "--target-ms") c.target = cl.number_value(0.0, 1e4);
@@ -127,17 +129,19 @@ int main(int argc, char** argv) try {
         else if (o == "--prompts") prompts = cl.int_value(1, 1000);
         else if (o == "-n") n = cl.int_value(1, 4000);
         else if (o == "--prompt-tokens") prompt_tokens = cl.int_value(1, 3000);
+        else if (o == "--rounds-after-backoff") fallback.rounds_after_backoff = cl.int_value(1, 1000000);
         else if (o == "-h" || o == "--help") {
             std::puts("usage: llmrt-bench-speculative-policy [--target-ms A] [--token-ms B] [--pass N] [--pass-ms C]\n"
                       "                                      [--draft-ms D] [--row-ms R] [--noise X,X,...] [--temps T,T]\n"
-                      "                                      [--prompts P] [-n N] [--prompt-tokens L]\n"
+                      "                                      [--prompts P] [-n N] [--prompt-tokens L] [--rounds-after-backoff K]\n"
                       "\n"
                       "Speedups of speculative decoding over plain decoding on a fake clock, for the two draft-length\n"
                       "rules (llmrt::sample::adaptive_length), with simulated models that charge a target call of m\n"
                       "tokens A + B (m - 1) + C floor((m - 1) / N) ms (+ R ms per row of logits read back) and a draft\n"
                       "call D ms. Defaults: the H200 pair's costs, A 0.34, B 0.02, N 8, C 0.35, D 0.144, R 0; noise\n"
                       "0.01,0.03,0.1,0.3 (the draft's logits' noise: the larger, the less it agrees); temperatures\n"
-                      "0,0.8; 4 prompts of 128 tokens, 256 tokens each. A model, not a measurement.");
+                      "0,0.8; 4 prompts of 128 tokens, 256 tokens each; the fallback's rounds before it judges again\n"
+                      "after a back-off K 8 (llmrt::sample::fallback_policy). A model, not a measurement.");
             return 0;
         } else {
             llmrt_examples::bad_argument("unknown option " + o + " (--help lists them)");
@@ -151,9 +155,9 @@ int main(int argc, char** argv) try {
                 "|---|---|---|---|---|---|---|\n");
     for (float t : temps)
         for (float x : noises) {
-            const outcome plain = decode(c, x, t, -1, prompts, n, prompt_tokens);
-            const outcome accepted = decode(c, x, t, 0, prompts, n, prompt_tokens);
-            const outcome costs = decode(c, x, t, 1, prompts, n, prompt_tokens);
+            const outcome plain = decode(c, x, t, -1, prompts, n, prompt_tokens, fallback);
+            const outcome accepted = decode(c, x, t, 0, prompts, n, prompt_tokens, fallback);
+            const outcome costs = decode(c, x, t, 1, prompts, n, prompt_tokens, fallback);
             std::printf("| %.2f | %.2f | %.3fx | %.3f | %.3fx | %.3f | %lld of %d |\n", double(t), double(x),
                         plain.seconds / accepted.seconds, accepted.stats.acceptance_rate(), plain.seconds / costs.seconds,
                         costs.stats.acceptance_rate(), (long long)costs.stats.plain_steps, prompts * n);

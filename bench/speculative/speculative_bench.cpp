@@ -64,6 +64,7 @@ struct arguments {
     bool fallback = llmrt::sample::fallback_policy{}.enabled;
     int32_t min_rounds = llmrt::sample::fallback_policy{}.min_rounds;          // --min-rounds
     int32_t backoff_tokens = llmrt::sample::fallback_policy{}.backoff_tokens;  // --backoff
+    int32_t rounds_after_backoff = llmrt::sample::fallback_policy{}.rounds_after_backoff;  // --rounds-after-backoff
     float draft_temperature = 0.0f;  // --draft-temp: the sampled workloads' drafts sampled at it (0: greedy)
     bool overlap = true;  // --no-overlap: off; off on Vulkan (llmrt_examples::overlap_allowed)
     bool cost_aware = llmrt::sample::adaptive_length{}.cost_aware;  // --length cost|acceptance
@@ -105,6 +106,7 @@ arguments parse(int argc, char** argv) {
         else if (o == "--no-fallback") a.fallback = false;
         else if (o == "--min-rounds") a.min_rounds = cl.int_value(1, 1000000);
         else if (o == "--backoff") a.backoff_tokens = cl.int_value(1, 1024);
+        else if (o == "--rounds-after-backoff") a.rounds_after_backoff = cl.int_value(1, 1000000);
         else if (o == "--draft-temp") a.draft_temperature = float(cl.number_value(0.0, 100.0));
         else if (o == "--no-overlap") a.overlap = false;
         else if (o == "--length") {
@@ -123,7 +125,7 @@ arguments parse(int argc, char** argv) {
                       "                               [--period P] [--repeats R] [--n-max N] [--p-min P] [--no-fallback]\n"
                       "                               [--target T.gguf --draft D.gguf --prompt-file NAME=PATH[,PATH...] ... [--temps T,T]]\n"
                       "                               [--logits-on-host] [--no-overlap] [--length cost|acceptance]\n"
-                      "                               [--min-rounds N] [--backoff N] [--draft-temp T]\n"
+                      "                               [--min-rounds N] [--backoff N] [--rounds-after-backoff N] [--draft-temp T]\n"
                       "\n"
                       "Defaults: -n 256, --reps 3, --clock wall, --json speculative.json, --period 8 --repeats 8,\n"
                       "--n-max 16 (adaptive), --length acceptance: the accepted tokens' moving average + 2 (the\n"
@@ -132,7 +134,8 @@ arguments parse(int argc, char** argv) {
                       "(llmrt::sample::adaptive_length::cost_aware). The fallback policy is on in every row but one\n"
                       "that shows the default pair's draft model without it: plain decoding while speculation measures\n"
                       "slower (after 8 timed rounds, 32 plain tokens, doubling up to 1024;\n"
-                      "llmrt::sample::fallback_policy; --min-rounds and --backoff set the 8 and the 32).\n"
+                      "llmrt::sample::fallback_policy; --min-rounds and --backoff set the 8 and the 32,\n"
+                      "--rounds-after-backoff the rounds before it judges again after a back-off, 8).\n"
                       "--no-fallback turns it off everywhere. The draft model drafts\n"
                       "the next round while the target verifies this one (generation_options::overlap; on the CUDA and\n"
                       "CPU backends): --no-overlap drafts only after each verification.\n"
@@ -502,6 +505,7 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
     base.policy.fallback.enabled = a.fallback;
     base.policy.fallback.min_rounds = a.min_rounds;
     base.policy.fallback.backoff_tokens = a.backoff_tokens;
+    base.policy.fallback.rounds_after_backoff = a.rounds_after_backoff;
     base.policy.fallback.max_backoff_tokens = std::max(a.backoff_tokens, base.policy.fallback.max_backoff_tokens);
     base.policy.adaptive.cost_aware = a.cost_aware;
     base.overlap = a.overlap;

@@ -466,6 +466,35 @@ TEST_CASE("speculation falls back to plain decoding while it is measured slower"
     CHECK(spec.stats().rounds > 0);  // it kept retrying
 }
 
+TEST_CASE("after a back-off the fallback judges again after rounds_after_backoff rounds, on its kept averages below min_rounds") {
+    fake_clock clock;
+    function_model target = hash_target(0, 2048, {&clock, 1.0, 0.02});
+    const sampler_chain chain(sampling_params::greedy());
+    const auto expected = plain_decode(target, chain, 256);
+    function_model slow_draft(make_vocabulary(vocab_size), 2048, hash_logits(999, 0), {&clock, 1.0, 0.02});
+    const auto run = [&](int32_t rounds_after_backoff) {
+        draft_policy policy = exact_policy();
+        policy.fallback.enabled = true;
+        policy.fallback.rounds_after_backoff = rounds_after_backoff;
+        generation_options options;
+        options.clock = std::ref(clock);
+        generator<function_model> spec(target, chain, policy, options);
+        spec.add_drafter(greedy_drafter(slow_draft));
+        CHECK(spec.generate(prompt, 256).tokens == expected);
+        return spec.stats();
+    };
+    const speculative_stats afresh = run(8), kept = run(1);
+    MESSAGE("rounds: afresh " << afresh.rounds << ", kept " << kept.rounds);
+    // The first judgement takes min_rounds (8) either way; each retry then 8 rounds, or 1.
+    CHECK(afresh.rounds >= 16);
+    CHECK(kept.rounds >= 9);
+    CHECK(kept.rounds < afresh.rounds);
+    CHECK(kept.fallback_steps > afresh.fallback_steps);
+    draft_policy bad = exact_policy();
+    bad.fallback.rounds_after_backoff = 0;
+    CHECK_THROWS_AS(bad.validate(), llmrt::error);
+}
+
 TEST_CASE("speculation stays on while it is measured faster") {
     fake_clock clock;
     function_model target = hash_target(0, 2048, {&clock, 1.0, 0.02});

@@ -70,7 +70,12 @@ struct adaptive_length {
 // Plain steps come from `probe_steps` probes at the start and every `reprobe_rounds` speculative
 // rounds, and from back-off windows. After `min_rounds` speculative rounds, if speculation costs
 // more than `margin` × the plain cost per token, decoding goes plain for `backoff_tokens` tokens,
-// doubling up to `max_backoff_tokens` while speculation keeps losing. With a wall clock this makes
+// doubling up to `max_backoff_tokens` while speculation keeps losing. After a back-off it judges
+// again after `rounds_after_backoff` speculative rounds: at min_rounds or more, on those rounds
+// alone (the averages start afresh); below, on its moving averages from before the back-off
+// updated by them, so a losing drafter costs fewer rounds per retry and a recovered one needs
+// more retries to show it (the policy simulator, bench/RESULTS.md: at temperature 0.8, 0.88× →
+// 0.92× with 1; at a draft noise of 0.1, greedy, 1.05× → 1.02×). With a wall clock this makes
 // the schedule, hence a speculative-sampling token stream, depend on timing: turn it off (or pass
 // a deterministic clock) where a sampled-draft run must be bit-reproducible. Sample-and-compare
 // streams never depend on the schedule.
@@ -79,6 +84,7 @@ struct fallback_policy {
     int32_t probe_steps = 2;
     int32_t reprobe_rounds = 128;
     int32_t min_rounds = 8;
+    int32_t rounds_after_backoff = 8;
     double margin = 1.0;
     int32_t backoff_tokens = 32;
     int32_t max_backoff_tokens = 1024;
@@ -115,11 +121,12 @@ struct draft_policy {
                          std::to_string(adaptive.headroom) + " (need 0 < ema_weight <= 1, headroom >= 0)";
               });
         check(fallback.probe_steps >= 1 && fallback.reprobe_rounds >= 1 && fallback.min_rounds >= 1 &&
+                  fallback.rounds_after_backoff >= 1 &&
                   std::isfinite(fallback.margin) && fallback.margin > 0.0 && fallback.backoff_tokens >= 1 &&
                   fallback.max_backoff_tokens >= fallback.backoff_tokens && fallback.ema_weight > 0.0f &&
                   fallback.ema_weight <= 1.0f,
               errc::invalid_argument,
-              "draft_policy.fallback: need probe_steps, reprobe_rounds, min_rounds, backoff_tokens >= 1, "
+              "draft_policy.fallback: need probe_steps, reprobe_rounds, min_rounds, rounds_after_backoff, backoff_tokens >= 1, "
               "max_backoff_tokens >= backoff_tokens, margin > 0 and 0 < ema_weight <= 1");
     }
 };

@@ -450,8 +450,12 @@ private:
         if (!speculating) {
             detail::moving_average(plain_cost_, seconds / double(tokens), w);
             if (phase_ != phase::speculating && (phase_left_ -= tokens) <= 0) {
+                const bool after_backoff = phase_ == phase::backing_off;
                 phase_ = phase::speculating;
-                reset_speculative_cost();
+                if (after_backoff && f.rounds_after_backoff < f.min_rounds)
+                    spec_rounds_ = f.min_rounds - f.rounds_after_backoff;  // judged on the kept averages that many rounds on
+                else
+                    reset_speculative_cost();
             }
             return;
         }
