@@ -446,44 +446,38 @@ TEST_CASE("a draft model with a different vocabulary is refused with an error sa
     CHECK(refused_because(make_vocabulary(vocab_size, 7)) == "accepted");
 }
 
-TEST_CASE("speculation falls back to plain decoding while it is measured slower") {
+namespace {
+
+// Speculation that loses on a fake clock: a draft as expensive per call as the target and mostly
+// wrong, the fallback on with `rounds_after_backoff`; the tokens checked against plain decoding.
+speculative_stats losing_speculation(int32_t rounds_after_backoff = fallback_policy{}.rounds_after_backoff) {
     fake_clock clock;
     function_model target = hash_target(0, 2048, {&clock, 1.0, 0.02});
     const sampler_chain chain(sampling_params::greedy());
     const auto expected = plain_decode(target, chain, 256);
-
-    // As expensive per call as the target and mostly wrong: speculation loses.
     function_model slow_draft(make_vocabulary(vocab_size), 2048, hash_logits(999, 0), {&clock, 1.0, 0.02});
     draft_policy policy = exact_policy();
     policy.fallback.enabled = true;
+    policy.fallback.rounds_after_backoff = rounds_after_backoff;
     generation_options options;
     options.clock = std::ref(clock);
     generator<function_model> spec(target, chain, policy, options);
     spec.add_drafter(greedy_drafter(slow_draft));
     CHECK(spec.generate(prompt, 256).tokens == expected);
-    MESSAGE("fallback steps " << spec.stats().fallback_steps << " of 256");
-    CHECK(spec.stats().fallback_steps > 150);
-    CHECK(spec.stats().rounds > 0);  // it kept retrying
+    return spec.stats();
+}
+
+}  // namespace
+
+TEST_CASE("speculation falls back to plain decoding while it is measured slower") {
+    const speculative_stats s = losing_speculation();
+    MESSAGE("fallback steps " << s.fallback_steps << " of 256");
+    CHECK(s.fallback_steps > 150);
+    CHECK(s.rounds > 0);  // it kept retrying
 }
 
 TEST_CASE("after a back-off the fallback judges again after rounds_after_backoff rounds, on its kept averages below min_rounds") {
-    fake_clock clock;
-    function_model target = hash_target(0, 2048, {&clock, 1.0, 0.02});
-    const sampler_chain chain(sampling_params::greedy());
-    const auto expected = plain_decode(target, chain, 256);
-    function_model slow_draft(make_vocabulary(vocab_size), 2048, hash_logits(999, 0), {&clock, 1.0, 0.02});
-    const auto run = [&](int32_t rounds_after_backoff) {
-        draft_policy policy = exact_policy();
-        policy.fallback.enabled = true;
-        policy.fallback.rounds_after_backoff = rounds_after_backoff;
-        generation_options options;
-        options.clock = std::ref(clock);
-        generator<function_model> spec(target, chain, policy, options);
-        spec.add_drafter(greedy_drafter(slow_draft));
-        CHECK(spec.generate(prompt, 256).tokens == expected);
-        return spec.stats();
-    };
-    const speculative_stats afresh = run(8), kept = run(1);
+    const speculative_stats afresh = losing_speculation(8), kept = losing_speculation(1);
     MESSAGE("rounds: afresh " << afresh.rounds << ", kept " << kept.rounds);
     // The first judgement takes min_rounds (8) either way; each retry then 8 rounds, or 1.
     CHECK(afresh.rounds >= 16);

@@ -87,22 +87,10 @@ public:
         rows_.resize(tail * size_t(vocab));
         evaluate(missing.last(tail), int32_t(keep + head), rows_);
         logits_.assign(rows_.end() - vocab, rows_.end());
-
-        // 3. Draft. Draft token k is evaluated at position length + k to draft token k + 1.
-        for (int32_t k = 0; k < n_limit; ++k) {
-            if (request.p_min > 0.0f && top1_probability(logits_) < request.p_min) break;
-            token_distribution q = chain_.distribution(logits_);
-            const int32_t x = chain_.is_greedy() ? q.argmax() : q.draw(chain_.uniform());
-            out.tokens.push_back(x);
-            if (!chain_.is_greedy()) out.q.push_back(std::move(q));
-            chain_.accept(x);
-            if (x == model_.vocab().eos || k + 1 == n_limit) break;
-            if (stopped(request)) {
-                out.interrupted = true;
-                break;
-            }
-            evaluate(std::span<const int32_t>(&out.tokens.back(), 1), int32_t(length) + k, logits_);
-        }
+        draw_draft(
+            int32_t(length), n_limit, request, out, [&] { return top1_probability(logits_); },
+            [&] { return chain_.distribution(logits_); },
+            [&](const int32_t& token, int32_t position) { evaluate(std::span<const int32_t>(&token, 1), position, logits_); });
     }
 
     // Steps 1 and 2 of propose for all but the last `leave` (at least 1) tokens of the sequence,
@@ -202,21 +190,36 @@ private:
             count(tokens.size());
         };
         evaluate_top(tail, tail_position);
-        for (int32_t k_draft = 0; k_draft < n_limit; ++k_draft) {
-            const size_t row = ids_.size() / k - 1;  // the last token's candidates
-            if (threshold && top_[row] < request.p_min) break;
-            token_distribution q = chain_.distribution_of_top(std::span<const int32_t>(ids_).subspan(row * k, k),
-                                                              std::span<const float>(logits_).subspan(row * k, k));
+        const auto row = [&] { return ids_.size() / k - 1; };  // the last token's candidates
+        draw_draft(
+            length, n_limit, request, out, [&] { return top_[row()]; },
+            [&] {
+                return chain_.distribution_of_top(std::span<const int32_t>(ids_).subspan(row() * k, k),
+                                                  std::span<const float>(logits_).subspan(row() * k, k));
+            },
+            [&](const int32_t& token, int32_t position) { evaluate_top(std::span<const int32_t>(&token, 1), position); });
+    }
+
+    // Step 3, sampled or greedy from the chain's distribution: while the last evaluated position's
+    // top probability (top_probability(), read only with a p_min) reaches p_min, draw token k from
+    // distribution() and, unless it ends the draft, evaluate it at position length + k (next) to
+    // draft token k + 1.
+    template <class TopProbability, class Distribution, class Next>
+    void draw_draft(int32_t length, int32_t n_limit, const draft_request& request, draft& out,
+                    TopProbability top_probability, Distribution distribution, Next next) {
+        for (int32_t k = 0; k < n_limit; ++k) {
+            if (request.p_min > 0.0f && top_probability() < request.p_min) break;
+            token_distribution q = distribution();
             const int32_t x = chain_.is_greedy() ? q.argmax() : q.draw(chain_.uniform());
             out.tokens.push_back(x);
             if (!chain_.is_greedy()) out.q.push_back(std::move(q));
             chain_.accept(x);
-            if (x == model_.vocab().eos || k_draft + 1 == n_limit) break;
+            if (x == model_.vocab().eos || k + 1 == n_limit) break;
             if (stopped(request)) {
                 out.interrupted = true;
                 break;
             }
-            evaluate_top(std::span<const int32_t>(&out.tokens.back(), 1), length + k_draft);
+            next(out.tokens.back(), length + k);
         }
     }
 
