@@ -158,7 +158,7 @@ public:
         state& s = *s_;
         use_device();
         const auto i = std::size_t(t.id);
-        if (s.g->nodes()[i].op == graph::op::input && s.options.use_graphs) {
+        if (on_host(t)) {
             LLMRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
             std::memcpy(s.inputs_host.bytes() + s.p->offset[i] + offset, src, bytes);
             return;
@@ -173,7 +173,7 @@ public:
         state& s = *s_;
         use_device();
         const auto i = std::size_t(t.id);
-        if (s.g->nodes()[i].op == graph::op::input && s.options.use_graphs) {  // what the next run copies in
+        if (on_host(t)) {  // what the next run copies in
             LLMRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
             std::memcpy(dst, s.inputs_host.bytes() + s.p->offset[i] + offset, bytes);
             return;
@@ -186,33 +186,35 @@ public:
     }
 
     // The reads, each as read does it, with one wait: the copies that fit the pinned bounce
-    // buffer together go through it, the others straight to their destination.
+    // buffer together go through it (each at the next 16-byte boundary), the others straight to
+    // their destination.
     void read_together(std::span<const graph::read_request> reads) const {
         state& s = *s_;
         use_device();
+        // Where read r lands in the bounce buffer, given what is staged before it; npos: not there.
+        const auto bounce_at = [](const graph::read_request& r, std::size_t& staged) {
+            const std::size_t at = (staged + 15) / 16 * 16;
+            if (at + r.bytes > bounce_bytes) return std::string::npos;
+            staged = at + r.bytes;
+            return at;
+        };
         std::size_t staged = 0;
         for (const graph::read_request& r : reads) {
-            const auto i = std::size_t(r.t.id);
             if (r.bytes == 0) continue;
-            if (s.g->nodes()[i].op == graph::op::input && s.options.use_graphs) {  // read from the host copy
+            if (on_host(r.t)) {
                 read(r.t, r.byte_offset, r.dst, r.bytes);
                 continue;
             }
-            const std::size_t at = (staged + 15) / 16 * 16;
-            const bool bounce = at + r.bytes <= bounce_bytes;
-            if (bounce) staged = at + r.bytes;
-            LLMRT_CUDA_CHECK(cudaMemcpyAsync(bounce ? s.bounce.bytes() + at : static_cast<std::byte*>(r.dst),
+            const std::size_t at = bounce_at(r, staged);
+            LLMRT_CUDA_CHECK(cudaMemcpyAsync(at != std::string::npos ? s.bounce.bytes() + at : static_cast<std::byte*>(r.dst),
                                              address(r.t.id) + r.byte_offset, r.bytes, cudaMemcpyDeviceToHost, s.stream));
         }
         LLMRT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
         staged = 0;
         for (const graph::read_request& r : reads) {
-            const auto i = std::size_t(r.t.id);
-            if (r.bytes == 0 || (s.g->nodes()[i].op == graph::op::input && s.options.use_graphs)) continue;
-            const std::size_t at = (staged + 15) / 16 * 16;
-            if (at + r.bytes > bounce_bytes) continue;
-            staged = at + r.bytes;
-            std::memcpy(r.dst, s.bounce.bytes() + at, r.bytes);
+            if (r.bytes == 0 || on_host(r.t)) continue;
+            if (const std::size_t at = bounce_at(r, staged); at != std::string::npos)
+                std::memcpy(r.dst, s.bounce.bytes() + at, r.bytes);
         }
     }
 
@@ -284,6 +286,12 @@ private:
             if (stream) cudaStreamDestroy(stream);
         }
     };
+
+    // Whether tensor t lives in the pinned host copy of the inputs, which each replayed run copies
+    // to the device first: reads and writes of it touch that copy.
+    bool on_host(graph::tensor t) const {
+        return s_->g->nodes()[std::size_t(t.id)].op == graph::op::input && s_->options.use_graphs;
+    }
 
     std::byte* address(int32_t id) const {
         std::byte* a = s_->address[std::size_t(id)];

@@ -227,28 +227,29 @@ public:
     // entries each; no logits are read back.
     void eval_greedy(std::span<const int32_t> tokens, int32_t position, std::span<int32_t> ids_out,
                      std::span<float> top_out) {
-        check_eval(tokens, position, 0);
-        check(ids_out.size() == tokens.size() && (top_out.empty() || top_out.size() == tokens.size()),
-              errc::invalid_argument, [&] {
-                  return "llama_model::eval_greedy: " + std::to_string(tokens.size()) + " tokens, " +
-                         std::to_string(ids_out.size()) + " ids and " + std::to_string(top_out.size()) +
-                         " top probabilities (need one id per token, and one probability per token or none)";
-              });
-        check(top_out.empty() || built_.top.valid(), errc::invalid_argument,
-              "llama_model::eval_greedy: top probabilities need llama_options::top_probability");
+        check_eval_greedy(tokens, position, ids_out.size(), top_out.size());
         in_chunks(tokens, position, [&](std::span<const int32_t> chunk, std::span<const int32_t> positions, std::size_t done) {
-            if (top_out.empty()) {
-                const auto ids = forward_greedy(chunk, positions);
-                std::copy(ids.begin(), ids.end(), ids_out.begin() + std::ptrdiff_t(done));
-                return;
-            }
             const auto n = std::size_t(run(chunk, positions));
-            // The ids and the probabilities for one wait on the device.
-            const graph::read_request reads[] = {graph::read_request::of(built_.next, std::span<int32_t>(next_).first(n)),
-                                                 graph::read_request::of(built_.top, top_out.subspan(done, n))};
-            exec_.read_together(reads);
+            // The ids (and the probabilities) for one wait on the device.
+            const graph::read_request reads[] = {
+                graph::read_request::of(built_.next, std::span<int32_t>(next_).first(n)),
+                graph::read_request::of(built_.top, top_out.empty() ? top_out : top_out.subspan(done, n))};
+            exec_.read_together(std::span<const graph::read_request>(reads).first(top_out.empty() ? 1 : 2));
             std::copy_n(next_.begin(), n, ids_out.begin() + std::ptrdiff_t(done));
         });
+    }
+
+    // What eval_greedy refuses, raised without running anything (as check_forward).
+    void check_eval_greedy(std::span<const int32_t> tokens, int32_t position, std::size_t ids_size,
+                           std::size_t top_size) const {
+        check_eval(tokens, position, 0);
+        check(ids_size == tokens.size() && (top_size == 0 || top_size == tokens.size()), errc::invalid_argument, [&] {
+            return "llama_model::eval_greedy: " + std::to_string(tokens.size()) + " tokens, " + std::to_string(ids_size) +
+                   " ids and " + std::to_string(top_size) +
+                   " top probabilities (need one id per token, and one probability per token or none)";
+        });
+        check(top_size == 0 || built_.top.valid(), errc::invalid_argument,
+              "llama_model::eval_greedy: top probabilities need llama_options::top_probability");
     }
 
     // The candidates eval_top gives per token: llama_options::top_candidates, at most n_vocab (0: none).
@@ -262,18 +263,8 @@ public:
     // token as eval_greedy gives it (llama_options::top_probability). No row of logits is read back.
     void eval_top(std::span<const int32_t> tokens, int32_t position, std::span<int32_t> ids_out,
                   std::span<float> logits_out, std::span<float> top_out = {}) {
-        check_eval(tokens, position, 0);
+        check_eval_top(tokens, position, ids_out.size(), logits_out.size(), top_out.size());
         const std::size_t k = std::size_t(top_candidates());
-        check(k > 0 && ids_out.size() == tokens.size() * k && logits_out.size() == ids_out.size(), errc::invalid_argument, [&] {
-            return "llama_model::eval_top: " + std::to_string(tokens.size()) + " tokens, " + std::to_string(ids_out.size()) +
-                   " ids and " + std::to_string(logits_out.size()) + " logits; need " + std::to_string(k) +
-                   " of each per token" + (k ? "" : " (llama_options::top_candidates is 0)");
-        });
-        check(top_out.empty() || (built_.top.valid() && top_out.size() == tokens.size()), errc::invalid_argument, [&] {
-            return "llama_model::eval_top: " + std::to_string(top_out.size()) + " top probabilities for " +
-                   std::to_string(tokens.size()) + " tokens (need one per token, or none" +
-                   (built_.top.valid() ? ")" : "; and llama_options::top_probability)");
-        });
         in_chunks(tokens, position, [&](std::span<const int32_t> chunk, std::span<const int32_t> positions, std::size_t done) {
             run(chunk, positions);
             // Ids, logits (and probabilities) for one wait on the device.
@@ -282,6 +273,23 @@ public:
                 graph::read_request::of(built_.top_logits, logits_out.subspan(done * k, chunk.size() * k)),
                 graph::read_request::of(built_.top, top_out.empty() ? top_out : top_out.subspan(done, chunk.size()))};
             exec_.read_together(std::span<const graph::read_request>(reads).first(top_out.empty() ? 2 : 3));
+        });
+    }
+
+    // What eval_top refuses, raised without running anything (as check_forward).
+    void check_eval_top(std::span<const int32_t> tokens, int32_t position, std::size_t ids_size, std::size_t logits_size,
+                        std::size_t top_size) const {
+        check_eval(tokens, position, 0);
+        const std::size_t k = std::size_t(top_candidates());
+        check(k > 0 && ids_size == tokens.size() * k && logits_size == ids_size, errc::invalid_argument, [&] {
+            return "llama_model::eval_top: " + std::to_string(tokens.size()) + " tokens, " + std::to_string(ids_size) +
+                   " ids and " + std::to_string(logits_size) + " logits; need " + std::to_string(k) +
+                   " of each per token" + (k ? "" : " (llama_options::top_candidates is 0)");
+        });
+        check(top_size == 0 || (built_.top.valid() && top_size == tokens.size()), errc::invalid_argument, [&] {
+            return "llama_model::eval_top: " + std::to_string(top_size) + " top probabilities for " +
+                   std::to_string(tokens.size()) + " tokens (need one per token, or none" +
+                   (built_.top.valid() ? ")" : "; and llama_options::top_probability)");
         });
     }
 

@@ -114,19 +114,12 @@ public:
             ranks_[std::size_t(r)].model->eval(tokens, position, r == 0 ? logits_out : std::span<float>());
         });
     }
-    // As llama_model's: every rank reduces the same gathered logits on its device; rank 0's
-    // outputs go to the caller, the others' to scratch of their own.
+    // As llama_model's, checked on the caller's thread first: every rank reduces the same gathered
+    // logits on its device; rank 0's outputs go to the caller, the others' to scratch of their own.
     bool has_top_probability() const noexcept { return first().has_top_probability(); }
     void eval_greedy(std::span<const int32_t> tokens, int32_t position, std::span<int32_t> ids_out,
                      std::span<float> top_out) {
-        first().check_eval(tokens, position, 0);
-        check(ids_out.size() == tokens.size() && (top_out.empty() || (has_top_probability() && top_out.size() == tokens.size())),
-              errc::invalid_argument, [&] {
-                  return "tensor_parallel_llama::eval_greedy: " + std::to_string(tokens.size()) + " tokens, " +
-                         std::to_string(ids_out.size()) + " ids and " + std::to_string(top_out.size()) +
-                         " top probabilities (need one id per token, and one probability per token or none, which needs "
-                         "llama_options::top_probability)";
-              });
+        first().check_eval_greedy(tokens, position, ids_out.size(), top_out.size());
         threads_.run([&](int32_t r) {
             rank& k = ranks_[std::size_t(r)];
             if (r == 0) return k.model->eval_greedy(tokens, position, ids_out, top_out);
@@ -139,16 +132,7 @@ public:
     int32_t top_candidates() const noexcept { return first().top_candidates(); }
     void eval_top(std::span<const int32_t> tokens, int32_t position, std::span<int32_t> ids_out,
                   std::span<float> logits_out, std::span<float> top_out = {}) {
-        first().check_eval(tokens, position, 0);
-        const std::size_t k = std::size_t(top_candidates());
-        check(k > 0 && ids_out.size() == tokens.size() * k && logits_out.size() == ids_out.size() &&
-                  (top_out.empty() || (has_top_probability() && top_out.size() == tokens.size())),
-              errc::invalid_argument, [&] {
-                  return "tensor_parallel_llama::eval_top: " + std::to_string(tokens.size()) + " tokens, " +
-                         std::to_string(ids_out.size()) + " ids, " + std::to_string(logits_out.size()) + " logits and " +
-                         std::to_string(top_out.size()) + " top probabilities; need " + std::to_string(k) +
-                         " ids and logits per token (llama_options::top_candidates), and one probability per token or none";
-              });
+        first().check_eval_top(tokens, position, ids_out.size(), logits_out.size(), top_out.size());
         threads_.run([&](int32_t r) {
             rank& kr = ranks_[std::size_t(r)];
             if (r == 0) return kr.model->eval_top(tokens, position, ids_out, logits_out, top_out);

@@ -4,8 +4,10 @@
 #include "llmrt/core/cxx20.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <concepts>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -54,6 +56,18 @@ concept causal_model = requires(M& m, const M& cm, std::span<const int32_t> toke
     m.eval(tokens, position, logits_out);
     m.truncate(n);
 };
+
+// A row's top probability, softmax(logits) at its largest entry = 1 / Σ exp(l − max) (0 for a row
+// with no finite maximum): what the model drafter's p_min compares, from rows it reads, and what
+// the test doubles give as top_out.
+inline float top1_probability(std::span<const float> logits) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (float l : logits) m = std::max(m, l);
+    if (!(m > -std::numeric_limits<float>::infinity())) return 0.0f;
+    double sum = 0.0;
+    for (float l : logits) sum += std::exp(double(l) - double(m));
+    return float(1.0 / sum);
+}
 
 // A causal_model that can also reduce each row of logits on its device to what greedy decoding
 // reads, so that the logits (a vocabulary of floats per token) never travel:

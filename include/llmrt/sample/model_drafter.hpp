@@ -12,10 +12,8 @@
 #include "llmrt/core/cxx20.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <concepts>
 #include <cstdint>
-#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -225,16 +223,6 @@ private:
 
     static bool stopped(const draft_request& request) {
         return request.stop && request.stop->load(std::memory_order_acquire);
-    }
-
-    // softmax(logits) at its largest entry = 1 / Σ exp(l − max).
-    static float top1_probability(std::span<const float> logits) {
-        float m = -std::numeric_limits<float>::infinity();
-        for (float l : logits) m = std::max(m, l);
-        if (!(m > -std::numeric_limits<float>::infinity())) return 0.0f;
-        double sum = 0.0;
-        for (float l : logits) sum += std::exp(double(l) - double(m));
-        return float(1.0 / sum);
     }
 
     Draft& model_;

@@ -183,10 +183,7 @@ public:
             const std::span<const float> row(rows.data() + i * v, v);
             const size_t best = size_t(std::max_element(row.begin(), row.end()) - row.begin());  // the first largest
             ids[i] = int32_t(best);
-            if (top.empty()) continue;
-            double sum = 0.0;  // the formula model_drafter applies to the rows
-            for (float l : row) sum += std::exp(double(l) - double(row[best]));
-            top[i] = float(1.0 / sum);
+            if (!top.empty()) top[i] = top1_probability(row);  // the formula model_drafter applies to the rows
         }
         argmax_rows += int64_t(tokens.size());
     }
@@ -215,7 +212,7 @@ public:
         inner_.eval(tokens, position, logits);
         if (!logits.empty()) logit_rows += int64_t(tokens.size());
     }
-    // top: each row's top probability (argmax_model's formula), or none.
+    // top: each row's top probability (top1_probability), or none.
     void eval_top(std::span<const int32_t> tokens, int32_t position, std::span<int32_t> ids, std::span<float> logits,
                   std::span<float> top = {}) {
         const size_t v = size_t(vocab_size()), k = size_t(k_);
@@ -226,12 +223,7 @@ public:
         inner_.eval(tokens, position, rows);
         cpu::top_k(rows.data(), ids.data(), int64_t(v), int64_t(k), int64_t(tokens.size()));
         for (size_t i = 0; i < ids.size(); ++i) logits[i] = rows[(i / k) * v + size_t(ids[i])];
-        for (size_t i = 0; i < top.size(); ++i) {
-            const float best = rows[i * v + size_t(ids[i * k])];
-            double sum = 0.0;
-            for (size_t j = 0; j < v; ++j) sum += std::exp(double(rows[i * v + j]) - double(best));
-            top[i] = float(1.0 / sum);
-        }
+        for (size_t i = 0; i < top.size(); ++i) top[i] = top1_probability(std::span<const float>(rows).subspan(i * v, v));
         top_rows += int64_t(tokens.size());
     }
 
