@@ -531,7 +531,7 @@ int run(Backend& backend, const std::string& description, const arguments& a) {
     // do not pay for the top_k.
     std::unique_ptr<model::llama_model<Backend>> sampling_target, sampling_draft;
     const auto any = [&](auto&& pred) { return std::any_of(workloads.begin(), workloads.end(), pred); };
-    const int32_t candidates = a.logits_on_host ? 0 : llmrt_examples::top_candidates_for(a.backend);
+    const int32_t candidates = a.logits_on_host ? 0 : llmrt_examples::top_candidates;
     const auto with_candidates = [&](const auto& file, model::llama_options o) {
         o.top_candidates = candidates;
         return std::make_unique<model::llama_model<Backend>>(backend, file, o);

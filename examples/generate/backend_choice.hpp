@@ -69,12 +69,12 @@ inline std::vector<std::string> backends_by_preference() {
 // backend submit to its one queue, which two threads may not do at once.
 inline bool overlap_allowed(const std::string& backend) { return backend.rfind("vulkan", 0) != 0; }
 
-// llama_options::top_candidates for a target model on the backend spec: its top k for temperature
+// llama_options::top_candidates for a target model that samples: its top k for temperature
 // sampling picked on the device, so that 64 ids and logits travel per token instead of a row of the
 // vocabulary (a sampler chain's top_k up to 64 reads them). Every backend picks a vocabulary's top k
 // without k passes over it: the CPU with a heap, CUDA and Vulkan by radix selection over slices of
 // the row, then a merge (cuda/ops/top_k_wide.cuh, vulkan/ops/top_k.hpp).
-inline int32_t top_candidates_for(const std::string& /*backend*/) { return 64; }
+inline constexpr int32_t top_candidates = 64;
 
 inline std::string joined(const std::vector<std::string>& names) {
     std::string s;

@@ -384,7 +384,7 @@ int main(int argc, char** argv) {
         const run_setup s = setup(*file, a);
         model::llama_options options = model_options(s, a);
         // Sampling reads each token's top candidates, picked on the device, not its logits.
-        if (a.temperature > 0.0f) options.top_candidates = llmrt_examples::top_candidates_for(backend);
+        if (a.temperature > 0.0f) options.top_candidates = llmrt_examples::top_candidates;
         check(a.tp == 0 || a.gpus == 0, errc::invalid_argument,
               "--tp (CPU ranks) and --gpus (CUDA ranks) are two ways to run tensor parallel; give one");
         if (a.tp != 0) {  // N CPU backends, each one rank of an in-process group on a thread of its own
@@ -419,15 +419,14 @@ int main(int argc, char** argv) {
         }
         llmrt_examples::with_backend(backend, [&](auto& b, const std::string& description) {
             using backend_type = std::remove_reference_t<decltype(b)>;
-            const model::llama_options& one = options;
             if (!speculative(a)) {
-                model::llama_model<backend_type> m(b, file, one);
+                model::llama_model<backend_type> m(b, file, options);
                 run(m, description, *file, a, s);
                 return;
             }
             // A verification of n_max + 1 tokens in one forward call; the draft's p_min read on its device.
-            model::llama_options target_options = one;
-            target_options.max_batch = std::max(one.max_batch, sample::draft_policy{}.n_max + 1);
+            model::llama_options target_options = options;
+            target_options.max_batch = std::max(options.max_batch, sample::draft_policy{}.n_max + 1);
             model::llama_model<backend_type> m(b, file, target_options);
             std::unique_ptr<model::llama_model<backend_type>> draft;
             if (!a.draft_path.empty()) {

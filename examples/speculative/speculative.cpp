@@ -173,7 +173,7 @@ int run(Backend& backend, const std::string& backend_description, const spec::mo
     const model::llama_options options{.n_ctx = n_ctx, .max_batch = std::min(config.policy.n_max + 1, 64)};
     model::llama_options target_options = options;
     // Sampling reads each token's top candidates, picked on the device, not its logits.
-    if (a.temperature > 0.0f) target_options.top_candidates = llmrt_examples::top_candidates_for(a.backend);
+    if (a.temperature > 0.0f) target_options.top_candidates = llmrt_examples::top_candidates;
     model::llama_model<Backend> target(backend, files.target, target_options);
     std::unique_ptr<model::llama_model<Backend>> draft;
     model::llama_options draft_options = options;
